@@ -1,0 +1,36 @@
+import { resolve } from "node:path";
+import { defineConfig } from "vitest/config";
+
+const root = import.meta.dirname;
+
+/**
+ * The vitest config every package uses: tests run against the TypeScript sources of the
+ * workspace packages (no build needed), and each run writes a JSON report that `.ci/run`
+ * adds up into its `N passed, N failed` line.
+ */
+export function packageConfig(dir: string, overrides: { testTimeout?: number; include?: string[] } = {}) {
+  return defineConfig({
+    resolve: {
+      alias: [
+        {
+          find: /^@loopguard\/core\/(anthropic|testing)$/,
+          replacement: resolve(root, "packages/core/src/$1/index.ts"),
+        },
+        {
+          find: /^@loopguard\/(core|policy|injection|redact|checkpoint|tracing-otel|evals)$/,
+          replacement: resolve(root, "packages/$1/src/index.ts"),
+        },
+      ],
+    },
+    test: {
+      root: dir,
+      include: overrides.include ?? ["src/**/*.test.ts", "test/**/*.test.ts"],
+      testTimeout: overrides.testTimeout ?? 20_000,
+      hookTimeout: 60_000,
+      reporters: ["default", "json"],
+      outputFile: { json: resolve(dir, "reports/vitest.json") },
+      // An unhandled rejection anywhere fails the run (vitest's default, stated on purpose).
+      dangerouslyIgnoreUnhandledErrors: false,
+    },
+  });
+}
