@@ -1,0 +1,71 @@
+/**
+ * The EventStore contract: the append-only log a run is folded from.
+ *
+ * Failure rule: a store that fails stops the run. `append` resolves only when the events are
+ * durable, and rejects with `AppendConflictError` when `expectedSeq` is not the log's length
+ * (another writer got there first: this is the fence that keeps two workers off one run).
+ * The runtime takes no action that the log has not recorded first.
+ */
+import type { RunEvent } from "../events.js";
+
+/** An event as stored: its position in the run's log and the time it was written. */
+export type StoredEvent = RunEvent & {
+  /** 0-based position in the run's log. */
+  seq: number;
+  /** Milliseconds since the epoch when the runtime produced the event. */
+  at: number;
+};
+
+/** Options of one append. */
+export interface AppendOptions {
+  /** The number of events the writer believes the log holds (the seq of the first new event). */
+  expectedSeq: number;
+}
+
+/** What `append` resolves with. */
+export interface AppendResult {
+  /** The log's length after the append. */
+  nextSeq: number;
+}
+
+/** One row of `list`. */
+export interface RunSummary {
+  runId: string;
+  agentId?: string;
+  status: string;
+  steps: number;
+  costUsd: number;
+  events: number;
+  createdAt: number;
+  updatedAt: number;
+  task?: string;
+}
+
+/** What `list` filters on; every field is optional. */
+export interface ListFilter {
+  status?: string | readonly string[];
+  agentId?: string;
+  updatedAfter?: number;
+  limit?: number;
+}
+
+/**
+ * An event store.
+ *
+ * Fails closed for the run: a rejected `append` stops the run before the action it describes.
+ */
+export interface EventStore {
+  /** A name for diagnostics, e.g. `jsonl`, `sqlite`, `postgres`, `memory`. */
+  readonly name: string;
+  /** Appends events durably; rejects with `AppendConflictError` on a fence violation. */
+  append(runId: string, events: readonly StoredEventInput[], options: AppendOptions): Promise<AppendResult>;
+  /** Reads a run's events in order; an unknown run gives `[]`. */
+  read(runId: string): Promise<StoredEvent[]>;
+  /** Lists runs, newest update first. */
+  list(filter?: ListFilter): Promise<RunSummary[]>;
+  /** Releases resources; safe to call twice. */
+  close?(): Promise<void>;
+}
+
+/** An event handed to `append`: the store assigns `seq`; `at` is set by the runtime. */
+export type StoredEventInput = RunEvent & { at: number };

@@ -1,0 +1,25 @@
+/**
+ * The Exporter contract: sends finished spans somewhere (a file, OTLP, a test recorder).
+ *
+ * Failure rule: exporters fail open. They never throw into the run: a rejected or thrown
+ * `export` is reported to the agent's `onError` hook and the run goes on.
+ */
+import type { Span } from "../spans.js";
+
+/** What one export did. */
+export type ExportResult = { code: "success" } | { code: "failed"; error: Error };
+
+/**
+ * An exporter of spans.
+ *
+ * Fails open: errors go to `onError`, never into the run.
+ */
+export interface Exporter {
+  readonly name: string;
+  /** Exports a batch of finished, already redacted spans. */
+  export(spans: readonly Span[]): Promise<ExportResult> | ExportResult;
+  /** Flushes anything buffered; optional. */
+  forceFlush?(): Promise<void>;
+  /** Flushes and releases resources; safe to call twice. */
+  shutdown(): Promise<void>;
+}

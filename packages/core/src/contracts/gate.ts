@@ -1,0 +1,90 @@
+/**
+ * The Gate contract: judges one tool call before it runs.
+ *
+ * Failure rule: gates fail closed. A gate whose `check` throws or rejects is treated as a
+ * `deny` with reason `gate_error`. `observe` is called after the call and may not break the
+ * run: its errors are reported to `onError` and otherwise ignored.
+ */
+import type { RunState } from "../run-state.js";
+import type { JsonValue } from "../json.js";
+
+/** Where a gate sits in the pipeline (DESIGN.md's step numbers). */
+export type GateStep = "0" | "0.7" | "1" | "2" | "2.1" | "2.3" | "2.5" | "3" | "4" | "5" | "6" | "7";
+
+/** What a gate sees of one tool call. */
+export interface ToolCall {
+  /** The tool's name. */
+  tool: string;
+  /** The parsed arguments. */
+  args: Record<string, unknown>;
+  /** The model's `tool_use` id (or a generated one under `guardTool`). */
+  toolUseId: string;
+  /** `runId:toolUseId`, stable across retries and resumes. */
+  idempotencyKey: string;
+  /** Flags of the tool. */
+  sensitive: boolean;
+  idempotent: boolean;
+  /** The run this call belongs to, or `undefined` for a guarded call outside any run. */
+  run: RunState | undefined;
+  /** Whether this call is being re-checked after a durable approval. */
+  recheck?: boolean;
+}
+
+/** A gate lets the call through. */
+export interface AllowDecision {
+  type: "allow";
+}
+
+/** A gate refuses the call. */
+export interface DenyDecision {
+  type: "deny";
+  /** A stable snake_case code, e.g. `policy_deny`, `tainted_argument`, `loop_detected`. */
+  reason: string;
+  /** What happened, for the model and the host. */
+  message: string;
+  /** What the model could do instead. */
+  fixHints?: string[];
+  /** Whether this refusal should halt the run (a gate may insist; RunGuard decides too). */
+  halt?: boolean;
+  /** Extra facts to record with the decision. */
+  details?: Record<string, JsonValue>;
+}
+
+/** A gate wants a human to approve the call first. */
+export interface AskDecision {
+  type: "ask";
+  /** A stable code naming the rule that asked. */
+  reason: string;
+  message: string;
+  details?: Record<string, JsonValue>;
+}
+
+/** What a gate decides. */
+export type GateDecision = AllowDecision | DenyDecision | AskDecision;
+
+/** What happened to a call, given to `observe`. */
+export interface CallOutcome {
+  call: ToolCall;
+  status: "ok" | "error" | "refused";
+  /** The refusal reason, when refused. */
+  reason?: string;
+  durationMs: number;
+}
+
+/**
+ * A gate: one step of the tool-call pipeline.
+ *
+ * Fails closed: a `check` that throws is a deny (`gate_error`).
+ */
+export interface Gate {
+  /** A short name for the decision record, e.g. `policy`, `taint`. */
+  readonly name: string;
+  /** Where the gate runs; gates are ordered by step, then by the order given. */
+  readonly step: GateStep;
+  /** A stable digest of the gate's settings, recorded in `run-start`. */
+  digest?(): string;
+  /** Judges the call. */
+  check(call: ToolCall): GateDecision | Promise<GateDecision>;
+  /** Sees the outcome of an admitted or refused call; errors go to `onError`. */
+  observe?(outcome: CallOutcome): void | Promise<void>;
+}

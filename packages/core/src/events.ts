@@ -1,0 +1,222 @@
+/**
+ * The events a run's log is made of. A run is a fold over these (see `foldRun`).
+ *
+ * Events are written before the action they describe. Names are kebab-case and never change
+ * once shipped; new optional fields may be added.
+ */
+import type { JsonValue } from "./json.js";
+import type { ContentBlock, ModelResponse } from "./contracts/model.js";
+import type { ScanVerdict } from "./contracts/scanner.js";
+
+/** The status of a run. */
+export type RunStatus =
+  | "running"
+  | "awaiting_approval"
+  | "completed"
+  | "stopped"
+  | "halted"
+  | "failed";
+
+/** A run's budget; every limit is optional. */
+export interface Budget {
+  maxSteps?: number;
+  maxTokens?: number;
+  maxUsd?: number;
+  wallClockMs?: number;
+}
+
+/** The record of what the pipeline decided for one call. */
+export interface DecisionRecord {
+  /** `allow`, `deny` or `ask` (an `ask` that was answered ends as allow or deny). */
+  outcome: "allow" | "deny";
+  /** Every step the call passed, as `step:name` (e.g. `1:validation`). */
+  passed: string[];
+  /** The step that refused, as `step:name` (e.g. `2.3:run_loop`); absent when allowed. */
+  refusedAt?: string;
+  /** The stable reason code of a refusal. */
+  reason?: string;
+  message?: string;
+  fixHints?: string[];
+  /** The gate that refused. */
+  gate?: string;
+  details?: Record<string, JsonValue>;
+  /** Whether the refusal halted the run. */
+  halted?: boolean;
+}
+
+export interface RunStartEvent {
+  type: "run-start";
+  runId: string;
+  agentId: string;
+  task: string;
+  model: string;
+  system?: string;
+  maxTokens: number;
+  budget: Budget;
+  /** Digest of every gate's settings (the policy and RunGuard included). */
+  policyDigest: string;
+  /** Digest of the tool definitions. */
+  toolDigest: string;
+  /** Agent roles and other host context. */
+  context?: Record<string, JsonValue>;
+}
+
+export interface ModelRequestEvent {
+  type: "model-request";
+  step: number;
+  maxTokens: number;
+  /** The worst-case cost of this call, reserved against the budget. */
+  estimateUsd: number;
+  /** Digest of the exact request body, to prove a resumed run sends the same bytes. */
+  requestDigest: string;
+}
+
+export interface ModelRetryEvent {
+  type: "model-retry";
+  step: number;
+  attempt: number;
+  kind: string;
+  status?: number;
+  waitMs: number;
+  message: string;
+}
+
+export interface ModelResponseEvent {
+  type: "model-response";
+  step: number;
+  response: ModelResponse;
+  costUsd: number;
+  latencyMs: number;
+  attempts: number;
+}
+
+export interface ModelErrorEvent {
+  type: "model-error";
+  step: number;
+  kind: string;
+  status?: number;
+  message: string;
+  attempts: number;
+}
+
+export interface ToolCallIntentEvent {
+  type: "tool-call-intent";
+  step: number;
+  toolUseId: string;
+  tool: string;
+  args: Record<string, JsonValue>;
+  argsDigest: string;
+  idempotencyKey: string;
+  decision: DecisionRecord;
+}
+
+export interface ToolCallRefusalEvent {
+  type: "tool-call-refusal";
+  step: number;
+  toolUseId: string;
+  tool: string;
+  decision: DecisionRecord;
+  /** The exact `tool_result` content sent to the model. */
+  content: string;
+}
+
+export interface ToolCallResultEvent {
+  type: "tool-call-result";
+  step: number;
+  toolUseId: string;
+  tool: string;
+  status: "ok" | "error";
+  /** The exact `tool_result` content sent to the model (enveloped). */
+  content: string;
+  isError: boolean;
+  durationMs: number;
+  attempts: number;
+  /** `timeout`, `tool_error`, `exception`, `aborted` for errors. */
+  errorKind?: string;
+  scan?: { verdict: ScanVerdict; score: number; rules: string[]; scanner?: string };
+}
+
+export interface ApprovalRequestEvent {
+  type: "approval-request";
+  step: number;
+  requestId: string;
+  toolUseId: string;
+  tool: string;
+  argsDigest: string;
+  policyDigest: string;
+  reason: string;
+  message: string;
+  expiresAt: number;
+}
+
+export interface ApprovalDecisionEvent {
+  type: "approval-decision";
+  requestId: string;
+  toolUseId: string;
+  /** `approve`, `deny`, `timeout`, `expired`, or `indeterminate` for an unreadable answer. */
+  decision: "approve" | "deny" | "timeout" | "expired" | "indeterminate" | "no_approver";
+  approver?: string;
+  note?: string;
+}
+
+export interface RunHaltEvent {
+  type: "run-halt";
+  reason: string;
+  toolUseId?: string;
+  source: string;
+}
+
+export interface RunResumeEvent {
+  type: "run-resume";
+  fromSeq: number;
+}
+
+export interface RunEndEvent {
+  type: "run-end";
+  status: Exclude<RunStatus, "running">;
+  answer: string;
+  /** Why the run ended: `end_turn`, `max_tokens`, `refusal`, `budget`, `wall_clock`, `cancelled`, ... */
+  why: string;
+  /** The budget limit that stopped the run. */
+  limit?: "maxSteps" | "maxTokens" | "maxUsd" | "wallClockMs";
+  error?: string;
+}
+
+/** Any event of a run's log. */
+export type RunEvent =
+  | RunStartEvent
+  | ModelRequestEvent
+  | ModelRetryEvent
+  | ModelResponseEvent
+  | ModelErrorEvent
+  | ToolCallIntentEvent
+  | ToolCallRefusalEvent
+  | ToolCallResultEvent
+  | ApprovalRequestEvent
+  | ApprovalDecisionEvent
+  | RunHaltEvent
+  | RunResumeEvent
+  | RunEndEvent;
+
+/** The `type` of every event. */
+export type RunEventType = RunEvent["type"];
+
+/** The names of all event types, for validation. */
+export const runEventTypes: readonly RunEventType[] = [
+  "run-start",
+  "model-request",
+  "model-retry",
+  "model-response",
+  "model-error",
+  "tool-call-intent",
+  "tool-call-refusal",
+  "tool-call-result",
+  "approval-request",
+  "approval-decision",
+  "run-halt",
+  "run-resume",
+  "run-end",
+];
+
+/** Content blocks of a response that the loop passes back unchanged. */
+export type AssistantContent = ContentBlock[];

@@ -1,0 +1,263 @@
+import { createHash } from "node:crypto";
+import type { ContentBlock, Message, ToolResultBlock, ToolUseBlock } from "./contracts/model.js";
+import type { StoredEvent } from "./contracts/event-store.js";
+import { CorruptLogError } from "./errors.js";
+import type {
+  ApprovalDecisionEvent,
+  ApprovalRequestEvent,
+  ModelRequestEvent,
+  RunEndEvent,
+  RunStartEvent,
+  RunStatus,
+  ToolCallIntentEvent,
+} from "./events.js";
+import { runEventTypes } from "./events.js";
+import { RunState } from "./run-state.js";
+
+/** The tool calls of the last assistant turn and how far they got. */
+export interface PendingTurn {
+  step: number;
+  toolUses: ToolUseBlock[];
+  /** Finished calls (a result or a refusal): the exact `tool_result` sent back. */
+  results: Map<string, ToolResultBlock>;
+  /** Admitted calls with no result yet: re-run them with the same idempotency key. */
+  intents: Map<string, ToolCallIntentEvent>;
+  /** Approval requests of this turn, with their decision when one was recorded. */
+  approvals: Map<string, { request: ApprovalRequestEvent; decision?: ApprovalDecisionEvent }>;
+}
+
+const eventTypes = new Set<string>(runEventTypes);
+
+/** Joins the text blocks of a content list. */
+export function textOf(content: readonly ContentBlock[] | string): string {
+  if (typeof content === "string") return content;
+  let text = "";
+  for (const block of content) if (block.type === "text") text += block.text;
+  return text;
+}
+
+/**
+ * A run rebuilt from its events: the loop applies every event it writes, and `resume` applies
+ * the stored log, so a resumed run holds exactly the state (and conversation) of an uncrashed
+ * one. `apply` throws `CorruptLogError`, naming the event, when the log cannot be a run.
+ */
+export class RunFold {
+  readonly start: RunStartEvent;
+  readonly state: RunState;
+  /** The conversation as the next model request sends it (a turn's results join when complete). */
+  readonly messages: Message[];
+  status: RunStatus = "running";
+  end: RunEndEvent | undefined;
+  /** Model responses received. */
+  steps = 0;
+  pendingTurn: PendingTurn | undefined;
+  /** A model request with no response yet (in flight, or the process died during the call). */
+  orphanRequest: ModelRequestEvent | undefined;
+  lastAssistantText = "";
+  /** Prompt tokens plus output tokens of the last exchange, and the byte length they cover. */
+  knownPrefix: { tokens: number; bytes: number } | undefined;
+  /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
+  messageBytes: number;
+  /** A digest chained over every message, so two runs that send the same bytes agree. */
+  chainDigest = "";
+  nextSeq = 1;
+  #sessionStart: number;
+  #lastAt: number;
+  #activeBefore = 0;
+  readonly #where: string;
+
+  constructor(start: StoredEvent, where = "the log", state?: RunState) {
+    this.#where = where;
+    if (start.type !== "run-start") {
+      throw new CorruptLogError(`[core] ${where} starts with a ${String(start.type)} event at seq 0; a run's log must start with run-start`);
+    }
+    if (start.seq !== 0) throw new CorruptLogError(`[core] ${where}: run-start has seq ${start.seq}, expected 0`);
+    this.start = start;
+    this.state =
+      state ??
+      new RunState({
+        runId: start.runId,
+        agentId: start.agentId,
+        roles: Array.isArray(start.context?.roles) ? (start.context.roles as string[]) : [],
+        ...(start.context ? { attributes: start.context } : {}),
+      });
+    const first: Message = { role: "user", content: start.task };
+    this.messages = [first];
+    this.messageBytes = Buffer.byteLength(JSON.stringify(first));
+    this.#sessionStart = start.at;
+    this.#lastAt = start.at;
+  }
+
+  /** USD spent, counting a request that may have been billed but has no response. */
+  get committedUsd(): number {
+    return this.state.spend.usd + (this.orphanRequest?.estimateUsd ?? 0);
+  }
+
+  /** Milliseconds the run has been active, summed over the processes that ran it. */
+  activeMs(now = this.#lastAt): number {
+    return this.#activeBefore + Math.max(0, now - this.#sessionStart);
+  }
+
+  /** Whether a tool call of the pending turn waits on a person. */
+  get awaitingApproval(): boolean {
+    const turn = this.pendingTurn;
+    if (!turn) return false;
+    for (const approval of turn.approvals.values()) {
+      if (!approval.decision && !turn.results.has(approval.request.toolUseId) && !turn.intents.has(approval.request.toolUseId)) return true;
+    }
+    return false;
+  }
+
+  #push(message: Message): void {
+    this.messages.push(message);
+    const json = JSON.stringify(message);
+    this.messageBytes += Buffer.byteLength(json) + 1;
+    this.chainDigest = chain(this.chainDigest, json);
+  }
+
+  #closeTurn(): void {
+    const turn = this.pendingTurn;
+    if (!turn || turn.results.size < turn.toolUses.length) return;
+    if (!turn.toolUses.every((use) => turn.results.has(use.id))) return;
+    this.#push({ role: "user", content: turn.toolUses.map((use) => turn.results.get(use.id)!) });
+    this.pendingTurn = undefined;
+  }
+
+  #requireTurn(toolUseId: string, at: string): PendingTurn {
+    const turn = this.pendingTurn;
+    if (!turn || !turn.toolUses.some((use) => use.id === toolUseId)) {
+      throw new CorruptLogError(`[core] ${at} refers to tool call ${toolUseId}, which the last assistant turn did not ask for`);
+    }
+    return turn;
+  }
+
+  /** Applies the next event of the log. */
+  apply(event: StoredEvent): void {
+    const at = `${this.#where} event ${event.seq}`;
+    if (event.seq !== this.nextSeq) throw new CorruptLogError(`[core] ${at} has seq ${event.seq}, expected ${this.nextSeq}: the log has a gap or is out of order`);
+    if (!eventTypes.has(event.type)) throw new CorruptLogError(`[core] ${at} has unknown type ${JSON.stringify(event.type)}`);
+    if (this.end && event.type !== "run-resume") {
+      throw new CorruptLogError(`[core] ${at} (${event.type}) comes after run-end; nothing may follow the end of a run`);
+    }
+    this.nextSeq += 1;
+    this.#lastAt = Math.max(this.#lastAt, event.at);
+    const state = this.state;
+    switch (event.type) {
+      case "run-start":
+        throw new CorruptLogError(`[core] ${at} is a second run-start`);
+      case "run-resume":
+        this.#activeBefore = this.activeMs(this.#lastPreResume ?? event.at);
+        this.#sessionStart = event.at;
+        break;
+      case "model-request":
+        if (this.pendingTurn) throw new CorruptLogError(`[core] ${at} is a model request while tool calls of step ${this.pendingTurn.step} have no result`);
+        this.orphanRequest = event;
+        break;
+      case "model-retry":
+        break;
+      case "model-error":
+        this.orphanRequest = undefined;
+        break;
+      case "model-response": {
+        const request = this.orphanRequest;
+        if (!request || request.step !== event.step) {
+          throw new CorruptLogError(`[core] ${at} is a model response for step ${event.step} with no request before it`);
+        }
+        this.orphanRequest = undefined;
+        const response = event.response;
+        if (!response || !Array.isArray(response.content) || !response.usage) throw new CorruptLogError(`[core] ${at} holds no response content or usage`);
+        this.steps = event.step;
+        state.spend.steps = event.step;
+        state.spend.usd += event.costUsd;
+        const usage = response.usage;
+        const prompt = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+        state.spend.inputTokens += prompt;
+        state.spend.outputTokens += usage.output_tokens;
+        const bytesBefore = this.messageBytes;
+        this.#push({ role: "assistant", content: response.content });
+        this.knownPrefix = { tokens: prompt + usage.output_tokens, bytes: bytesBefore + (this.messageBytes - bytesBefore) };
+        const text = textOf(response.content);
+        if (text !== "") this.lastAssistantText = text;
+        if (response.stop_reason === "tool_use") {
+          const toolUses = response.content.filter((block): block is ToolUseBlock => block.type === "tool_use");
+          this.pendingTurn = { step: event.step, toolUses, results: new Map(), intents: new Map(), approvals: new Map() };
+          if (toolUses.length === 0) this.#closeTurn();
+        }
+        break;
+      }
+      case "tool-call-intent": {
+        const turn = this.#requireTurn(event.toolUseId, at);
+        turn.intents.set(event.toolUseId, event);
+        state.calls.push({ tool: event.tool, argsDigest: event.argsDigest, toolUseId: event.toolUseId });
+        break;
+      }
+      case "tool-call-refusal": {
+        const turn = this.#requireTurn(event.toolUseId, at);
+        turn.results.set(event.toolUseId, { type: "tool_result", tool_use_id: event.toolUseId, content: event.content, is_error: true });
+        state.refusals.push({ tool: event.tool, toolUseId: event.toolUseId, reason: event.decision.reason ?? "refused", decision: event.decision });
+        this.#closeTurn();
+        break;
+      }
+      case "tool-call-result": {
+        const turn = this.#requireTurn(event.toolUseId, at);
+        if (!turn.intents.has(event.toolUseId)) throw new CorruptLogError(`[core] ${at} is a result for ${event.toolUseId} with no intent before it`);
+        turn.intents.delete(event.toolUseId);
+        turn.results.set(event.toolUseId, {
+          type: "tool_result",
+          tool_use_id: event.toolUseId,
+          content: event.content,
+          ...(event.isError ? { is_error: true } : {}),
+        });
+        state.outputs.push({
+          tool: event.tool,
+          toolUseId: event.toolUseId,
+          text: event.content,
+          ...(event.scan ? { scan: { verdict: event.scan.verdict, score: event.scan.score, rules: event.scan.rules } } : {}),
+        });
+        this.#closeTurn();
+        break;
+      }
+      case "approval-request": {
+        const turn = this.#requireTurn(event.toolUseId, at);
+        turn.approvals.set(event.toolUseId, { request: event });
+        break;
+      }
+      case "approval-decision": {
+        const turn = this.#requireTurn(event.toolUseId, at);
+        const pending = turn.approvals.get(event.toolUseId);
+        if (!pending || pending.request.requestId !== event.requestId) {
+          throw new CorruptLogError(`[core] ${at} answers approval ${event.requestId}, which was never requested`);
+        }
+        if (pending.decision) throw new CorruptLogError(`[core] ${at} answers approval ${event.requestId} a second time`);
+        pending.decision = event;
+        break;
+      }
+      case "run-halt":
+        state.restoreHalt(event.reason);
+        break;
+      case "run-end":
+        this.end = event;
+        break;
+    }
+    this.status = this.end ? this.end.status : this.awaitingApproval ? "awaiting_approval" : "running";
+    if (event.type !== "run-resume") this.#lastPreResume = event.at;
+  }
+
+  #lastPreResume: number | undefined;
+}
+
+function chain(previous: string, json: string): string {
+  return createHash("sha256").update(previous).update(json).digest("hex").slice(0, 32);
+}
+
+/**
+ * Folds a run's events into its state. The conversation comes out exactly as the uncrashed run
+ * would send it next. Throws `CorruptLogError` (naming the event) when the log cannot be a run.
+ */
+export function foldRun(events: readonly StoredEvent[], where = "the log"): RunFold {
+  const first = events[0];
+  if (!first) throw new CorruptLogError(`[core] ${where} is empty: a run's log starts with a run-start event`);
+  const fold = new RunFold(first, where);
+  for (let index = 1; index < events.length; index += 1) fold.apply(events[index]!);
+  return fold;
+}

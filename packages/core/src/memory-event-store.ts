@@ -1,0 +1,49 @@
+import type { AppendOptions, AppendResult, EventStore, ListFilter, RunSummary, StoredEvent, StoredEventInput } from "./contracts/event-store.js";
+import { AppendConflictError, InvalidArgumentError } from "./errors.js";
+import { summarize } from "./summary.js";
+
+/**
+ * An EventStore in memory: the default when an agent is given no store, and the reference
+ * implementation for tests. Nothing survives the process.
+ *
+ * @example
+ * const agent = createAgent({ model, tools, store: memoryEventStore() });
+ */
+export function memoryEventStore(): EventStore & { readonly size: number } {
+  const logs = new Map<string, StoredEvent[]>();
+  const summaries = new Map<string, RunSummary>();
+  return {
+    name: "memory",
+    get size() {
+      return logs.size;
+    },
+    async append(runId: string, events: readonly StoredEventInput[], options: AppendOptions): Promise<AppendResult> {
+      if (typeof runId !== "string" || runId === "") throw new InvalidArgumentError("[core] memoryEventStore.append: runId must be a non-empty string");
+      const log = logs.get(runId) ?? [];
+      if (options.expectedSeq !== log.length) throw new AppendConflictError(runId, options.expectedSeq, log.length);
+      const stored = events.map((event, index) => ({ ...structuredClone(event), seq: log.length + index }) as StoredEvent);
+      log.push(...stored);
+      logs.set(runId, log);
+      summaries.set(runId, summarize(summaries.get(runId), runId, stored));
+      return { nextSeq: log.length };
+    },
+    async read(runId: string): Promise<StoredEvent[]> {
+      return structuredClone(logs.get(runId) ?? []);
+    },
+    async list(filter: ListFilter = {}): Promise<RunSummary[]> {
+      return filterSummaries([...summaries.values()], filter);
+    },
+    async close() {},
+  };
+}
+
+/** Applies a ListFilter to summaries, newest update first. */
+export function filterSummaries(summaries: readonly RunSummary[], filter: ListFilter = {}): RunSummary[] {
+  const statuses = filter.status === undefined ? undefined : new Set(typeof filter.status === "string" ? [filter.status] : filter.status);
+  const out = summaries
+    .filter((summary) => (statuses ? statuses.has(summary.status) : true))
+    .filter((summary) => (filter.agentId === undefined ? true : summary.agentId === filter.agentId))
+    .filter((summary) => (filter.updatedAfter === undefined ? true : summary.updatedAt > filter.updatedAfter))
+    .sort((a, b) => b.updatedAt - a.updatedAt || a.runId.localeCompare(b.runId));
+  return filter.limit === undefined ? out : out.slice(0, filter.limit);
+}

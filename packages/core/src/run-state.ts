@@ -1,0 +1,104 @@
+import type { JsonValue } from "./json.js";
+import type { ScanResult } from "./contracts/scanner.js";
+import type { DecisionRecord } from "./events.js";
+
+/** A call the pipeline admitted, in order. */
+export interface AdmittedCall {
+  tool: string;
+  argsDigest: string;
+  toolUseId: string;
+}
+
+/** A call the pipeline refused. */
+export interface RefusedCall {
+  tool: string;
+  toolUseId: string;
+  reason: string;
+  /** The full decision record. */
+  decision: DecisionRecord;
+}
+
+/** A tool output the model saw, with its scan. */
+export interface SeenOutput {
+  tool: string;
+  toolUseId: string;
+  /** The text the tool returned (before the envelope). */
+  text: string;
+  scan?: Pick<ScanResult, "verdict" | "score"> & { rules: string[] };
+}
+
+/** Money, tokens and steps spent so far. */
+export interface Spend {
+  usd: number;
+  inputTokens: number;
+  outputTokens: number;
+  steps: number;
+}
+
+/** Who is running, for roles and diagnostics. */
+export interface RunContextInput {
+  runId?: string;
+  agentId?: string;
+  roles?: readonly string[];
+  /** Anything else gates may read (tenant, user id, ...); must be JSON. */
+  attributes?: Record<string, JsonValue>;
+}
+
+/**
+ * The live state of one run, shared by the loop, `guardTool` and every gate: the halt latch,
+ * the admitted and refused calls, the outputs seen and the spend. It is rebuilt from the
+ * run's log on resume, so everything here that matters is derived from events.
+ */
+export class RunState {
+  readonly runId: string;
+  readonly agentId: string;
+  readonly roles: readonly string[];
+  readonly attributes: Readonly<Record<string, JsonValue>>;
+  readonly calls: AdmittedCall[] = [];
+  readonly refusals: RefusedCall[] = [];
+  readonly outputs: SeenOutput[] = [];
+  readonly spend: Spend = { usd: 0, inputTokens: 0, outputTokens: 0, steps: 0 };
+  /** Per-run caches for gates; never durable, always re-derivable from the fields above. */
+  readonly scratch = new Map<string, unknown>();
+  #halted = false;
+  #haltReason: string | undefined;
+  #listeners = new Set<(reason: string, source: string) => void>();
+
+  constructor(input: Required<Pick<RunContextInput, "runId" | "agentId">> & RunContextInput) {
+    this.runId = input.runId;
+    this.agentId = input.agentId;
+    this.roles = Object.freeze([...(input.roles ?? [])]);
+    this.attributes = Object.freeze({ ...(input.attributes ?? {}) });
+  }
+
+  /** Whether the run's halt latch is set; once set, every later call is refused. */
+  get halted(): boolean {
+    return this.#halted;
+  }
+
+  /** Why the run was halted. */
+  get haltReason(): string | undefined {
+    return this.#haltReason;
+  }
+
+  /** Sets the halt latch. Halting twice keeps the first reason. */
+  halt(reason: string, source = "host"): void {
+    if (this.#halted) return;
+    if (typeof reason !== "string" || reason.trim() === "") reason = "halted_by_host";
+    this.#halted = true;
+    this.#haltReason = reason;
+    for (const listener of this.#listeners) listener(reason, source);
+  }
+
+  /** Runs `listener` when the latch is set (used by the loop to log the halt). */
+  onHalt(listener: (reason: string, source: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Restores the latch from the log without notifying listeners. */
+  restoreHalt(reason: string): void {
+    this.#halted = true;
+    this.#haltReason ??= reason;
+  }
+}

@@ -1,0 +1,288 @@
+import { createHash } from "node:crypto";
+import type { StoredEvent } from "./contracts/event-store.js";
+import type { ToolUseBlock } from "./contracts/model.js";
+
+/** A span attribute value. */
+export type AttributeValue = string | number | boolean | string[];
+
+/** An event inside a span (a gate decision, a retry, an injection flag). */
+export interface SpanEvent {
+  name: string;
+  time: number;
+  attributes: Record<string, AttributeValue>;
+}
+
+/** What a span covers. */
+export type SpanKind = "run" | "step" | "model" | "tool";
+
+/**
+ * One span of a run's trace. Times are milliseconds since the epoch. Ids are derived from the
+ * run id and the span's place in the run, so a trace rebuilt from the log matches the live one.
+ */
+export interface Span {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  kind: SpanKind;
+  name: string;
+  startTime: number;
+  endTime: number;
+  status: "ok" | "error" | "unset";
+  statusMessage?: string;
+  attributes: Record<string, AttributeValue>;
+  events: SpanEvent[];
+  /** Message content (model input and output, tool arguments and result), already redacted. */
+  content?: { input?: unknown; output?: unknown };
+}
+
+const hex = (text: string, length: number) => createHash("sha256").update(text).digest("hex").slice(0, length);
+
+/** The trace id of a run. */
+export function traceIdOf(runId: string): string {
+  return hex(`trace:${runId}`, 32);
+}
+
+/**
+ * Builds spans from a run's events as they arrive, live or from a stored log. Finished spans
+ * come out of `push` and `finish`; each span comes out once.
+ */
+export class SpanBuilder {
+  readonly #runId: string;
+  readonly #traceId: string;
+  #run: Span | undefined;
+  #step: Span | undefined;
+  #model: Span | undefined;
+  #tools = new Map<string, Span>();
+  #toolUses = new Map<string, ToolUseBlock>();
+  #lastAt = 0;
+
+  constructor(runId: string) {
+    this.#runId = runId;
+    this.#traceId = traceIdOf(runId);
+  }
+
+  #span(kind: SpanKind, key: string, name: string, at: number, parent?: Span): Span {
+    return {
+      traceId: this.#traceId,
+      spanId: hex(`${this.#runId}:${key}`, 16),
+      ...(parent ? { parentSpanId: parent.spanId } : {}),
+      kind,
+      name,
+      startTime: at,
+      endTime: at,
+      status: "unset",
+      attributes: { "loopguard.run_id": this.#runId },
+      events: [],
+    };
+  }
+
+  /** Feeds one event; returns the spans it finished. */
+  push(event: StoredEvent): Span[] {
+    const done: Span[] = [];
+    const at = event.at;
+    this.#lastAt = Math.max(this.#lastAt, at);
+    const end = (span: Span | undefined) => {
+      if (!span) return;
+      span.endTime = Math.max(span.startTime, at);
+      if (span.status === "unset") span.status = "ok";
+      done.push(span);
+    };
+    switch (event.type) {
+      case "run-start": {
+        const run = this.#span("run", "run", `invoke_agent ${event.agentId}`, at);
+        Object.assign(run.attributes, {
+          "loopguard.agent_id": event.agentId,
+          "loopguard.model": event.model,
+          "loopguard.policy_digest": event.policyDigest,
+          "loopguard.tool_digest": event.toolDigest,
+        });
+        if (event.budget.maxUsd !== undefined) run.attributes["loopguard.budget.max_usd"] = event.budget.maxUsd;
+        if (event.budget.maxSteps !== undefined) run.attributes["loopguard.budget.max_steps"] = event.budget.maxSteps;
+        run.content = { input: event.task };
+        this.#run = run;
+        break;
+      }
+      case "run-resume":
+        this.#run?.events.push({ name: "run.resume", time: at, attributes: { "loopguard.from_seq": event.fromSeq } });
+        break;
+      case "model-request": {
+        end(this.#step);
+        this.#step = this.#span("step", `step:${event.step}`, `step ${event.step}`, at, this.#run);
+        this.#step.attributes["loopguard.step"] = event.step;
+        const model = this.#span("model", `model:${event.step}`, `chat ${this.#run?.attributes["loopguard.model"] ?? "model"}`, at, this.#step);
+        Object.assign(model.attributes, {
+          "loopguard.step": event.step,
+          "loopguard.request.max_tokens": event.maxTokens,
+          "loopguard.estimate_usd": event.estimateUsd,
+          "loopguard.retries": 0,
+        });
+        this.#model = model;
+        break;
+      }
+      case "model-retry":
+        if (this.#model) {
+          this.#model.attributes["loopguard.retries"] = event.attempt;
+          this.#model.events.push({
+            name: "model.retry",
+            time: at,
+            attributes: { "loopguard.attempt": event.attempt, "loopguard.error.kind": event.kind, "loopguard.wait_ms": event.waitMs, ...(event.status ? { "http.status": event.status } : {}) },
+          });
+        }
+        break;
+      case "model-response": {
+        const model = this.#model;
+        if (model) {
+          const usage = event.response.usage;
+          Object.assign(model.attributes, {
+            "loopguard.response.id": event.response.id,
+            "loopguard.response.model": event.response.model,
+            "loopguard.stop_reason": event.response.stop_reason ?? "unknown",
+            "loopguard.usage.input_tokens": usage.input_tokens,
+            "loopguard.usage.output_tokens": usage.output_tokens,
+            "loopguard.usage.cache_read_tokens": usage.cache_read_input_tokens ?? 0,
+            "loopguard.usage.cache_write_tokens": usage.cache_creation_input_tokens ?? 0,
+            "loopguard.cost_usd": event.costUsd,
+            "loopguard.latency_ms": event.latencyMs,
+            "loopguard.attempts": event.attempts,
+          });
+          model.content = { output: event.response.content };
+          end(model);
+          this.#model = undefined;
+        }
+        for (const block of event.response.content) {
+          if (block.type === "tool_use") this.#toolUses.set(block.id, block);
+        }
+        break;
+      }
+      case "model-error":
+        if (this.#model) {
+          this.#model.status = "error";
+          this.#model.statusMessage = event.message;
+          this.#model.attributes["loopguard.error.kind"] = event.kind;
+          end(this.#model);
+          this.#model = undefined;
+        }
+        break;
+      case "tool-call-intent": {
+        const span = this.#toolSpan(event.toolUseId, event.tool, at);
+        span.attributes["loopguard.decision"] = event.decision.passed.join(" ");
+        span.attributes["loopguard.idempotency_key"] = event.idempotencyKey;
+        span.events.push({ name: "gate.decision", time: at, attributes: { "loopguard.outcome": "allow", "loopguard.passed": event.decision.passed } });
+        span.content = { input: event.args };
+        break;
+      }
+      case "tool-call-refusal": {
+        const span = this.#toolSpan(event.toolUseId, event.tool, at);
+        span.status = "error";
+        span.statusMessage = event.decision.message ?? "refused";
+        Object.assign(span.attributes, {
+          "loopguard.blocked": true,
+          "loopguard.block.reason": event.decision.reason ?? "refused",
+          "loopguard.decision": [...event.decision.passed, `${event.decision.refusedAt ?? "?"}✗`].join(" "),
+        });
+        span.events.push({
+          name: "gate.decision",
+          time: at,
+          attributes: {
+            "loopguard.outcome": "deny",
+            "loopguard.refused_at": event.decision.refusedAt ?? "",
+            "loopguard.reason": event.decision.reason ?? "",
+            "loopguard.passed": event.decision.passed,
+            ...(event.decision.halted ? { "loopguard.halted": true } : {}),
+          },
+        });
+        span.content = { output: event.content };
+        end(span);
+        this.#tools.delete(event.toolUseId);
+        break;
+      }
+      case "tool-call-result": {
+        const span = this.#toolSpan(event.toolUseId, event.tool, at);
+        Object.assign(span.attributes, { "loopguard.duration_ms": event.durationMs, "loopguard.attempts": event.attempts });
+        if (event.isError) {
+          span.status = "error";
+          span.statusMessage = event.errorKind ?? "tool error";
+          span.attributes["loopguard.error.kind"] = event.errorKind ?? "tool_error";
+        }
+        if (event.scan) {
+          span.attributes["loopguard.injection.verdict"] = event.scan.verdict;
+          span.attributes["loopguard.injection.score"] = event.scan.score;
+          if (event.scan.verdict !== "clean") {
+            span.events.push({ name: "injection.flagged", time: at, attributes: { "loopguard.injection.verdict": event.scan.verdict, "loopguard.injection.rules": event.scan.rules } });
+          }
+        }
+        span.content = { ...span.content, output: event.content };
+        end(span);
+        this.#tools.delete(event.toolUseId);
+        break;
+      }
+      case "approval-request": {
+        const span = this.#toolSpan(event.toolUseId, event.tool, at);
+        span.events.push({ name: "approval.request", time: at, attributes: { "loopguard.reason": event.reason, "loopguard.request_id": event.requestId } });
+        break;
+      }
+      case "approval-decision": {
+        const span = this.#tools.get(event.toolUseId);
+        span?.events.push({ name: "approval.decision", time: at, attributes: { "loopguard.decision": event.decision, ...(event.approver ? { "loopguard.approver": event.approver } : {}) } });
+        break;
+      }
+      case "run-halt":
+        if (this.#run) {
+          this.#run.attributes["loopguard.halted"] = true;
+          this.#run.attributes["loopguard.halt_reason"] = event.reason;
+          this.#run.events.push({ name: "run.halt", time: at, attributes: { "loopguard.reason": event.reason, "loopguard.source": event.source } });
+        }
+        break;
+      case "run-end": {
+        for (const span of this.#tools.values()) end(span);
+        this.#tools.clear();
+        if (this.#model) end(this.#model);
+        this.#model = undefined;
+        end(this.#step);
+        this.#step = undefined;
+        const run = this.#run;
+        if (run) {
+          Object.assign(run.attributes, { "loopguard.status": event.status, "loopguard.why": event.why });
+          if (event.limit) run.attributes["loopguard.limit"] = event.limit;
+          if (event.status === "failed") {
+            run.status = "error";
+            run.statusMessage = event.error ?? event.why;
+          }
+          run.content = { ...run.content, output: event.answer };
+          end(run);
+          this.#run = undefined;
+        }
+        break;
+      }
+    }
+    return done;
+  }
+
+  /** Ends every open span at the last event's time (for a run that is parked or still going). */
+  finish(): Span[] {
+    const open = [...this.#tools.values(), this.#model, this.#step, this.#run].filter((span): span is Span => span !== undefined);
+    for (const span of open) span.endTime = Math.max(span.startTime, this.#lastAt);
+    this.#tools.clear();
+    this.#model = this.#step = this.#run = undefined;
+    return open;
+  }
+
+  #toolSpan(toolUseId: string, tool: string, at: number): Span {
+    let span = this.#tools.get(toolUseId);
+    if (!span) {
+      span = this.#span("tool", `tool:${toolUseId}`, `execute_tool ${tool}`, at, this.#step ?? this.#run);
+      Object.assign(span.attributes, { "loopguard.tool.name": tool, "loopguard.tool.call_id": toolUseId });
+      this.#tools.set(toolUseId, span);
+    }
+    return span;
+  }
+}
+
+/** Builds every span of a stored run. */
+export function spansFromEvents(events: readonly StoredEvent[]): Span[] {
+  const first = events[0];
+  if (!first || first.type !== "run-start") return [];
+  const builder = new SpanBuilder(first.runId);
+  const spans = events.flatMap((event) => builder.push(event));
+  return [...spans, ...builder.finish()];
+}

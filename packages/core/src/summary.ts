@@ -1,0 +1,39 @@
+import type { RunSummary, StoredEvent } from "./contracts/event-store.js";
+
+/**
+ * Updates a run's summary (for `list`) with newly appended events. Stores call this on append
+ * so listing never has to read whole logs.
+ */
+export function summarize(previous: RunSummary | undefined, runId: string, events: readonly StoredEvent[]): RunSummary {
+  const summary: RunSummary = previous
+    ? { ...previous }
+    : { runId, status: "running", steps: 0, costUsd: 0, events: 0, createdAt: events[0]?.at ?? Date.now(), updatedAt: events[0]?.at ?? Date.now() };
+  for (const event of events) {
+    summary.events = Math.max(summary.events, event.seq + 1);
+    summary.updatedAt = Math.max(summary.updatedAt, event.at);
+    switch (event.type) {
+      case "run-start":
+        summary.agentId = event.agentId;
+        summary.task = event.task.length > 120 ? `${event.task.slice(0, 117)}...` : event.task;
+        summary.createdAt = event.at;
+        break;
+      case "model-response":
+        summary.steps = event.step;
+        summary.costUsd += event.costUsd;
+        break;
+      case "approval-request":
+        summary.status = "awaiting_approval";
+        break;
+      case "approval-decision":
+      case "run-resume":
+        summary.status = "running";
+        break;
+      case "run-end":
+        summary.status = event.status;
+        break;
+      default:
+        break;
+    }
+  }
+  return summary;
+}

@@ -1,0 +1,38 @@
+export interface PiiEntity {
+  type: string;
+  start: number;
+  end: number;
+  value: string;
+}
+export interface PiiRow {
+  id: string;
+  text: string;
+  entities: PiiEntity[];
+  subset: string;
+  meta?: Record<string, unknown>;
+}
+export interface TypeScore {
+  type: string;
+  gold: number;
+  found: number;
+  predicted: number;
+  truePositives: number;
+  recall: number | undefined;
+  precision: number | undefined;
+  missed: { id: string; value: string }[];
+  falsePositives: { id: string; value: string }[];
+}
+export interface PiiScore {
+  perType: Map<string, TypeScore>;
+  flaggedNegatives: { id: string; type: string; text: string }[];
+  negatives: number;
+  rows: number;
+}
+export const REPO_ROOT: string;
+export const PII_PATH: string;
+export const PATTERN_TYPES: string[];
+export const OTHER_PATTERN_TYPES: string[];
+export const NER_TYPES: string[];
+export function loadPiiRows(path?: string): PiiRow[];
+export function lookalikeType(row: PiiRow): string | undefined;
+export function scorePii(rows: PiiRow[], findFor: (text: string) => { type: string; start: number; end: number }[]): PiiScore;

@@ -1,0 +1,88 @@
+import { luhnValid } from "../checksums.js";
+import type { Detector, DetectorMatch } from "../detector.js";
+
+// 12 to 19 digits, each optionally preceded by one separator (space, hyphen, dot, slash).
+// One digit per repetition keeps backtracking bounded; the lookbehind rejects starts inside
+// a digit run, so a long run of digits is tried once, not at every position.
+const CANDIDATE = /(?<![\w.\-/])\d(?:[ \-./]?\d){11,18}(?!\w)/g;
+
+/**
+ * Whether a digit string is a plausible card number: issuer prefix and length, then Luhn.
+ * The prefixes are wide on purpose (Maestro, UnionPay, UATP and JCB span many ranges); the
+ * Luhn check carries the precision.
+ */
+export function isCardNumber(digits: string): boolean {
+  const length = digits.length;
+  if (length < 12 || length > 19) return false;
+  const first = digits.charCodeAt(0) - 48;
+  const two = Number(digits.slice(0, 2));
+  switch (first) {
+    case 0:
+      if (!digits.startsWith("0604")) return false;
+      break;
+    case 1:
+      // UATP (15) and the old JCB 1800 range (15).
+      if (length !== 15) return false;
+      break;
+    case 2:
+      // Mastercard 2-series, old JCB 2131, and other 2xxx issuers.
+      if (length < 14) return false;
+      break;
+    case 3:
+      if ((two === 34 || two === 37) && length !== 15) return false;
+      if (two !== 34 && two !== 37 && length < 14) return false;
+      break;
+    case 4:
+      if (length !== 13 && length !== 16 && length !== 19) return false;
+      break;
+    case 5:
+    case 6:
+      break;
+    default:
+      return false;
+  }
+  return luhnValid(digits);
+}
+
+/**
+ * Finds payment card numbers: 12 to 19 digits with any separators, a known issuer prefix
+ * and a valid Luhn check digit. A run that is too long is tried again at each separator, so
+ * `4111 1111 1111 1111 123` still yields the card.
+ */
+export function creditCardDetector(): Detector {
+  return {
+    type: "CREDIT_CARD",
+    name: "credit-card",
+    priority: 45,
+    maxLength: 64,
+    find(text) {
+      const matches: DetectorMatch[] = [];
+      CANDIDATE.lastIndex = 0;
+      for (let match = CANDIDATE.exec(text); match !== null; match = CANDIDATE.exec(text)) {
+        const candidate = match[0];
+        const ends: number[] = [];
+        let digits = "";
+        const prefixDigits: string[] = [];
+        for (let index = 0; index < candidate.length; index++) {
+          const code = candidate.charCodeAt(index);
+          if (code >= 48 && code <= 57) {
+            digits += candidate[index];
+            const next = candidate.charCodeAt(index + 1);
+            // A cut is allowed at the end or before a separator.
+            if (index === candidate.length - 1 || !(next >= 48 && next <= 57)) {
+              ends.push(index + 1);
+              prefixDigits.push(digits);
+            }
+          }
+        }
+        for (let cut = ends.length - 1; cut >= 0; cut--) {
+          if (isCardNumber(prefixDigits[cut]!)) {
+            matches.push({ start: match.index, end: match.index + ends[cut]! });
+            break;
+          }
+        }
+      }
+      return matches;
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import type { Detector, DetectorMatch } from "../detector.js";
+import { isAlphanumeric } from "./char-classes.js";
+
+const MAX_LOCAL = 64;
+const MAX_DOMAIN = 253;
+
+function isLocalCode(code: number): boolean {
+  // RFC 5322 atext minus the rarely used characters that also end sentences or quote.
+  return (
+    isAlphanumeric(code) ||
+    code === 46 || // .
+    code === 95 || // _
+    code === 37 || // %
+    code === 43 || // +
+    code === 45 || // -
+    code === 39 || // '
+    code > 127
+  );
+}
+
+function isDomainCode(code: number): boolean {
+  return isAlphanumeric(code) || code === 46 || code === 45 || code > 127;
+}
+
+/**
+ * Finds email addresses by looking outward from each `@`: linear in the text, with the
+ * local part capped at 64 characters and the domain at 253, and a domain that must end in
+ * a plausible top-level label (two letters or more, or an IDNA `xn--` label).
+ */
+export function emailDetector(): Detector {
+  return {
+    type: "EMAIL",
+    name: "email",
+    priority: 40,
+    maxLength: MAX_LOCAL + MAX_DOMAIN + 1,
+    find(text) {
+      const matches: DetectorMatch[] = [];
+      let at = text.indexOf("@");
+      let lastEnd = 0;
+      while (at !== -1) {
+        let start = at;
+        const floor = Math.max(lastEnd, at - MAX_LOCAL);
+        while (start > floor && isLocalCode(text.charCodeAt(start - 1))) start--;
+        while (start < at && (text.charCodeAt(start) === 46 || text.charCodeAt(start) === 39)) start++;
+        let end = at + 1;
+        const ceiling = Math.min(text.length, at + 1 + MAX_DOMAIN);
+        while (end < ceiling && isDomainCode(text.charCodeAt(end))) end++;
+        // Trim trailing dots and hyphens ("mail me at a@b.com.").
+        while (end > at + 1 && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 45)) end--;
+        if (start < at && end > at + 1 && validDomain(text, at + 1, end)) {
+          matches.push({ start, end });
+          lastEnd = end;
+        }
+        at = text.indexOf("@", at + 1);
+      }
+      return matches;
+    },
+  };
+}
+
+function validDomain(text: string, start: number, end: number): boolean {
+  const lastDot = text.lastIndexOf(".", end - 1);
+  if (lastDot <= start || lastDot >= end - 1) return false;
+  if (text.charCodeAt(start) === 46 || text.charCodeAt(start) === 45) return false;
+  // No empty labels ("a@b..com"); bounded to the domain so the scan stays linear.
+  for (let index = start + 1; index < end; index++) {
+    if (text.charCodeAt(index) === 46 && text.charCodeAt(index - 1) === 46) return false;
+  }
+  const tld = text.slice(lastDot + 1, end);
+  if (tld.startsWith("xn--")) return tld.length > 4;
+  if (tld.length < 2 || tld.length > 63) return false;
+  for (let index = 0; index < tld.length; index++) {
+    const code = tld.charCodeAt(index);
+    const letter = (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code > 127;
+    if (!letter) return false;
+  }
+  return true;
+}

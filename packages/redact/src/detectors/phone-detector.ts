@@ -1,0 +1,95 @@
+import { parsePhoneNumberFromString } from "libphonenumber-js/max";
+import type { Detector, DetectorMatch } from "../detector.js";
+
+// Digits with up to three separators between them (space, dot, hyphen, slash, parentheses),
+// an optional leading "+" or "(", and an optional extension. Separators and digits are
+// disjoint, so the engine never backtracks more than the 17 repetitions.
+const CANDIDATE =
+  /(?<![\w+\-./]|\d[ .\-/])(?:\+|\(\+?)?\d(?:[ .\-/()]{0,3}\d){5,16}(?!\d)(?:[ ]?(?:x|ext\.?|#)[ ]?\d{1,6}(?!\d))?/g;
+
+const YEAR = /^(?:19|20)\d\d$/;
+
+/** Whether a bare run of digits is a valid national number where runs like it are common. */
+function validBareNumber(digits: string): boolean {
+  if (digits.length === 10) return parsePhoneNumberFromString(digits, "US")?.isValid() === true;
+  if (digits.length === 11 && digits.startsWith("1")) {
+    return (
+      parsePhoneNumberFromString(digits, "CN")?.isValid() === true ||
+      parsePhoneNumberFromString(`+${digits}`)?.isValid() === true
+    );
+  }
+  return false;
+}
+
+/** Whether a candidate with several digit groups has the shape of a phone number. */
+function phoneShaped(body: string): boolean {
+  const groups = body.split(/\D+/).filter((group) => group.length > 0);
+  const gaps = body
+    .replace(/^\D+|\D+$/g, "")
+    .split(/\d+/)
+    .filter((gap) => gap.length > 0);
+  const lengths = groups.map((group) => group.length);
+  const total = lengths.reduce((sum, length) => sum + length, 0);
+  if (total < 7 || total > 15) return false;
+  const shape = lengths.join(",");
+  // Dates and timestamps: 2003-08-28 12, 28/08/2003.
+  const dateGaps = gaps.length >= 2 && gaps[0] === gaps[1] && /^[-/.]$/.test(gaps[0]!);
+  if (dateGaps && /^(?:4,2,2|2,2,4|1,2,4|2,1,4|1,1,4)(?:,|$)/.test(shape)) return false;
+  // The US SSN shape belongs to the SSN detector, valid or not.
+  if (shape === "3,2,4") return false;
+  // Dotted quads are IP addresses or versions.
+  if (gaps.every((gap) => gap === ".") && groups.length === 4 && lengths.every((length) => length <= 3)) {
+    return false;
+  }
+  // Year ranges (1999-2004), and a house number beside a street number or ZIP ("87645 22").
+  if (groups.length === 2) {
+    if (YEAR.test(groups[0]!) && YEAR.test(groups[1]!)) return false;
+    if (lengths[1]! < 4 || lengths[0]! > 4) return false;
+  }
+  // Card and IBAN grouping (fours with a short tail) is not how phone numbers are written.
+  if (groups.length >= 3 && lengths.slice(0, -1).every((length) => length === 4)) return false;
+  // Thousands (1 000 000).
+  if (lengths[0] === 1 && lengths.slice(1).every((length) => length === 3) && !/[()]/.test(body)) {
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Finds phone numbers. International numbers (`+` and a country code) are checked with
+ * libphonenumber's metadata; bare runs of ten or eleven digits must be valid US or Chinese
+ * numbers there; grouped national numbers (`(415) 555-0132`, `0688 843 79 56`,
+ * `09-7625400`) are accepted by shape, seven to fifteen digits, minus the shapes of dates,
+ * SSNs, IP addresses and year ranges. Extensions (`x565`) are part of the span.
+ */
+export function phoneDetector(): Detector {
+  return {
+    type: "PHONE",
+    name: "phone",
+    priority: 20,
+    maxLength: 48,
+    find(text) {
+      const matches: DetectorMatch[] = [];
+      CANDIDATE.lastIndex = 0;
+      for (let match = CANDIDATE.exec(text); match !== null; match = CANDIDATE.exec(text)) {
+        const candidate = match[0];
+        let body = candidate;
+        const extension = /[ ]?(?:x|ext\.?|#)[ ]?\d{1,6}$/.exec(candidate);
+        if (extension !== null) body = candidate.slice(0, extension.index);
+        let accepted: boolean;
+        if (body.startsWith("+") || body.startsWith("(+")) {
+          const parsed = parsePhoneNumberFromString(body.replace(/[()]/g, " "));
+          accepted = parsed?.isPossible() === true;
+          if (!accepted) {
+            const international = parsePhoneNumberFromString(body);
+            accepted = international?.isPossible() === true;
+          }
+        } else {
+          accepted = /^\d+$/.test(body) ? validBareNumber(body) : phoneShaped(body);
+        }
+        if (accepted) matches.push({ start: match.index, end: match.index + candidate.length });
+      }
+      return matches;
+    },
+  };
+}

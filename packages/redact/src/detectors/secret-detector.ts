@@ -1,0 +1,187 @@
+import type { Detector, DetectorMatch } from "../detector.js";
+import { isSensitiveKey } from "../sensitive-key.js";
+import { SECRET_RULES, SECRET_RULES_MAX_LENGTH } from "./secret-rules.js";
+
+const STEM = /pass|pwd|secret|token|key|auth|cookie|credential|jwt|bearer|session|contrase/gi;
+const PEM_HEADER = /-----BEGIN ((?:[A-Z0-9]+ ){0,4})PRIVATE KEY(?: BLOCK)?-----/y;
+const REVERSED_COMPARISON = /(["'`])([^"'`\n]{1,256})\1\s{0,3}[!=]==?\s{0,3}([A-Za-z_$][\w.$]{0,63})/g;
+const PLACEHOLDER_VALUE =
+  /^(?:\$\{[^}]*\}|\{\{[^}]*\}\}|\$[A-Za-z_][A-Za-z0-9_]*|%[sdj]|<[^>]*>|\[[A-Z_]+\]|\*+|x+|null|undefined|none|nil|true|false|process\.env\.[\w.]+)$/i;
+const HAS_ALPHANUMERIC = /[\p{L}\p{N}]/u;
+const MAX_KEY = 64;
+const MAX_VALUE = 256;
+
+function isIdentifierCode(code: number): boolean {
+  return (
+    (code >= 48 && code <= 57) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 97 && code <= 122) ||
+    code === 95 ||
+    code === 45 ||
+    code === 46 ||
+    code === 241 // ñ, for contraseña
+  );
+}
+
+function isQuote(char: string | undefined): boolean {
+  return char === '"' || char === "'" || char === "`";
+}
+
+function isSpace(char: string | undefined): boolean {
+  return char === " " || char === "\t";
+}
+
+const OPERATORS = ["===", "!==", "==", "!=", ":=", "=>", "=", ":"] as const;
+
+function plausibleValue(value: string): boolean {
+  return value.length > 0 && HAS_ALPHANUMERIC.test(value) && !PLACEHOLDER_VALUE.test(value);
+}
+
+/** The end of the line, or MAX_VALUE characters on: bounded so that scanning stays linear. */
+function lineEnd(text: string, from: number): number {
+  const limit = Math.min(text.length, from + MAX_VALUE);
+  let index = from;
+  while (index < limit && text.charCodeAt(index) !== 10 && text.charCodeAt(index) !== 13) index++;
+  return index;
+}
+
+/**
+ * Finds values assigned to sensitive names: `password=…`, `"apiKey": "…"`,
+ * `Authorization: Bearer …`, `--token …`, `secret == "…"`. Only the value is reported.
+ */
+function findAssignments(text: string, matches: DetectorMatch[]): void {
+  STEM.lastIndex = 0;
+  for (let stem = STEM.exec(text); stem !== null; stem = STEM.exec(text)) {
+    let keyStart = stem.index;
+    const floor = Math.max(0, stem.index - MAX_KEY);
+    while (keyStart > floor && isIdentifierCode(text.charCodeAt(keyStart - 1))) keyStart--;
+    let keyEnd = stem.index + stem[0].length;
+    const ceiling = Math.min(text.length, keyEnd + MAX_KEY);
+    while (keyEnd < ceiling && isIdentifierCode(text.charCodeAt(keyEnd))) keyEnd++;
+    STEM.lastIndex = keyEnd;
+    const key = text.slice(keyStart, keyEnd);
+    const flag = key.startsWith("-");
+    if (!isSensitiveKey(key)) continue;
+
+    let position = keyEnd;
+    const opening = text[keyStart - 1];
+    if (isQuote(opening) && text[position] === opening) position++;
+    else if (text[position] === "]" || text[position] === ")") position++;
+    let spacesBefore = 0;
+    while (spacesBefore < 8 && isSpace(text[position])) {
+      position++;
+      spacesBefore++;
+    }
+    let operator = "";
+    for (const candidate of OPERATORS) {
+      if (text.startsWith(candidate, position)) {
+        operator = candidate;
+        break;
+      }
+    }
+    position += operator.length;
+    let spacesAfter = 0;
+    while (spacesAfter < 8 && isSpace(text[position])) {
+      position++;
+      spacesAfter++;
+    }
+    const first = text[position];
+    let valueStart = position;
+    let valueEnd = position;
+    if (isQuote(first)) {
+      valueStart = position + 1;
+      const limit = lineEnd(text, valueStart);
+      let close = valueStart;
+      while (close < limit && text[close] !== first) close += text[close] === "\\" ? 2 : 1;
+      if (close < limit && text[close] === first) {
+        valueEnd = close;
+        // `secret "value";` has no operator: accept it only in that statement form.
+        if (operator === "" && text[close + 1] !== ";") continue;
+      } else {
+        if (operator === "") continue;
+        valueEnd = limit; // unterminated quote: fail closed to the end of the line
+      }
+    } else {
+      if (operator === "" && !(flag && spacesBefore > 0)) continue;
+      if (operator.length >= 2 && operator !== ":=" && operator !== "=>") continue; // `password == other`
+      const spaced = (operator === ":" && spacesAfter > 0) || (operator === "=" && spacesBefore > 0 && spacesAfter > 0);
+      if (spaced) {
+        valueEnd = lineEnd(text, valueStart);
+        while (valueEnd > valueStart && /[\s,;'"`]/.test(text[valueEnd - 1]!)) valueEnd--;
+      } else {
+        const limit = lineEnd(text, valueStart);
+        valueEnd = valueStart;
+        while (valueEnd < limit && !/[\s,;&"'`<>)\]}]/.test(text[valueEnd]!)) valueEnd++;
+      }
+    }
+    if (valueEnd <= valueStart) continue;
+    if (!plausibleValue(text.slice(valueStart, valueEnd))) continue;
+    matches.push({ start: valueStart, end: valueEnd, rule: "assignment" });
+    STEM.lastIndex = Math.max(STEM.lastIndex, valueEnd);
+  }
+
+  if (text.includes("==") || text.includes("!=")) {
+    REVERSED_COMPARISON.lastIndex = 0;
+    for (let match = REVERSED_COMPARISON.exec(text); match !== null; match = REVERSED_COMPARISON.exec(text)) {
+      const value = match[2]!;
+      if (isSensitiveKey(match[3]!) && plausibleValue(value)) {
+        const start = match.index + 1;
+        matches.push({ start, end: start + value.length, rule: "comparison" });
+      }
+    }
+  }
+}
+
+/** Finds PEM and PGP private key blocks; a block with no END line runs to the end of the text. */
+function findPrivateKeys(text: string, matches: DetectorMatch[]): void {
+  let begin = text.indexOf("-----BEGIN ");
+  while (begin !== -1) {
+    PEM_HEADER.lastIndex = begin;
+    const header = PEM_HEADER.exec(text);
+    if (header === null) {
+      begin = text.indexOf("-----BEGIN ", begin + 1);
+      continue;
+    }
+    const endMarker = text.indexOf("-----END ", begin + header[0].length);
+    let end = text.length;
+    if (endMarker !== -1) {
+      const close = text.indexOf("-----", endMarker + 9);
+      end = close === -1 || close - endMarker > 80 ? text.length : close + 5;
+    }
+    matches.push({ start: begin, end, rule: "private-key" });
+    begin = end >= text.length ? -1 : text.indexOf("-----BEGIN ", end);
+  }
+}
+
+/**
+ * Finds credentials: provider tokens (AWS, GitHub, GitLab, Slack, Stripe, Anthropic,
+ * OpenAI, Google, npm, PyPI, SendGrid, Twilio, Mailchimp, Telegram, Discord, Shopify,
+ * Hugging Face, …), JWTs whose header and payload decode to JSON, bearer tokens, PEM and PGP
+ * private keys, passwords in URLs and connection strings, and values assigned to sensitive
+ * names (`password=`, `"api_key": …`, `Authorization: …`).
+ */
+export function secretDetector(): Detector {
+  return {
+    type: "SECRET",
+    name: "secret",
+    priority: 60,
+    maxLength: SECRET_RULES_MAX_LENGTH,
+    find(text) {
+      const matches: DetectorMatch[] = [];
+      for (const secretRule of SECRET_RULES) {
+        const { pattern, group, validate } = secretRule;
+        pattern.lastIndex = 0;
+        for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+          const value = group === undefined ? match[0] : (match[group] ?? "");
+          if (value.length === 0) continue;
+          if (validate !== undefined && !validate(value)) continue;
+          const start = group === undefined ? match.index : match.index + match[0].lastIndexOf(value);
+          matches.push({ start, end: start + value.length, rule: secretRule.rule });
+        }
+      }
+      findPrivateKeys(text, matches);
+      findAssignments(text, matches);
+      return matches;
+    },
+  };
+}

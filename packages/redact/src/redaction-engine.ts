@@ -1,0 +1,231 @@
+import { BUILTIN_TYPES, type BuiltinType, builtinDetector, DEFAULT_TYPES } from "./builtin-detectors.js";
+import type { Detector, Finding } from "./detector.js";
+import { DetectorError, RedactOptionsError } from "./redact-error.js";
+import { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
+
+/**
+ * How a redacted span is written: `"type"` gives `[EMAIL]`, `"indexed"` gives stable tokens
+ * like `<EMAIL_1>` within a scope, and a function decides for itself.
+ */
+export type Placeholder = "type" | "indexed" | ((finding: Finding, value: string) => string);
+
+/** Options shared by `redact`, `redactDeep`, the stream, the vault and the logger helpers. */
+export interface RedactOptions {
+  /** Built-in types to run. Defaults to every type but URL (`DEFAULT_TYPES`). */
+  types?: readonly BuiltinType[];
+  /** Your own detectors, run after the built-in ones. */
+  detectors?: readonly Detector[];
+  /** How a redacted span is written. Defaults to `"type"` (`[EMAIL]`). */
+  placeholder?: Placeholder;
+  /** Where indexed tokens come from, so they stay stable across calls. A `Vault` is a scope. */
+  scope?: RedactionScope;
+}
+
+/** The outcome of redacting one text. */
+export interface RedactResult {
+  /** The text with every finding replaced by its placeholder. */
+  text: string;
+  /** What was found, in order, with spans in the original text. */
+  findings: Finding[];
+}
+
+const TYPE_NAME = /^[A-Z][A-Z0-9_]*$/;
+const OPTION_KEYS = new Set(["types", "detectors", "placeholder", "scope"]);
+
+/** A compiled set of detectors with the options it was built from. @internal */
+export interface RedactionEngine {
+  readonly detectors: readonly Detector[];
+  readonly placeholder: Placeholder;
+  readonly scope: RedactionScope | undefined;
+  /** The longest span any detector may report. */
+  readonly maxLength: number;
+  find(text: string): Finding[];
+  /** Replaces `findings` (sorted, non-overlapping) in `text`. */
+  apply(text: string, findings: readonly Finding[], scope?: RedactionScope): string;
+  redact(text: string, scope?: RedactionScope): RedactResult;
+}
+
+interface Candidate {
+  start: number;
+  end: number;
+  type: string;
+  priority: number;
+  rule: string;
+}
+
+/** Checks the shared options and returns the ones given, so other option sets can extend them. */
+export function validateRedactOptions(options: unknown, name: string, extraKeys: readonly string[] = []): RedactOptions {
+  if (options === undefined) return {};
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new RedactOptionsError(`[redact] ${name} options must be an object; got ${describe(options)}.`);
+  }
+  const record = options as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!OPTION_KEYS.has(key) && !extraKeys.includes(key)) {
+      const known = [...OPTION_KEYS, ...extraKeys].join(", ");
+      throw new RedactOptionsError(`[redact] ${name} got an unknown option "${key}"; known options are ${known}.`);
+    }
+  }
+  const { types, detectors, placeholder, scope } = record;
+  if (types !== undefined) {
+    if (!Array.isArray(types)) {
+      throw new RedactOptionsError(`[redact] ${name}: types must be an array of ${BUILTIN_TYPES.join(", ")}.`);
+    }
+    for (const type of types) {
+      if (!BUILTIN_TYPES.includes(type as BuiltinType)) {
+        throw new RedactOptionsError(
+          `[redact] ${name}: unknown type ${describe(type)} in types; use one of ${BUILTIN_TYPES.join(", ")}, or add a detector for it with the detectors option.`,
+        );
+      }
+    }
+  }
+  if (detectors !== undefined) {
+    if (!Array.isArray(detectors)) {
+      throw new RedactOptionsError(`[redact] ${name}: detectors must be an array of Detector objects.`);
+    }
+    for (const detector of detectors) validateDetector(detector, name);
+  }
+  if (placeholder !== undefined && placeholder !== "type" && placeholder !== "indexed" && typeof placeholder !== "function") {
+    throw new RedactOptionsError(
+      `[redact] ${name}: placeholder must be "type", "indexed" or a function (finding, value) => string; got ${describe(placeholder)}.`,
+    );
+  }
+  if (scope !== undefined && (typeof scope !== "object" || scope === null || typeof (scope as RedactionScope).token !== "function")) {
+    throw new RedactOptionsError(`[redact] ${name}: scope must be a RedactionScope such as createVault().`);
+  }
+  return record as RedactOptions;
+}
+
+function validateDetector(detector: unknown, name: string): void {
+  const candidate = detector as Partial<Detector> | null;
+  if (typeof candidate !== "object" || candidate === null || typeof candidate.find !== "function") {
+    throw new RedactOptionsError(`[redact] ${name}: each detector needs a find(text) method; got ${describe(detector)}.`);
+  }
+  if (typeof candidate.type !== "string" || !TYPE_NAME.test(candidate.type)) {
+    throw new RedactOptionsError(
+      `[redact] ${name}: detector type must be upper snake case like "EMPLOYEE_ID"; got ${describe(candidate.type)}.`,
+    );
+  }
+  if (typeof candidate.name !== "string" || candidate.name.length === 0) {
+    throw new RedactOptionsError(`[redact] ${name}: detector of type ${candidate.type} needs a non-empty name.`);
+  }
+  if (candidate.maxLength !== undefined && !(Number.isInteger(candidate.maxLength) && candidate.maxLength > 0)) {
+    throw new RedactOptionsError(`[redact] ${name}: detector ${candidate.name} maxLength must be a positive integer.`);
+  }
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+function placeholderFor(placeholder: Placeholder, finding: Finding, value: string, scope: RedactionScope): string {
+  if (placeholder === "type") return `[${finding.type}]`;
+  if (placeholder === "indexed") return scope.token(finding.type, value);
+  const written = placeholder(finding, value);
+  if (typeof written !== "string") {
+    throw new RedactOptionsError("[redact] the placeholder function must return a string.");
+  }
+  return written;
+}
+
+/** Builds an engine from validated options. @internal */
+export function compileEngine(options: RedactOptions): RedactionEngine {
+  const types = options.types ?? DEFAULT_TYPES;
+  const detectors: Detector[] = [...new Set(types)].map((type) => builtinDetector(type));
+  if (options.detectors !== undefined) detectors.push(...options.detectors);
+  const placeholder = options.placeholder ?? "type";
+  const fixedScope = options.scope;
+  const maxLength = Math.max(64, ...detectors.map((detector) => detector.maxLength ?? 256));
+
+  function find(text: string): Finding[] {
+    if (text.length === 0) return [];
+    const candidates: Candidate[] = [];
+    for (const detector of detectors) {
+      const priority = detector.priority ?? 50;
+      for (const match of detector.find(text)) {
+        const { start, end } = match;
+        if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && end <= text.length && start < end)) {
+          throw new DetectorError(
+            `[redact] detector ${detector.name} reported the span [${String(start)}, ${String(end)}) outside a text of ${text.length} characters; fix its find() method.`,
+          );
+        }
+        candidates.push({
+          start,
+          end,
+          type: detector.type,
+          priority,
+          rule: match.rule === undefined ? detector.name : `${detector.name}/${match.rule}`,
+        });
+      }
+    }
+    if (candidates.length === 0) return [];
+    candidates.sort((left, right) => left.start - right.start || right.end - left.end);
+    // Overlapping spans merge into one finding (nothing partly redacted leaks), typed by the
+    // detector with the highest priority.
+    const findings: Finding[] = [];
+    let current = candidates[0]!;
+    let merged: Candidate = { ...current };
+    for (let index = 1; index < candidates.length; index++) {
+      current = candidates[index]!;
+      if (current.start < merged.end) {
+        if (current.end > merged.end) merged.end = current.end;
+        if (current.priority > merged.priority) {
+          merged.priority = current.priority;
+          merged.type = current.type;
+          merged.rule = current.rule;
+        }
+      } else {
+        findings.push({ type: merged.type, start: merged.start, end: merged.end, rule: merged.rule });
+        merged = { ...current };
+      }
+    }
+    findings.push({ type: merged.type, start: merged.start, end: merged.end, rule: merged.rule });
+    return findings;
+  }
+
+  function apply(text: string, findings: readonly Finding[], scope?: RedactionScope): string {
+    if (findings.length === 0) return text;
+    const activeScope = scope ?? fixedScope ?? createRedactionScope();
+    let output = "";
+    let last = 0;
+    for (const finding of findings) {
+      output += text.slice(last, finding.start);
+      output += placeholderFor(placeholder, finding, text.slice(finding.start, finding.end), activeScope);
+      last = finding.end;
+    }
+    return output + text.slice(last);
+  }
+
+  return {
+    detectors,
+    placeholder,
+    scope: fixedScope,
+    maxLength,
+    find,
+    apply,
+    redact(text, scope) {
+      const findings = find(text);
+      return { text: apply(text, findings, scope), findings };
+    },
+  };
+}
+
+let defaultEngine: RedactionEngine | undefined;
+
+/** The engine for `options`, reusing one compiled default when no options are given. @internal */
+export function engineFor(options: unknown, name: string, extraKeys: readonly string[] = []): RedactionEngine {
+  const validated = validateRedactOptions(options, name, extraKeys);
+  if (
+    validated.types === undefined &&
+    validated.detectors === undefined &&
+    validated.placeholder === undefined &&
+    validated.scope === undefined
+  ) {
+    defaultEngine ??= compileEngine({});
+    return defaultEngine;
+  }
+  return compileEngine(validated);
+}
