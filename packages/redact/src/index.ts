@@ -1,7 +1,15 @@
 export { BUILTIN_TYPES, type BuiltinType, builtinDetector, DEFAULT_TYPES } from "./builtin-detectors.js";
+export { type CreateRedactorOptions, createRedactor, type Redactor } from "./create-redactor.js";
 export type { Detector, DetectorMatch, Finding } from "./detector.js";
+export { type PatchConsoleOptions, patchConsole } from "./patch-console.js";
+export { type PatternDetectorOptions, patternDetector } from "./pattern-detector.js";
+export { type PinoRedactionOptions, pinoRedaction } from "./pino-redaction.js";
 export { redact } from "./redact.js";
+export { type RedactDeepOptions, redactDeep } from "./redact-deep.js";
 export { DetectorError, RedactError, RedactOptionsError } from "./redact-error.js";
 export type { Placeholder, RedactOptions, RedactResult } from "./redaction-engine.js";
 export { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
+export { createRedactionStream, type RedactionStreamOptions } from "./redaction-stream.js";
 export { isSensitiveKey } from "./sensitive-key.js";
+export { createVault, Vault, type VaultOptions } from "./vault.js";
+export { redactFormat, type WinstonFormat } from "./winston-redaction.js";
