@@ -78,7 +78,14 @@ export interface AgentOptions {
 /** Options of one run. */
 export interface RunOptions {
   runId?: string;
+  /** Cancels the run: in-flight calls are aborted and the run ends as `stopped` (`cancelled`). */
   signal?: AbortSignal;
+  /**
+   * Pauses the run at the next step boundary without ending it (in-flight calls finish first):
+   * the result has status `running` and why `paused`; `resume` continues it. Workers use this
+   * to advance a run for a bounded slice of time.
+   */
+  pauseSignal?: AbortSignal;
   context?: Omit<RunContextInput, "runId">;
 }
 
@@ -123,9 +130,9 @@ export interface ApprovalAnswer {
 /** An agent: runs tasks, resumes them, and answers their approvals. */
 export interface Agent {
   run(task: string, options?: RunOptions): Promise<RunResult>;
-  resume(runId: string, options?: { signal?: AbortSignal }): Promise<RunResult>;
+  resume(runId: string, options?: { signal?: AbortSignal; pauseSignal?: AbortSignal }): Promise<RunResult>;
   /** Records a person's answer to a parked approval and resumes the run. */
-  approve(runId: string, answer: ApprovalAnswer, options?: { resume?: boolean; signal?: AbortSignal }): Promise<RunResult>;
+  approve(runId: string, answer: ApprovalAnswer, options?: { resume?: boolean; signal?: AbortSignal; pauseSignal?: AbortSignal }): Promise<RunResult>;
   /** The spans of a stored run. */
   readonly store: EventStore;
   readonly tools: ReadonlyMap<string, Tool<any, any>>;
@@ -299,7 +306,7 @@ export function createAgent(options: AgentOptions): Agent {
     };
   };
 
-  async function drive(writer: Writer, signal: AbortSignal | undefined): Promise<RunResult> {
+  async function drive(writer: Writer, signal: AbortSignal | undefined, pauseSignal?: AbortSignal): Promise<RunResult> {
     const fold = writer.fold.current!;
     const state = fold.state;
     const controller = new AbortController();
@@ -320,6 +327,7 @@ export function createAgent(options: AgentOptions): Agent {
       for (;;) {
         const current = writer.fold.current!;
         if (current.end) return resultOf(current);
+        if (pauseSignal?.aborted) return { ...resultOf(current), why: "paused" };
         if (current.pendingTurn) {
           const parked = await runTurn(writer, current, runSignal);
           if (parked) return resultOf(current);
@@ -680,14 +688,14 @@ export function createAgent(options: AgentOptions): Agent {
         toolDigest,
         context: { roles, ...(context.attributes ?? {}) } as Record<string, JsonValue>,
       });
-      return drive(writer, runOptions.signal);
+      return drive(writer, runOptions.signal, runOptions.pauseSignal);
     },
     async resume(runId, resumeOptions = {}) {
       const { writer } = await open(runId);
       const fold = writer.fold.current!;
       if (fold.end || fold.status === "awaiting_approval") return resultOf(fold);
       await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-      return drive(writer, resumeOptions.signal);
+      return drive(writer, resumeOptions.signal, resumeOptions.pauseSignal);
     },
     async approve(runId, answer, approveOptions = {}) {
       if (!answer || !["approve", "deny", "indeterminate"].includes(answer.decision)) {
@@ -718,7 +726,7 @@ export function createAgent(options: AgentOptions): Agent {
       });
       if (approveOptions.resume === false || writer.fold.current!.status === "awaiting_approval") return resultOf(writer.fold.current!);
       await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-      return drive(writer, approveOptions.signal);
+      return drive(writer, approveOptions.signal, approveOptions.pauseSignal);
     },
     async shutdown() {
       await Promise.all(
