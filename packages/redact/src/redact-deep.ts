@@ -79,7 +79,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       if (typeof value === "string") return text(value);
       if (typeof value !== "object" || value === null) return value;
       if (seen.has(value)) return seen.get(value);
-      if (depth > depthLimit) return "[TRUNCATED]";
+      if (depth >= depthLimit) return "[TRUNCATED]";
       if (Array.isArray(value)) {
         const copy: unknown[] = [];
         seen.set(value, copy);

@@ -47,7 +47,7 @@ export function emailDetector(): Detector {
         while (end < ceiling && isDomainCode(text.charCodeAt(end))) end++;
         // Trim trailing dots and hyphens ("mail me at a@b.com.").
         while (end > at + 1 && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 45)) end--;
-        if (start < at && end > at + 1 && validDomain(text, at + 1, end)) {
+        if (start < at && end > at + 1 && validDomain(text, at + 1, end) && !inUrlAuthority(text, start)) {
           matches.push({ start, end });
           lastEnd = end;
         }
@@ -56,6 +56,19 @@ export function emailDetector(): Detector {
       return matches;
     },
   };
+}
+
+/** Whether `user@host` at `start` is the authority of a URL (`https://user:pw@host`), not an email. */
+function inUrlAuthority(text: string, start: number): boolean {
+  const before = text.charCodeAt(start - 1);
+  if (before !== 58 && before !== 47) return false; // ':' or '/'
+  const floor = Math.max(0, start - 300);
+  for (let index = start - 1; index > floor; index--) {
+    const code = text.charCodeAt(index);
+    if (code === 32 || code === 10 || code === 9 || code === 34 || code === 39) return false;
+    if (code === 47 && text.charCodeAt(index - 1) === 47 && text.charCodeAt(index - 2) === 58) return true;
+  }
+  return false;
 }
 
 function validDomain(text: string, start: number, end: number): boolean {

@@ -74,8 +74,11 @@ export function ipAddressDetector(): Detector {
         scannedTo = end;
         // Trim trailing dots (end of sentence) but keep "::".
         while (end > start && text.charCodeAt(end - 1) === 46) end--;
-        // Leading dots belong to something else ("v1.2::").
+        // Leading dots belong to something else ("v1.2::"); a lone colon is punctuation
+        // ("ip:2001:db8::1"), a double one is part of the address ("::1").
         while (start < end && text.charCodeAt(start) === 46) start++;
+        if (text.charCodeAt(start) === 58 && text.charCodeAt(start + 1) !== 58) start++;
+        if (text.charCodeAt(end - 1) === 58 && text.charCodeAt(end - 2) !== 58) end--;
         const before = text.charCodeAt(start - 1);
         let after = end;
         if (text.charCodeAt(after) === 37) {
@@ -85,7 +88,7 @@ export function ipAddressDetector(): Detector {
           if (zoneEnd > after + 1) after = zoneEnd;
         }
         const candidate = text.slice(start, end);
-        const boundaryBefore = start === 0 || !(isWordCode(before) || before === 58);
+        const boundaryBefore = start === 0 || !isWordCode(before);
         const boundaryAfter = after >= text.length || !isWordCode(text.charCodeAt(after));
         if (
           boundaryBefore &&
