@@ -31,6 +31,7 @@ export function packageConfig(dir: string, overrides: { testTimeout?: number; in
       outputFile: { json: resolve(dir, "reports/vitest.json") },
       // An unhandled rejection anywhere fails the run (vitest's default, stated on purpose).
       dangerouslyIgnoreUnhandledErrors: false,
+      passWithNoTests: true,
     },
   });
 }

@@ -13,7 +13,12 @@ const lookup = tool({
 describe("smoke", () => {
   it("runs a tool and answers", async () => {
     const model = scriptedModel([
-      { content: [{ type: "text", text: "Looking." }, { type: "tool_use", id: "toolu_1", name: "lookup_order", input: { order_id: "A1001" } }] },
+      {
+        content: [
+          { type: "text", text: "Looking." },
+          { type: "tool_use", id: "toolu_1", name: "lookup_order", input: { order_id: "A1001" } },
+        ],
+      },
       { content: "It was delivered." },
     ]);
     const store = memoryEventStore();
@@ -23,8 +28,26 @@ describe("smoke", () => {
     expect(result.answer).toBe("It was delivered.");
     expect(result.steps).toBe(2);
     expect(model.requests[1]!.messages).toHaveLength(3);
-    expect(model.requests[1]!.messages[2]).toEqual({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: '{"order_id":"A1001","status":"delivered","total":89.99}' }] });
+    expect(model.requests[1]!.messages[2]).toEqual({
+      role: "user",
+      content: [
+        {
+          type: "tool_result",
+          tool_use_id: "toolu_1",
+          content: '{"order_id":"A1001","status":"delivered","total":89.99}',
+        },
+      ],
+    });
     const events = await store.read(result.runId);
-    expect(events.map((event) => event.type)).toEqual(["run-start", "model-request", "model-response", "tool-call-intent", "tool-call-result", "model-request", "model-response", "run-end"]);
+    expect(events.map((event) => event.type)).toEqual([
+      "run-start",
+      "model-request",
+      "model-response",
+      "tool-call-intent",
+      "tool-call-result",
+      "model-request",
+      "model-response",
+      "run-end",
+    ]);
   });
 });

@@ -5,19 +5,43 @@ import { type BreakerOptions, CircuitBreaker } from "./circuit-breaker.js";
 import type { EventStore, StoredEvent, StoredEventInput } from "./contracts/event-store.js";
 import type { Exporter } from "./contracts/exporter.js";
 import type { AskDecision, DenyDecision, Gate, ToolCall } from "./contracts/gate.js";
-import type { ErrorClassification, Model, ModelRequest, ModelResponse, ToolUseBlock } from "./contracts/model.js";
+import type {
+  ErrorClassification,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  ToolUseBlock,
+} from "./contracts/model.js";
 import type { Scanner } from "./contracts/scanner.js";
 import { digestOf } from "./digest.js";
-import { AppendConflictError, InvalidArgumentError, LoopguardError, RunNotFoundError } from "./errors.js";
+import {
+  AppendConflictError,
+  InvalidArgumentError,
+  LoopguardError,
+  RunNotFoundError,
+} from "./errors.js";
 import type { Budget, DecisionRecord, RunEvent, RunStatus } from "./events.js";
 import { executeTool, formatToolOutput } from "./execute.js";
-import { RunFold, foldRun } from "./fold.js";
+import { foldRun, RunFold } from "./fold.js";
 import type { JsonValue } from "./json.js";
 import { memoryEventStore } from "./memory-event-store.js";
 import { type OutputEnvelope, scanOutput } from "./output.js";
 import { defaultHaltOn, judgeCall, sortGates } from "./pipeline.js";
-import { type ModelPrice, costOf, priceOf, promptTokenBound, validatePrices, worstCaseCost } from "./pricing.js";
-import { type RetryOptions, backoffDelay, classifyError, resolveRetryOptions, sleep } from "./retry.js";
+import {
+  costOf,
+  type ModelPrice,
+  priceOf,
+  promptTokenBound,
+  validatePrices,
+  worstCaseCost,
+} from "./pricing.js";
+import {
+  backoffDelay,
+  classifyError,
+  type RetryOptions,
+  resolveRetryOptions,
+  sleep,
+} from "./retry.js";
 import type { RunContextInput, RunState } from "./run-state.js";
 import { type Span, SpanBuilder } from "./spans.js";
 import type { Tool } from "./tool.js";
@@ -115,7 +139,14 @@ export interface RunResult {
   haltReason?: string;
   error?: string;
   /** Set when the run waits on a person. */
-  pendingApprovals?: Array<{ requestId: string; tool: string; toolUseId: string; reason: string; message: string; expiresAt: number }>;
+  pendingApprovals?: Array<{
+    requestId: string;
+    tool: string;
+    toolUseId: string;
+    reason: string;
+    message: string;
+    expiresAt: number;
+  }>;
 }
 
 /** An answer to a parked approval. */
@@ -130,9 +161,16 @@ export interface ApprovalAnswer {
 /** An agent: runs tasks, resumes them, and answers their approvals. */
 export interface Agent {
   run(task: string, options?: RunOptions): Promise<RunResult>;
-  resume(runId: string, options?: { signal?: AbortSignal; pauseSignal?: AbortSignal }): Promise<RunResult>;
+  resume(
+    runId: string,
+    options?: { signal?: AbortSignal; pauseSignal?: AbortSignal },
+  ): Promise<RunResult>;
   /** Records a person's answer to a parked approval and resumes the run. */
-  approve(runId: string, answer: ApprovalAnswer, options?: { resume?: boolean; signal?: AbortSignal; pauseSignal?: AbortSignal }): Promise<RunResult>;
+  approve(
+    runId: string,
+    answer: ApprovalAnswer,
+    options?: { resume?: boolean; signal?: AbortSignal; pauseSignal?: AbortSignal },
+  ): Promise<RunResult>;
   /** The spans of a stored run. */
   readonly store: EventStore;
   readonly tools: ReadonlyMap<string, Tool<any, any>>;
@@ -177,13 +215,18 @@ export function createAgent(options: AgentOptions): Agent {
   const tools = new Map(config.tools.map((item) => [item.name, item]));
   const toolSpecs = config.tools.map((item) => item.spec);
   const gates = sortGates(config.gates);
-  const policyDigest = digestOf({ gates: gates.map((gate) => [gate.name, gate.step, gate.digest?.() ?? null]), haltOn: config.haltOn });
+  const policyDigest = digestOf({
+    gates: gates.map((gate) => [gate.name, gate.step, gate.digest?.() ?? null]),
+    haltOn: config.haltOn,
+  });
   const toolDigest = digestOf(toolSpecs);
   const price = priceOf(model.model, config.prices);
   const retry = resolveRetryOptions(config.retry);
   const maxTokensDefault = config.maxTokens ?? model.defaultMaxTokens ?? 4096;
   const now = config.now ?? Date.now;
-  const fixedBytes = Buffer.byteLength(JSON.stringify({ system: config.system ?? "", tools: toolSpecs }));
+  const fixedBytes = Buffer.byteLength(
+    JSON.stringify({ system: config.system ?? "", tools: toolSpecs }),
+  );
   const reportError = (error: unknown, where: string) => {
     try {
       config.onError?.(error, where);
@@ -199,7 +242,8 @@ export function createAgent(options: AgentOptions): Agent {
       try {
         Promise.resolve(exporter.export(redacted)).then(
           (result) => {
-            if (result && result.code === "failed") reportError(result.error, `exporter ${exporter.name}`);
+            if (result && result.code === "failed")
+              reportError(result.error, `exporter ${exporter.name}`);
           },
           (error) => reportError(error, `exporter ${exporter.name}`),
         );
@@ -211,7 +255,10 @@ export function createAgent(options: AgentOptions): Agent {
 
   /** Serialises appends of one run, batching events that arrive while a write is in flight. */
   class Writer {
-    #queue: Array<{ event: StoredEventInput; done: { resolve: () => void; reject: (error: unknown) => void } }> = [];
+    #queue: Array<{
+      event: StoredEventInput;
+      done: { resolve: () => void; reject: (error: unknown) => void };
+    }> = [];
     #flushing = false;
     #broken: unknown;
     readonly spans: SpanBuilder;
@@ -230,7 +277,10 @@ export function createAgent(options: AgentOptions): Agent {
       const promises = events.map(
         (event) =>
           new Promise<void>((resolve, reject) => {
-            this.#queue.push({ event: { ...event, at: now() } as StoredEventInput, done: { resolve, reject } });
+            this.#queue.push({
+              event: { ...event, at: now() } as StoredEventInput,
+              done: { resolve, reject },
+            });
           }),
       );
       if (!this.#flushing) void this.#flush();
@@ -243,9 +293,15 @@ export function createAgent(options: AgentOptions): Agent {
         try {
           if (this.#broken) throw this.#broken;
           const expectedSeq = this.nextSeq;
-          await store.append(this.runId, batch.map((entry) => entry.event), { expectedSeq });
+          await store.append(
+            this.runId,
+            batch.map((entry) => entry.event),
+            { expectedSeq },
+          );
           this.nextSeq = expectedSeq + batch.length;
-          const stored = batch.map((entry, index) => ({ ...entry.event, seq: expectedSeq + index }) as StoredEvent);
+          const stored = batch.map(
+            (entry, index) => ({ ...entry.event, seq: expectedSeq + index }) as StoredEvent,
+          );
           for (const event of stored) this.#applied(event);
           for (const entry of batch) entry.done.resolve();
         } catch (error) {
@@ -257,7 +313,8 @@ export function createAgent(options: AgentOptions): Agent {
       this.#flushing = false;
     }
     #applied(event: StoredEvent): void {
-      if (event.type === "run-start") this.fold.current = new RunFold(event, `run ${this.runId}`, this.fold.current?.state);
+      if (event.type === "run-start")
+        this.fold.current = new RunFold(event, `run ${this.runId}`, this.fold.current?.state);
       else this.fold.current!.apply(event);
       try {
         exportSpans(this.spans.push(event));
@@ -282,13 +339,26 @@ export function createAgent(options: AgentOptions): Agent {
       fold.status === "awaiting_approval" && turn
         ? [...turn.approvals.values()]
             .filter((entry) => !entry.decision && !turn.results.has(entry.request.toolUseId))
-            .map(({ request }) => ({ requestId: request.requestId, tool: request.tool, toolUseId: request.toolUseId, reason: request.reason, message: request.message, expiresAt: request.expiresAt }))
+            .map(({ request }) => ({
+              requestId: request.requestId,
+              tool: request.tool,
+              toolUseId: request.toolUseId,
+              reason: request.reason,
+              message: request.message,
+              expiresAt: request.expiresAt,
+            }))
         : undefined;
     return {
       runId: fold.start.runId,
       status: extra.error && !end ? "failed" : fold.status,
       answer: end?.answer ?? fold.lastAssistantText,
-      why: end?.why ?? (fold.status === "awaiting_approval" ? "awaiting_approval" : extra.error ? "error" : "running"),
+      why:
+        end?.why ??
+        (fold.status === "awaiting_approval"
+          ? "awaiting_approval"
+          : extra.error
+            ? "error"
+            : "running"),
       ...(end?.limit ? { limit: end.limit } : {}),
       steps: fold.steps,
       tokens: { input: state.spend.inputTokens, output: state.spend.outputTokens },
@@ -306,7 +376,11 @@ export function createAgent(options: AgentOptions): Agent {
     };
   };
 
-  async function drive(writer: Writer, signal: AbortSignal | undefined, pauseSignal?: AbortSignal): Promise<RunResult> {
+  async function drive(
+    writer: Writer,
+    signal: AbortSignal | undefined,
+    pauseSignal?: AbortSignal,
+  ): Promise<RunResult> {
     const fold = writer.fold.current!;
     const state = fold.state;
     const controller = new AbortController();
@@ -317,7 +391,10 @@ export function createAgent(options: AgentOptions): Agent {
     let wallTimer: ReturnType<typeof setTimeout> | undefined;
     if (wallClockMs !== undefined) {
       const remaining = wallClockMs - fold.activeMs(now());
-      wallTimer = setTimeout(() => controller.abort(new StopRun("wall_clock", "wallClockMs")), Math.max(0, remaining));
+      wallTimer = setTimeout(
+        () => controller.abort(new StopRun("wall_clock", "wallClockMs")),
+        Math.max(0, remaining),
+      );
     }
     const unlisten = state.onHalt((reason, source) => {
       writer.write({ type: "run-halt", reason, source }).catch(() => undefined);
@@ -332,11 +409,25 @@ export function createAgent(options: AgentOptions): Agent {
           const parked = await runTurn(writer, current, runSignal);
           if (parked) return resultOf(current);
           if (state.halted && !current.pendingTurn) {
-            await writer.write({ type: "run-end", status: "halted", answer: current.lastAssistantText, why: "halted", error: `halted: ${state.haltReason}` });
+            await writer.write({
+              type: "run-end",
+              status: "halted",
+              answer: current.lastAssistantText,
+              why: "halted",
+              error: `halted: ${state.haltReason}`,
+            });
           }
           continue;
         }
         if (runSignal.aborted) throw runSignal.reason;
+        if (
+          current.lastStopReason !== undefined &&
+          current.lastStopReason !== "tool_use" &&
+          current.lastStopReason !== "pause_turn"
+        ) {
+          await endIfFinal(writer);
+          continue;
+        }
         await modelStep(writer, current, runSignal);
       }
     } catch (error) {
@@ -348,14 +439,33 @@ export function createAgent(options: AgentOptions): Agent {
           : `[core] the event store failed, so the run stopped before acting: ${(broken as Error)?.message ?? String(broken)}`;
         return resultOf(current, { error: message });
       }
-      const stop = error instanceof StopRun ? error : runSignal.reason instanceof StopRun && runSignal.aborted ? runSignal.reason : undefined;
+      const stop =
+        error instanceof StopRun
+          ? error
+          : runSignal.reason instanceof StopRun && runSignal.aborted
+            ? runSignal.reason
+            : undefined;
       try {
         if (stop) {
-          await writer.write({ type: "run-end", status: "stopped", answer: current.lastAssistantText, why: stop.why, ...(stop.limit ? { limit: stop.limit } : {}) });
+          await writer.write({
+            type: "run-end",
+            status: "stopped",
+            answer: current.lastAssistantText,
+            why: stop.why,
+            ...(stop.limit ? { limit: stop.limit } : {}),
+          });
         } else {
-          const message = LoopguardError.isInstance(error) ? (error as Error).message : `[core] the run failed unexpectedly: ${(error as Error)?.message ?? String(error)}`;
+          const message = LoopguardError.isInstance(error)
+            ? (error as Error).message
+            : `[core] the run failed unexpectedly: ${(error as Error)?.message ?? String(error)}`;
           if (!LoopguardError.isInstance(error)) reportError(error, "run");
-          await writer.write({ type: "run-end", status: "failed", answer: current.lastAssistantText, why: "error", error: message });
+          await writer.write({
+            type: "run-end",
+            status: "failed",
+            answer: current.lastAssistantText,
+            why: "error",
+            error: message,
+          });
         }
       } catch {
         return resultOf(current, { error: String((writer.broken as Error)?.message ?? error) });
@@ -366,24 +476,45 @@ export function createAgent(options: AgentOptions): Agent {
       signal?.removeEventListener("abort", onOuterAbort);
       unlisten();
       exportSpans(writer.fold.current?.end ? [] : writer.spans.finish());
-      await Promise.all(config.exporters.map((exporter) => exporter.forceFlush?.().catch((error: unknown) => reportError(error, `exporter ${exporter.name}`))));
+      await Promise.all(
+        config.exporters.map((exporter) =>
+          exporter
+            .forceFlush?.()
+            .catch((error: unknown) => reportError(error, `exporter ${exporter.name}`)),
+        ),
+      );
     }
   }
 
   async function modelStep(writer: Writer, fold: RunFold, signal: AbortSignal): Promise<void> {
     const budget = fold.start.budget;
     const step = fold.steps + 1;
-    if (budget.maxSteps !== undefined && fold.steps >= budget.maxSteps) throw new StopRun("budget", "maxSteps");
+    if (budget.maxSteps !== undefined && fold.steps >= budget.maxSteps)
+      throw new StopRun("budget", "maxSteps");
     let maxTokens = fold.start.maxTokens;
-    const promptBound = promptTokenBound(fixedBytes + fold.messageBytes, fold.messages.length, fold.knownPrefix && { tokens: fold.knownPrefix.tokens, bytes: fixedBytes + fold.knownPrefix.bytes });
+    const promptBound = promptTokenBound(
+      fixedBytes + fold.messageBytes,
+      fold.messages.length,
+      fold.knownPrefix && {
+        tokens: fold.knownPrefix.tokens,
+        bytes: fixedBytes + fold.knownPrefix.bytes,
+      },
+    );
     if (budget.maxTokens !== undefined) {
-      const left = budget.maxTokens - fold.state.spend.inputTokens - fold.state.spend.outputTokens - promptBound;
+      const left =
+        budget.maxTokens -
+        fold.state.spend.inputTokens -
+        fold.state.spend.outputTokens -
+        promptBound;
       if (left < 1) throw new StopRun("budget", "maxTokens");
       maxTokens = Math.min(maxTokens, left);
     }
     if (budget.maxUsd !== undefined) {
       const left = budget.maxUsd - fold.committedUsd - worstCaseCost(promptBound, 0, price);
-      const band = price.longPrompt && promptBound > price.longPrompt.thresholdTokens ? price.longPrompt : price;
+      const band =
+        price.longPrompt && promptBound > price.longPrompt.thresholdTokens
+          ? price.longPrompt
+          : price;
       const affordable = Math.floor((left * 1_000_000) / band.outputPerMTok);
       if (affordable < 1) throw new StopRun("budget", "maxUsd");
       maxTokens = Math.min(maxTokens, affordable);
@@ -396,7 +527,13 @@ export function createAgent(options: AgentOptions): Agent {
       messages: fold.messages,
       ...(toolSpecs.length > 0 ? { tools: toolSpecs, tool_choice: { type: "auto" as const } } : {}),
     };
-    await writer.write({ type: "model-request", step, maxTokens, estimateUsd, requestDigest: `${fold.chainDigest}:${maxTokens}` });
+    await writer.write({
+      type: "model-request",
+      step,
+      maxTokens,
+      estimateUsd,
+      requestDigest: `${fold.chainDigest}:${maxTokens}`,
+    });
     let attempt = 0;
     for (;;) {
       attempt += 1;
@@ -410,11 +547,21 @@ export function createAgent(options: AgentOptions): Agent {
         const classification = classify(error);
         if (!classification.retryable || attempt >= retry.maxAttempts) {
           const message = describeModelError(error, classification, attempt);
-          await writer.write({ type: "model-error", step, kind: classification.kind, ...(classification.status ? { status: classification.status } : {}), message, attempts: attempt });
+          await writer.write({
+            type: "model-error",
+            step,
+            kind: classification.kind,
+            ...(classification.status ? { status: classification.status } : {}),
+            message,
+            attempts: attempt,
+          });
           throw new LoopguardError("model_call_failed", message);
         }
         const waitMs = backoffDelay(attempt, classification, retry);
-        if (budget.wallClockMs !== undefined && fold.activeMs(now()) + waitMs > budget.wallClockMs) {
+        if (
+          budget.wallClockMs !== undefined &&
+          fold.activeMs(now()) + waitMs > budget.wallClockMs
+        ) {
           throw new StopRun("wall_clock", "wallClockMs");
         }
         await writer.write({
@@ -430,27 +577,52 @@ export function createAgent(options: AgentOptions): Agent {
         continue;
       }
       const costUsd = costOf(response.usage, price);
-      await writer.write({ type: "model-response", step, response, costUsd, latencyMs: Math.round(performance.now() - started), attempts: attempt });
-      const after = writer.fold.current!;
-      switch (response.stop_reason) {
-        case "end_turn":
-        case "stop_sequence":
-          await writer.write({ type: "run-end", status: "completed", answer: after.lastAssistantText, why: response.stop_reason });
-          return;
-        case "tool_use":
-        case "pause_turn":
-          return;
-        case "max_tokens":
-        case "model_context_window_exceeded":
-          await writer.write({ type: "run-end", status: "stopped", answer: after.lastAssistantText, why: "max_tokens" });
-          return;
-        case "refusal":
-          await writer.write({ type: "run-end", status: "stopped", answer: after.lastAssistantText, why: "refusal" });
-          return;
-        default:
-          await writer.write({ type: "run-end", status: "failed", answer: after.lastAssistantText, why: "error", error: `[core] the model stopped with an unknown stop_reason ${JSON.stringify(response.stop_reason)}` });
-          return;
-      }
+      await writer.write({
+        type: "model-response",
+        step,
+        response,
+        costUsd,
+        latencyMs: Math.round(performance.now() - started),
+        attempts: attempt,
+      });
+      await endIfFinal(writer);
+      return;
+    }
+  }
+
+  /** Ends the run when the last response's stop reason ends it (also after a crash right before run-end). */
+  async function endIfFinal(writer: Writer): Promise<void> {
+    const fold = writer.fold.current!;
+    const answer = fold.lastAssistantText;
+    switch (fold.lastStopReason) {
+      case undefined:
+      case "tool_use":
+      case "pause_turn":
+        return;
+      case "end_turn":
+      case "stop_sequence":
+        await writer.write({
+          type: "run-end",
+          status: "completed",
+          answer,
+          why: fold.lastStopReason,
+        });
+        return;
+      case "max_tokens":
+      case "model_context_window_exceeded":
+        await writer.write({ type: "run-end", status: "stopped", answer, why: "max_tokens" });
+        return;
+      case "refusal":
+        await writer.write({ type: "run-end", status: "stopped", answer, why: "refusal" });
+        return;
+      default:
+        await writer.write({
+          type: "run-end",
+          status: "failed",
+          answer,
+          why: "error",
+          error: `[core] the model stopped with an unknown stop_reason ${JSON.stringify(fold.lastStopReason)}`,
+        });
     }
   }
 
@@ -477,7 +649,16 @@ export function createAgent(options: AgentOptions): Agent {
       const item = tools.get(use.name);
       if (intent) {
         // Admitted before a crash and never finished: re-run with the same idempotency key.
-        executions.push(execute(writer, item!, use, intent.args as Record<string, unknown>, intent.idempotencyKey, signal));
+        executions.push(
+          execute(
+            writer,
+            item!,
+            use,
+            intent.args as Record<string, unknown>,
+            intent.idempotencyKey,
+            signal,
+          ),
+        );
         continue;
       }
       const call: ToolCall = {
@@ -508,19 +689,40 @@ export function createAgent(options: AgentOptions): Agent {
         continue;
       }
       if (judgement.type === "deny") {
-        await writer.write({ type: "tool-call-refusal", step: turn.step, toolUseId: use.id, tool: use.name, decision: judgement.record, content: refusalText(judgement.record) });
+        await writer.write({
+          type: "tool-call-refusal",
+          step: turn.step,
+          toolUseId: use.id,
+          tool: use.name,
+          decision: judgement.record,
+          content: refusalText(judgement.record),
+        });
         observe(call, "refused", judgement.record.reason, 0);
         continue;
       }
       const args = judgement.args as Record<string, JsonValue>;
-      await writer.write({ type: "tool-call-intent", step: turn.step, toolUseId: use.id, tool: use.name, args, argsDigest: digestOf(args), idempotencyKey: call.idempotencyKey, decision: judgement.record });
+      await writer.write({
+        type: "tool-call-intent",
+        step: turn.step,
+        toolUseId: use.id,
+        tool: use.name,
+        args,
+        argsDigest: digestOf(args),
+        idempotencyKey: call.idempotencyKey,
+        decision: judgement.record,
+      });
       executions.push(execute(writer, item!, use, args, call.idempotencyKey, signal, call));
     }
     await Promise.all(executions);
     return parked && writer.fold.current!.pendingTurn !== undefined;
   }
 
-  function observe(call: ToolCall, status: "ok" | "error" | "refused", reason: string | undefined, durationMs: number): void {
+  function observe(
+    call: ToolCall,
+    status: "ok" | "error" | "refused",
+    reason: string | undefined,
+    durationMs: number,
+  ): void {
     for (const gate of gates) {
       if (!gate.observe) continue;
       Promise.resolve()
@@ -529,7 +731,15 @@ export function createAgent(options: AgentOptions): Agent {
     }
   }
 
-  async function execute(writer: Writer, item: Tool<any, any>, use: ToolUseBlock, args: Record<string, unknown>, idempotencyKey: string, signal: AbortSignal, call?: ToolCall): Promise<void> {
+  async function execute(
+    writer: Writer,
+    item: Tool<any, any>,
+    use: ToolUseBlock,
+    args: Record<string, unknown>,
+    idempotencyKey: string,
+    signal: AbortSignal,
+    call?: ToolCall,
+  ): Promise<void> {
     const fold = writer.fold.current!;
     const step = fold.pendingTurn?.step ?? fold.steps;
     const breaker = breakerOf(item, config.breaker);
@@ -537,19 +747,59 @@ export function createAgent(options: AgentOptions): Agent {
       item,
       args,
       { idempotencyKey, runId: fold.start.runId, agentId: fold.start.agentId, toolUseId: use.id },
-      { signal, ...(config.toolRetry.maxAttempts ? { maxAttempts: config.toolRetry.maxAttempts } : {}), ...(config.toolRetry.delayMs !== undefined ? { retryDelayMs: config.toolRetry.delayMs } : {}) },
+      {
+        signal,
+        ...(config.toolRetry.maxAttempts ? { maxAttempts: config.toolRetry.maxAttempts } : {}),
+        ...(config.toolRetry.delayMs !== undefined
+          ? { retryDelayMs: config.toolRetry.delayMs }
+          : {}),
+      },
     );
     if (result.status === "ok") breaker.onSuccess();
     else if (result.errorKind !== "aborted") breaker.onFailure();
     else breaker.release();
     if (result.status === "ok") {
       const text = formatToolOutput(result.value);
-      const { content, scan } = await scanOutput(text, { source: "tool_output", tool: item.name, toolUseId: use.id, runId: fold.start.runId }, config.scanner, config.envelope, reportError);
-      await writer.write({ type: "tool-call-result", step, toolUseId: use.id, tool: item.name, status: "ok", content, isError: false, durationMs: Math.round(result.durationMs), attempts: result.attempts, ...(scan ? { scan } : {}) });
+      const { content, scan } = await scanOutput(
+        text,
+        { source: "tool_output", tool: item.name, toolUseId: use.id, runId: fold.start.runId },
+        config.scanner,
+        config.envelope,
+        reportError,
+      );
+      await writer.write({
+        type: "tool-call-result",
+        step,
+        toolUseId: use.id,
+        tool: item.name,
+        status: "ok",
+        content,
+        isError: false,
+        durationMs: Math.round(result.durationMs),
+        attempts: result.attempts,
+        ...(scan ? { scan } : {}),
+      });
     } else {
-      await writer.write({ type: "tool-call-result", step, toolUseId: use.id, tool: item.name, status: "error", content: `Error (${result.errorKind}): ${result.message}`, isError: true, durationMs: Math.round(result.durationMs), attempts: result.attempts, errorKind: result.errorKind });
+      await writer.write({
+        type: "tool-call-result",
+        step,
+        toolUseId: use.id,
+        tool: item.name,
+        status: "error",
+        content: `Error (${result.errorKind}): ${result.message}`,
+        isError: true,
+        durationMs: Math.round(result.durationMs),
+        attempts: result.attempts,
+        errorKind: result.errorKind,
+      });
     }
-    if (call) observe(call, result.status, result.status === "error" ? result.errorKind : undefined, result.durationMs);
+    if (call)
+      observe(
+        call,
+        result.status,
+        result.status === "error" ? result.errorKind : undefined,
+        result.durationMs,
+      );
   }
 
   function toolBudget(fold: RunFold, item: Tool<any, any> | undefined): DenyDecision | undefined {
@@ -566,16 +816,26 @@ export function createAgent(options: AgentOptions): Agent {
     return undefined;
   }
 
-  async function approvalFor(writer: Writer, fold: RunFold, call: ToolCall, ask: AskDecision, signal: AbortSignal): Promise<ApprovalOutcome> {
+  async function approvalFor(
+    writer: Writer,
+    fold: RunFold,
+    call: ToolCall,
+    ask: AskDecision,
+    signal: AbortSignal,
+  ): Promise<ApprovalOutcome> {
     const turn = fold.pendingTurn!;
     const existing = turn.approvals.get(call.toolUseId);
     const argsDigest = digestOf(call.args);
     if (existing?.decision) {
       const { decision, request } = existing;
-      const answered = { ...(decision.approver ? { approver: decision.approver } : {}), ...(decision.note ? { note: decision.note } : {}) };
+      const answered = {
+        ...(decision.approver ? { approver: decision.approver } : {}),
+        ...(decision.note ? { note: decision.note } : {}),
+      };
       switch (decision.decision) {
         case "approve":
-          if (request.argsDigest !== argsDigest || request.policyDigest !== policyDigest) return { type: "deny", why: "stale", ...answered };
+          if (request.argsDigest !== argsDigest || request.policyDigest !== policyDigest)
+            return { type: "deny", why: "stale", ...answered };
           return { type: "approve", ...answered };
         case "deny":
           return { type: "deny", why: "denied", ...answered };
@@ -586,7 +846,10 @@ export function createAgent(options: AgentOptions): Agent {
         case "no_approver":
           return { type: "deny", why: "no_approver" };
         default:
-          return { type: "indeterminate", note: decision.note ?? "the recorded answer could not be read" };
+          return {
+            type: "indeterminate",
+            note: decision.note ?? "the recorded answer could not be read",
+          };
       }
     }
     const request =
@@ -606,7 +869,16 @@ export function createAgent(options: AgentOptions): Agent {
     if (!existing) await writer.write(request);
     if (config.approval.durable) return { type: "park" };
     const record = async (outcome: ApprovalOutcome): Promise<ApprovalOutcome> => {
-      const decision = outcome.type === "approve" ? "approve" : outcome.type === "deny" ? (outcome.why === "denied" ? "deny" : outcome.why === "stale" ? "deny" : outcome.why) : "indeterminate";
+      const decision =
+        outcome.type === "approve"
+          ? "approve"
+          : outcome.type === "deny"
+            ? outcome.why === "denied"
+              ? "deny"
+              : outcome.why === "stale"
+                ? "deny"
+                : outcome.why
+            : "indeterminate";
       await writer.write({
         type: "approval-decision",
         requestId: request.requestId,
@@ -626,7 +898,20 @@ export function createAgent(options: AgentOptions): Agent {
       const answer = await Promise.race([
         Promise.resolve().then(() =>
           config.approver!(
-            { requestId: request.requestId, runId: fold.start.runId, agentId: fold.start.agentId, tool: call.tool, args: call.args, toolUseId: call.toolUseId, reason: ask.reason, message: ask.message, argsDigest, policyDigest, expiresAt: request.expiresAt, ...(ask.details ? { details: ask.details } : {}) },
+            {
+              requestId: request.requestId,
+              runId: fold.start.runId,
+              agentId: fold.start.agentId,
+              tool: call.tool,
+              args: call.args,
+              toolUseId: call.toolUseId,
+              reason: ask.reason,
+              message: ask.message,
+              argsDigest,
+              policyDigest,
+              expiresAt: request.expiresAt,
+              ...(ask.details ? { details: ask.details } : {}),
+            },
             { signal: timeout.signal },
           ),
         ),
@@ -651,7 +936,8 @@ export function createAgent(options: AgentOptions): Agent {
   }
 
   async function open(runId: string): Promise<{ writer: Writer; events: StoredEvent[] }> {
-    if (typeof runId !== "string" || runId.trim() === "") throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
+    if (typeof runId !== "string" || runId.trim() === "")
+      throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
     const events = await store.read(runId);
     if (events.length === 0) throw new RunNotFoundError(runId, `the ${store.name} event store`);
     const fold = foldRun(events, `run ${runId} (${store.name} store)`);
@@ -666,11 +952,15 @@ export function createAgent(options: AgentOptions): Agent {
     policyDigest,
     async run(task, runOptions = {}) {
       if (typeof task !== "string" || task.trim() === "") {
-        throw new InvalidArgumentError("[core] agent.run(task): task must be a non-empty string describing what the agent should do");
+        throw new InvalidArgumentError(
+          "[core] agent.run(task): task must be a non-empty string describing what the agent should do",
+        );
       }
       const runId = runOptions.runId ?? `run_${randomBytes(8).toString("hex")}`;
       if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(runId)) {
-        throw new InvalidArgumentError(`[core] runId ${JSON.stringify(runId)} is invalid: use 1 to 128 letters, digits, "_", ".", ":" or "-"`);
+        throw new InvalidArgumentError(
+          `[core] runId ${JSON.stringify(runId)} is invalid: use 1 to 128 letters, digits, "_", ".", ":" or "-"`,
+        );
       }
       const context = { ...config.context, ...runOptions.context };
       const roles = context.roles ? [...context.roles] : [];
@@ -699,16 +989,29 @@ export function createAgent(options: AgentOptions): Agent {
     },
     async approve(runId, answer, approveOptions = {}) {
       if (!answer || !["approve", "deny", "indeterminate"].includes(answer.decision)) {
-        throw new InvalidArgumentError(`[core] approve(${runId}, answer): answer.decision must be "approve", "deny" or "indeterminate", got ${JSON.stringify(answer?.decision)}`);
+        throw new InvalidArgumentError(
+          `[core] approve(${runId}, answer): answer.decision must be "approve", "deny" or "indeterminate", got ${JSON.stringify(answer?.decision)}`,
+        );
       }
       const { writer } = await open(runId);
       const fold = writer.fold.current!;
       const turn = fold.pendingTurn;
-      const open_ = turn ? [...turn.approvals.values()].filter((entry) => !entry.decision && !turn.results.has(entry.request.toolUseId)) : [];
+      const open_ = turn
+        ? [...turn.approvals.values()].filter(
+            (entry) => !entry.decision && !turn.results.has(entry.request.toolUseId),
+          )
+        : [];
       if (fold.end || open_.length === 0) {
-        throw new LoopguardError("no_pending_approval", `[core] run ${runId} has no approval waiting (status ${fold.status}); nothing to answer`);
+        throw new LoopguardError(
+          "no_pending_approval",
+          `[core] run ${runId} has no approval waiting (status ${fold.status}); nothing to answer`,
+        );
       }
-      const target = answer.requestId ? open_.find((entry) => entry.request.requestId === answer.requestId) : open_.length === 1 ? open_[0] : undefined;
+      const target = answer.requestId
+        ? open_.find((entry) => entry.request.requestId === answer.requestId)
+        : open_.length === 1
+          ? open_[0]
+          : undefined;
       if (!target) {
         throw new LoopguardError(
           "ambiguous_approval",
@@ -724,7 +1027,8 @@ export function createAgent(options: AgentOptions): Agent {
         ...(answer.approver ? { approver: answer.approver } : {}),
         ...(answer.note ? { note: answer.note } : {}),
       });
-      if (approveOptions.resume === false || writer.fold.current!.status === "awaiting_approval") return resultOf(writer.fold.current!);
+      if (approveOptions.resume === false || writer.fold.current!.status === "awaiting_approval")
+        return resultOf(writer.fold.current!);
       await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
       return drive(writer, approveOptions.signal, approveOptions.pauseSignal);
     },
@@ -747,7 +1051,10 @@ export function createAgent(options: AgentOptions): Agent {
 const timedOut = Symbol("timed out");
 
 function refusalText(record: DecisionRecord): string {
-  const hints = record.fixHints && record.fixHints.length > 0 ? ` What to do: ${record.fixHints.join(" ")}` : "";
+  const hints =
+    record.fixHints && record.fixHints.length > 0
+      ? ` What to do: ${record.fixHints.join(" ")}`
+      : "";
   return `Refused (${record.reason}) at step ${record.refusedAt}: ${record.message ?? "the call was not allowed."}${hints}`;
 }
 
@@ -756,16 +1063,23 @@ function shortMessage(error: unknown): string {
   return message.length > 300 ? `${message.slice(0, 297)}...` : message;
 }
 
-function describeModelError(error: unknown, classification: ErrorClassification, attempts: number): string {
+function describeModelError(
+  error: unknown,
+  classification: ErrorClassification,
+  attempts: number,
+): string {
   const what: Record<string, string> = {
-    bad_request: "the request was rejected as invalid (400); check the model id, tools and messages",
+    bad_request:
+      "the request was rejected as invalid (400); check the model id, tools and messages",
     authentication: "the API key was rejected (401); set a valid ANTHROPIC_API_KEY",
     permission: "the API key may not use this model or feature (403)",
     not_found: "the model or endpoint was not found (404); check the model id",
     request_too_large: "the request is too large (413); shorten the conversation or tool outputs",
     malformed_response: "the model's reply was malformed",
   };
-  const base = what[classification.kind] ?? `the model call failed (${classification.kind}${classification.status ? ` ${classification.status}` : ""})`;
+  const base =
+    what[classification.kind] ??
+    `the model call failed (${classification.kind}${classification.status ? ` ${classification.status}` : ""})`;
   return `[core] ${base} after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${shortMessage(error)}`;
 }
 
@@ -777,15 +1091,24 @@ class MalformedResponseError extends LoopguardError {
 }
 
 function validateResponse(response: unknown): asserts response is ModelResponse {
-  if (!response || typeof response !== "object") throw new MalformedResponseError("expected an object");
+  if (!response || typeof response !== "object")
+    throw new MalformedResponseError("expected an object");
   const record = response as Record<string, unknown>;
-  if (!Array.isArray(record.content)) throw new MalformedResponseError("content must be an array of blocks");
+  if (!Array.isArray(record.content))
+    throw new MalformedResponseError("content must be an array of blocks");
   for (const [index, block] of (record.content as unknown[]).entries()) {
-    if (!block || typeof block !== "object" || typeof (block as { type?: unknown }).type !== "string") {
+    if (
+      !block ||
+      typeof block !== "object" ||
+      typeof (block as { type?: unknown }).type !== "string"
+    ) {
       throw new MalformedResponseError(`content[${index}] has no type`);
     }
     const typed = block as Record<string, unknown>;
-    if (typed.type === "tool_use" && (typeof typed.id !== "string" || typeof typed.name !== "string")) {
+    if (
+      typed.type === "tool_use" &&
+      (typeof typed.id !== "string" || typeof typed.name !== "string")
+    ) {
       throw new MalformedResponseError(`content[${index}] is a tool_use without an id or name`);
     }
   }
@@ -801,7 +1124,8 @@ function redactSpan(span: Span, redact: Redactor): Span {
   } catch {
     // A redactor that fails must not leak: drop content and string attributes.
     const attributes: Span["attributes"] = {};
-    for (const [key, value] of Object.entries(span.attributes)) if (typeof value !== "string") attributes[key] = value;
+    for (const [key, value] of Object.entries(span.attributes))
+      if (typeof value !== "string") attributes[key] = value;
     return { ...span, attributes, events: [], content: {} };
   }
 }
@@ -836,45 +1160,70 @@ function validateAgentOptions(options: AgentOptions): ResolvedAgentOptions {
   const fail = (message: string): never => {
     throw new InvalidArgumentError(`[core] createAgent: ${message}`);
   };
-  if (!options || typeof options !== "object") fail("options must be an object with at least { model, tools }");
+  if (!options || typeof options !== "object")
+    fail("options must be an object with at least { model, tools }");
   const model = options.model;
   if (!model || typeof model.create !== "function" || typeof model.model !== "string") {
-    fail("model must implement the Model contract ({ name, model, create(request, { signal }) }); use claudeModel() or scriptedModel([...])");
+    fail(
+      "model must implement the Model contract ({ name, model, create(request, { signal }) }); use claudeModel() or scriptedModel([...])",
+    );
   }
-  if (!Array.isArray(options.tools)) fail("tools must be an array of tools made with tool({ ... })");
+  if (!Array.isArray(options.tools))
+    fail("tools must be an array of tools made with tool({ ... })");
   const names = new Set<string>();
   for (const [index, item] of options.tools.entries()) {
-    if (!item || typeof item.parse !== "function" || !item.spec) fail(`tools[${index}] is not a tool; declare it with tool({ name, description, input, run })`);
+    if (!item || typeof item.parse !== "function" || !item.spec)
+      fail(
+        `tools[${index}] is not a tool; declare it with tool({ name, description, input, run })`,
+      );
     if (names.has(item.name)) fail(`two tools are named "${item.name}"; tool names must be unique`);
     names.add(item.name);
   }
   const gates = options.gates ?? [];
   if (!Array.isArray(gates)) fail("gates must be an array");
   for (const [index, gate] of gates.entries()) {
-    if (!gate || typeof gate.check !== "function" || typeof gate.name !== "string" || typeof gate.step !== "string") {
+    if (
+      !gate ||
+      typeof gate.check !== "function" ||
+      typeof gate.name !== "string" ||
+      typeof gate.step !== "string"
+    ) {
       fail(`gates[${index}] is not a gate: it needs name, step and check(call)`);
     }
   }
   const budget = options.budget ?? {};
   for (const key of ["maxSteps", "maxTokens", "maxUsd", "wallClockMs"] as const) {
     const value = budget[key];
-    if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value <= 0)) {
+    if (
+      value !== undefined &&
+      (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
+    ) {
       fail(`budget.${key} must be a positive number, got ${JSON.stringify(value)}`);
     }
   }
-  if (budget.maxSteps !== undefined && !Number.isInteger(budget.maxSteps)) fail(`budget.maxSteps must be an integer, got ${budget.maxSteps}`);
+  if (budget.maxSteps !== undefined && !Number.isInteger(budget.maxSteps))
+    fail(`budget.maxSteps must be an integer, got ${budget.maxSteps}`);
   const prices = validatePrices(options.prices);
   priceOf(model.model, prices);
-  if (options.maxTokens !== undefined && (!Number.isInteger(options.maxTokens) || options.maxTokens < 1)) fail(`maxTokens must be a positive integer, got ${options.maxTokens}`);
+  if (
+    options.maxTokens !== undefined &&
+    (!Number.isInteger(options.maxTokens) || options.maxTokens < 1)
+  )
+    fail(`maxTokens must be a positive integer, got ${options.maxTokens}`);
   const approval = {
     timeoutMs: options.approval?.timeoutMs ?? 300_000,
     ttlMs: options.approval?.ttlMs ?? 86_400_000,
     durable: options.approval?.durable ?? false,
   };
-  if (!(approval.timeoutMs > 0) || !(approval.ttlMs > 0)) fail("approval.timeoutMs and approval.ttlMs must be positive numbers of milliseconds");
-  if (options.approver !== undefined && typeof options.approver !== "function") fail("approver must be a function (request) => 'approve' | 'deny' | { decision, approver }");
+  if (!(approval.timeoutMs > 0) || !(approval.ttlMs > 0))
+    fail("approval.timeoutMs and approval.ttlMs must be positive numbers of milliseconds");
+  if (options.approver !== undefined && typeof options.approver !== "function")
+    fail("approver must be a function (request) => 'approve' | 'deny' | { decision, approver }");
   const agentId = options.agentId ?? "agent";
-  if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId)) fail(`agentId ${JSON.stringify(agentId)} is invalid: use 1 to 64 letters, digits, "_", ".", ":" or "-"`);
+  if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId))
+    fail(
+      `agentId ${JSON.stringify(agentId)} is invalid: use 1 to 64 letters, digits, "_", ".", ":" or "-"`,
+    );
   return {
     model,
     tools: options.tools,

@@ -26,12 +26,20 @@ export type ApproverAnswer =
   | { decision: "approve" | "deny"; approver?: string; note?: string };
 
 /** A person (or a service acting for one) who approves calls. */
-export type Approver = (request: ApprovalRequest, options: { signal: AbortSignal }) => ApproverAnswer | Promise<ApproverAnswer>;
+export type Approver = (
+  request: ApprovalRequest,
+  options: { signal: AbortSignal },
+) => ApproverAnswer | Promise<ApproverAnswer>;
 
 /** A normalised approval answer. */
 export type ApprovalOutcome =
   | { type: "approve"; approver?: string; note?: string }
-  | { type: "deny"; why: "denied" | "timeout" | "no_approver" | "expired" | "stale"; approver?: string; note?: string }
+  | {
+      type: "deny";
+      why: "denied" | "timeout" | "no_approver" | "expired" | "stale";
+      approver?: string;
+      note?: string;
+    }
   | { type: "indeterminate"; note: string }
   | { type: "park" };
 

@@ -31,22 +31,29 @@ export class CircuitBreaker {
     this.cooldownMs = options.cooldownMs ?? 30_000;
     this.#now = options.now ?? Date.now;
     if (!Number.isInteger(this.failureThreshold) || this.failureThreshold < 1) {
-      throw new InvalidArgumentError(`[core] breaker.failureThreshold must be a positive integer, got ${String(options.failureThreshold)}`);
+      throw new InvalidArgumentError(
+        `[core] breaker.failureThreshold must be a positive integer, got ${String(options.failureThreshold)}`,
+      );
     }
     if (!Number.isFinite(this.cooldownMs) || this.cooldownMs < 0) {
-      throw new InvalidArgumentError(`[core] breaker.cooldownMs must be a non-negative number, got ${String(options.cooldownMs)}`);
+      throw new InvalidArgumentError(
+        `[core] breaker.cooldownMs must be a non-negative number, got ${String(options.cooldownMs)}`,
+      );
     }
   }
 
   /** The state now (an open breaker past its cooldown reads as half-open). */
   get state(): BreakerState {
-    if (this.#state === "open" && this.#now() - this.#openedAt >= this.cooldownMs) return "half_open";
+    if (this.#state === "open" && this.#now() - this.#openedAt >= this.cooldownMs)
+      return "half_open";
     return this.#state;
   }
 
   /** Milliseconds until an open breaker lets a probe through. */
   get retryInMs(): number {
-    return this.#state === "open" ? Math.max(0, this.cooldownMs - (this.#now() - this.#openedAt)) : 0;
+    return this.#state === "open"
+      ? Math.max(0, this.cooldownMs - (this.#now() - this.#openedAt))
+      : 0;
   }
 
   /** Asks to make a call: `true` lets it through (as the single probe when half-open). */

@@ -18,7 +18,11 @@ export class LoopguardError extends Error {
 
   /** Whether `value` is a loopguard error, from any copy of the package. */
   static isInstance(value: unknown): value is LoopguardError {
-    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[brand] === true
+    );
   }
 }
 
@@ -56,7 +60,10 @@ export class CorruptLogError extends LoopguardError {
 export class RunNotFoundError extends LoopguardError {
   readonly runId: string;
   constructor(runId: string, where: string) {
-    super("run_not_found", `[core] run ${runId} not found in ${where}; list runs with \`loopguard runs\``);
+    super(
+      "run_not_found",
+      `[core] run ${runId} not found in ${where}; list runs with \`loopguard runs\``,
+    );
     this.runId = runId;
   }
 }
@@ -86,7 +93,13 @@ export class ModelCallError extends LoopguardError {
   readonly kind: string;
   readonly status: number | undefined;
   readonly attempts: number;
-  constructor(kind: string, status: number | undefined, attempts: number, message: string, options?: { cause?: unknown }) {
+  constructor(
+    kind: string,
+    status: number | undefined,
+    attempts: number,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super("model_call_failed", message, options);
     this.kind = kind;
     this.status = status;

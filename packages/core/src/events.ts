@@ -4,9 +4,10 @@
  * Events are written before the action they describe. Names are kebab-case and never change
  * once shipped; new optional fields may be added.
  */
-import type { JsonValue } from "./json.js";
+
 import type { ContentBlock, ModelResponse } from "./contracts/model.js";
 import type { ScanVerdict } from "./contracts/scanner.js";
+import type { JsonValue } from "./json.js";
 
 /** The status of a run. */
 export type RunStatus =

@@ -5,7 +5,13 @@ import type { Tool, ToolContext } from "./tool.js";
 /** How one tool call ended. */
 export type ToolExecution =
   | { status: "ok"; value: unknown; attempts: number; durationMs: number }
-  | { status: "error"; errorKind: "timeout" | "tool_error" | "exception" | "aborted"; message: string; attempts: number; durationMs: number };
+  | {
+      status: "error";
+      errorKind: "timeout" | "tool_error" | "exception" | "aborted";
+      message: string;
+      attempts: number;
+      durationMs: number;
+    };
 
 /** Options for running one call. */
 export interface ExecuteOptions {
@@ -35,16 +41,36 @@ export async function executeTool(
   let last: ToolExecution | undefined;
   for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
     if (options.signal.aborted) {
-      return { status: "error", errorKind: "aborted", message: "The run was stopped before this call finished.", attempts: attempt - 1, durationMs: performance.now() - started };
+      return {
+        status: "error",
+        errorKind: "aborted",
+        message: "The run was stopped before this call finished.",
+        attempts: attempt - 1,
+        durationMs: performance.now() - started,
+      };
     }
     const outcome = await attemptOnce(tool, args, { ...context, attempt }, options.signal);
     if (outcome.type === "ok") {
-      return { status: "ok", value: outcome.value, attempts: attempt, durationMs: performance.now() - started };
+      return {
+        status: "ok",
+        value: outcome.value,
+        attempts: attempt,
+        durationMs: performance.now() - started,
+      };
     }
-    last = { status: "error", errorKind: outcome.kind, message: outcome.message, attempts: attempt, durationMs: performance.now() - started };
+    last = {
+      status: "error",
+      errorKind: outcome.kind,
+      message: outcome.message,
+      attempts: attempt,
+      durationMs: performance.now() - started,
+    };
     if (!outcome.transient || attempt === maxAttempts) break;
     try {
-      await sleep(Math.floor(Math.random() * (options.retryDelayMs ?? 100) * 2 ** (attempt - 1)), options.signal);
+      await sleep(
+        Math.floor(Math.random() * (options.retryDelayMs ?? 100) * 2 ** (attempt - 1)),
+        options.signal,
+      );
     } catch {
       break;
     }
@@ -54,9 +80,19 @@ export async function executeTool(
 
 type Attempt =
   | { type: "ok"; value: unknown }
-  | { type: "error"; kind: "timeout" | "tool_error" | "exception" | "aborted"; message: string; transient: boolean };
+  | {
+      type: "error";
+      kind: "timeout" | "tool_error" | "exception" | "aborted";
+      message: string;
+      transient: boolean;
+    };
 
-async function attemptOnce(tool: Tool, args: Record<string, unknown>, context: Omit<ToolContext, "signal">, runSignal: AbortSignal): Promise<Attempt> {
+async function attemptOnce(
+  tool: Tool,
+  args: Record<string, unknown>,
+  context: Omit<ToolContext, "signal">,
+  runSignal: AbortSignal,
+): Promise<Attempt> {
   const controller = new AbortController();
   let resolveAborted: (value: "aborted") => void = () => undefined;
   const aborted = new Promise<"aborted">((resolve) => {
@@ -79,16 +115,35 @@ async function attemptOnce(tool: Tool, args: Record<string, unknown>, context: O
     const winner = await Promise.race([work, deadline, aborted]);
     if (winner === timedOut) {
       controller.abort(new Error(`tool ${tool.name} timed out after ${tool.timeoutMs} ms`));
-      return { type: "error", kind: "timeout", message: `The tool did not answer within ${tool.timeoutMs} ms and was abandoned.`, transient: true };
+      return {
+        type: "error",
+        kind: "timeout",
+        message: `The tool did not answer within ${tool.timeoutMs} ms and was abandoned.`,
+        transient: true,
+      };
     }
     if (winner === "aborted") {
-      return { type: "error", kind: "aborted", message: "The run was stopped while this call was running.", transient: false };
+      return {
+        type: "error",
+        kind: "aborted",
+        message: "The run was stopped while this call was running.",
+        transient: false,
+      };
     }
     return { type: "ok", value: winner };
   } catch (error) {
-    if (ToolError.isInstance(error) && error instanceof Error && (error as ToolError).code === "tool_error") {
+    if (
+      ToolError.isInstance(error) &&
+      error instanceof Error &&
+      (error as ToolError).code === "tool_error"
+    ) {
       const toolError = error as ToolError;
-      return { type: "error", kind: "tool_error", message: toolError.message, transient: toolError.transient };
+      return {
+        type: "error",
+        kind: "tool_error",
+        message: toolError.message,
+        transient: toolError.transient,
+      };
     }
     const transient = classifyError(error).kind === "connection";
     return {

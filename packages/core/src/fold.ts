@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import type { ContentBlock, Message, ToolResultBlock, ToolUseBlock } from "./contracts/model.js";
 import type { StoredEvent } from "./contracts/event-store.js";
+import type { ContentBlock, Message, ToolResultBlock, ToolUseBlock } from "./contracts/model.js";
 import { CorruptLogError } from "./errors.js";
 import type {
   ApprovalDecisionEvent,
@@ -54,6 +54,8 @@ export class RunFold {
   /** A model request with no response yet (in flight, or the process died during the call). */
   orphanRequest: ModelRequestEvent | undefined;
   lastAssistantText = "";
+  /** The stop reason of the last model response. */
+  lastStopReason: string | null | undefined;
   /** Prompt tokens plus output tokens of the last exchange, and the byte length they cover. */
   knownPrefix: { tokens: number; bytes: number } | undefined;
   /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
@@ -69,9 +71,12 @@ export class RunFold {
   constructor(start: StoredEvent, where = "the log", state?: RunState) {
     this.#where = where;
     if (start.type !== "run-start") {
-      throw new CorruptLogError(`[core] ${where} starts with a ${String(start.type)} event at seq 0; a run's log must start with run-start`);
+      throw new CorruptLogError(
+        `[core] ${where} starts with a ${String(start.type)} event at seq 0; a run's log must start with run-start`,
+      );
     }
-    if (start.seq !== 0) throw new CorruptLogError(`[core] ${where}: run-start has seq ${start.seq}, expected 0`);
+    if (start.seq !== 0)
+      throw new CorruptLogError(`[core] ${where}: run-start has seq ${start.seq}, expected 0`);
     this.start = start;
     this.state =
       state ??
@@ -103,7 +108,12 @@ export class RunFold {
     const turn = this.pendingTurn;
     if (!turn) return false;
     for (const approval of turn.approvals.values()) {
-      if (!approval.decision && !turn.results.has(approval.request.toolUseId) && !turn.intents.has(approval.request.toolUseId)) return true;
+      if (
+        !approval.decision &&
+        !turn.results.has(approval.request.toolUseId) &&
+        !turn.intents.has(approval.request.toolUseId)
+      )
+        return true;
     }
     return false;
   }
@@ -126,7 +136,9 @@ export class RunFold {
   #requireTurn(toolUseId: string, at: string): PendingTurn {
     const turn = this.pendingTurn;
     if (!turn || !turn.toolUses.some((use) => use.id === toolUseId)) {
-      throw new CorruptLogError(`[core] ${at} refers to tool call ${toolUseId}, which the last assistant turn did not ask for`);
+      throw new CorruptLogError(
+        `[core] ${at} refers to tool call ${toolUseId}, which the last assistant turn did not ask for`,
+      );
     }
     return turn;
   }
@@ -134,10 +146,16 @@ export class RunFold {
   /** Applies the next event of the log. */
   apply(event: StoredEvent): void {
     const at = `${this.#where} event ${event.seq}`;
-    if (event.seq !== this.nextSeq) throw new CorruptLogError(`[core] ${at} has seq ${event.seq}, expected ${this.nextSeq}: the log has a gap or is out of order`);
-    if (!eventTypes.has(event.type)) throw new CorruptLogError(`[core] ${at} has unknown type ${JSON.stringify(event.type)}`);
+    if (event.seq !== this.nextSeq)
+      throw new CorruptLogError(
+        `[core] ${at} has seq ${event.seq}, expected ${this.nextSeq}: the log has a gap or is out of order`,
+      );
+    if (!eventTypes.has(event.type))
+      throw new CorruptLogError(`[core] ${at} has unknown type ${JSON.stringify(event.type)}`);
     if (this.end && event.type !== "run-resume") {
-      throw new CorruptLogError(`[core] ${at} (${event.type}) comes after run-end; nothing may follow the end of a run`);
+      throw new CorruptLogError(
+        `[core] ${at} (${event.type}) comes after run-end; nothing may follow the end of a run`,
+      );
     }
     this.nextSeq += 1;
     this.#lastAt = Math.max(this.#lastAt, event.at);
@@ -150,7 +168,10 @@ export class RunFold {
         this.#sessionStart = event.at;
         break;
       case "model-request":
-        if (this.pendingTurn) throw new CorruptLogError(`[core] ${at} is a model request while tool calls of step ${this.pendingTurn.step} have no result`);
+        if (this.pendingTurn)
+          throw new CorruptLogError(
+            `[core] ${at} is a model request while tool calls of step ${this.pendingTurn.step} have no result`,
+          );
         this.orphanRequest = event;
         break;
       case "model-retry":
@@ -161,26 +182,44 @@ export class RunFold {
       case "model-response": {
         const request = this.orphanRequest;
         if (!request || request.step !== event.step) {
-          throw new CorruptLogError(`[core] ${at} is a model response for step ${event.step} with no request before it`);
+          throw new CorruptLogError(
+            `[core] ${at} is a model response for step ${event.step} with no request before it`,
+          );
         }
         this.orphanRequest = undefined;
         const response = event.response;
-        if (!response || !Array.isArray(response.content) || !response.usage) throw new CorruptLogError(`[core] ${at} holds no response content or usage`);
+        if (!response || !Array.isArray(response.content) || !response.usage)
+          throw new CorruptLogError(`[core] ${at} holds no response content or usage`);
         this.steps = event.step;
         state.spend.steps = event.step;
         state.spend.usd += event.costUsd;
         const usage = response.usage;
-        const prompt = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+        const prompt =
+          usage.input_tokens +
+          (usage.cache_creation_input_tokens ?? 0) +
+          (usage.cache_read_input_tokens ?? 0);
         state.spend.inputTokens += prompt;
         state.spend.outputTokens += usage.output_tokens;
         const bytesBefore = this.messageBytes;
         this.#push({ role: "assistant", content: response.content });
-        this.knownPrefix = { tokens: prompt + usage.output_tokens, bytes: bytesBefore + (this.messageBytes - bytesBefore) };
+        this.knownPrefix = {
+          tokens: prompt + usage.output_tokens,
+          bytes: bytesBefore + (this.messageBytes - bytesBefore),
+        };
         const text = textOf(response.content);
         if (text !== "") this.lastAssistantText = text;
+        this.lastStopReason = response.stop_reason;
         if (response.stop_reason === "tool_use") {
-          const toolUses = response.content.filter((block): block is ToolUseBlock => block.type === "tool_use");
-          this.pendingTurn = { step: event.step, toolUses, results: new Map(), intents: new Map(), approvals: new Map() };
+          const toolUses = response.content.filter(
+            (block): block is ToolUseBlock => block.type === "tool_use",
+          );
+          this.pendingTurn = {
+            step: event.step,
+            toolUses,
+            results: new Map(),
+            intents: new Map(),
+            approvals: new Map(),
+          };
           if (toolUses.length === 0) this.#closeTurn();
         }
         break;
@@ -188,19 +227,36 @@ export class RunFold {
       case "tool-call-intent": {
         const turn = this.#requireTurn(event.toolUseId, at);
         turn.intents.set(event.toolUseId, event);
-        state.calls.push({ tool: event.tool, argsDigest: event.argsDigest, toolUseId: event.toolUseId });
+        state.calls.push({
+          tool: event.tool,
+          argsDigest: event.argsDigest,
+          toolUseId: event.toolUseId,
+        });
         break;
       }
       case "tool-call-refusal": {
         const turn = this.#requireTurn(event.toolUseId, at);
-        turn.results.set(event.toolUseId, { type: "tool_result", tool_use_id: event.toolUseId, content: event.content, is_error: true });
-        state.refusals.push({ tool: event.tool, toolUseId: event.toolUseId, reason: event.decision.reason ?? "refused", decision: event.decision });
+        turn.results.set(event.toolUseId, {
+          type: "tool_result",
+          tool_use_id: event.toolUseId,
+          content: event.content,
+          is_error: true,
+        });
+        state.refusals.push({
+          tool: event.tool,
+          toolUseId: event.toolUseId,
+          reason: event.decision.reason ?? "refused",
+          decision: event.decision,
+        });
         this.#closeTurn();
         break;
       }
       case "tool-call-result": {
         const turn = this.#requireTurn(event.toolUseId, at);
-        if (!turn.intents.has(event.toolUseId)) throw new CorruptLogError(`[core] ${at} is a result for ${event.toolUseId} with no intent before it`);
+        if (!turn.intents.has(event.toolUseId))
+          throw new CorruptLogError(
+            `[core] ${at} is a result for ${event.toolUseId} with no intent before it`,
+          );
         turn.intents.delete(event.toolUseId);
         turn.results.set(event.toolUseId, {
           type: "tool_result",
@@ -212,7 +268,15 @@ export class RunFold {
           tool: event.tool,
           toolUseId: event.toolUseId,
           text: event.content,
-          ...(event.scan ? { scan: { verdict: event.scan.verdict, score: event.scan.score, rules: event.scan.rules } } : {}),
+          ...(event.scan
+            ? {
+                scan: {
+                  verdict: event.scan.verdict,
+                  score: event.scan.score,
+                  rules: event.scan.rules,
+                },
+              }
+            : {}),
         });
         this.#closeTurn();
         break;
@@ -226,9 +290,14 @@ export class RunFold {
         const turn = this.#requireTurn(event.toolUseId, at);
         const pending = turn.approvals.get(event.toolUseId);
         if (!pending || pending.request.requestId !== event.requestId) {
-          throw new CorruptLogError(`[core] ${at} answers approval ${event.requestId}, which was never requested`);
+          throw new CorruptLogError(
+            `[core] ${at} answers approval ${event.requestId}, which was never requested`,
+          );
         }
-        if (pending.decision) throw new CorruptLogError(`[core] ${at} answers approval ${event.requestId} a second time`);
+        if (pending.decision)
+          throw new CorruptLogError(
+            `[core] ${at} answers approval ${event.requestId} a second time`,
+          );
         pending.decision = event;
         break;
       }
@@ -239,7 +308,11 @@ export class RunFold {
         this.end = event;
         break;
     }
-    this.status = this.end ? this.end.status : this.awaitingApproval ? "awaiting_approval" : "running";
+    this.status = this.end
+      ? this.end.status
+      : this.awaitingApproval
+        ? "awaiting_approval"
+        : "running";
     if (event.type !== "run-resume") this.#lastPreResume = event.at;
   }
 
@@ -256,7 +329,10 @@ function chain(previous: string, json: string): string {
  */
 export function foldRun(events: readonly StoredEvent[], where = "the log"): RunFold {
   const first = events[0];
-  if (!first) throw new CorruptLogError(`[core] ${where} is empty: a run's log starts with a run-start event`);
+  if (!first)
+    throw new CorruptLogError(
+      `[core] ${where} is empty: a run's log starts with a run-start event`,
+    );
   const fold = new RunFold(first, where);
   for (let index = 1; index < events.length; index += 1) fold.apply(events[index]!);
   return fold;

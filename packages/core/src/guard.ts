@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes } from "node:crypto";
 import * as v from "valibot";
+import { breakerOf } from "./agent.js";
 import type { ApprovalOutcome, Approver } from "./approval.js";
 import { readApproverAnswer } from "./approval.js";
-import { breakerOf } from "./agent.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
 import type { Gate, ToolCall } from "./contracts/gate.js";
 import type { Scanner } from "./contracts/scanner.js";
@@ -14,7 +14,7 @@ import { executeTool, formatToolOutput } from "./execute.js";
 import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
 import { defaultHaltOn, judgeCall, sortGates } from "./pipeline.js";
 import { type RunContextInput, RunState } from "./run-state.js";
-import { type Tool, tool as declareTool } from "./tool.js";
+import { tool as declareTool, type Tool } from "./tool.js";
 
 const storage = new AsyncLocalStorage<RunState>();
 
@@ -31,11 +31,17 @@ export type RunHandle = RunState;
  *   if (run.halted) console.log("stopped:", run.haltReason);
  * });
  */
-export function withRun<T>(context: RunContextInput, fn: (run: RunHandle) => T | Promise<T>): Promise<T> {
+export function withRun<T>(
+  context: RunContextInput,
+  fn: (run: RunHandle) => T | Promise<T>,
+): Promise<T> {
   if (context === null || typeof context !== "object") {
-    throw new InvalidArgumentError("[core] withRun(context, fn): context must be an object such as { agentId: \"assistant\" }");
+    throw new InvalidArgumentError(
+      '[core] withRun(context, fn): context must be an object such as { agentId: "assistant" }',
+    );
   }
-  if (typeof fn !== "function") throw new InvalidArgumentError("[core] withRun(context, fn): fn must be a function");
+  if (typeof fn !== "function")
+    throw new InvalidArgumentError("[core] withRun(context, fn): fn must be a function");
   const run = new RunState({
     ...context,
     runId: context.runId ?? `run_${randomBytes(8).toString("hex")}`,
@@ -52,7 +58,13 @@ export function currentRun(): RunState | undefined {
 /** What a guarded call returns: a value, a refusal the host can hand to its model, or an error. */
 export type GuardOutcome<T> =
   | { type: "ok"; value: T; content: string; scan?: RecordedScan }
-  | { type: "refused"; reason: string; message: string; fixHints: string[]; decision: DecisionRecord }
+  | {
+      type: "refused";
+      reason: string;
+      message: string;
+      fixHints: string[];
+      decision: DecisionRecord;
+    }
   | { type: "error"; kind: string; message: string };
 
 /** Options of `guardTool`. */
@@ -74,7 +86,10 @@ export interface GuardOptions {
 }
 
 /** A guarded tool: call it like the tool, get an outcome value back. */
-export type GuardedTool<TArgs, TResult> = ((args: TArgs, options?: { toolUseId?: string; signal?: AbortSignal }) => Promise<GuardOutcome<TResult>>) & {
+export type GuardedTool<TArgs, TResult> = ((
+  args: TArgs,
+  options?: { toolUseId?: string; signal?: AbortSignal },
+) => Promise<GuardOutcome<TResult>>) & {
   readonly tool: Tool<TArgs, TResult>;
 };
 
@@ -88,11 +103,17 @@ export type GuardedTool<TArgs, TResult> = ((args: TArgs, options?: { toolUseId?:
  * const outcome = await guarded({ order_id: "A1001", amount: 89.99, reason: "damaged" });
  * if (outcome.type === "refused") return outcome.message; // hand it back to the model
  */
-export function guardTool<TArgs, TResult>(target: Tool<TArgs, TResult> | ((args: TArgs) => TResult | Promise<TResult>), options: GuardOptions = {}): GuardedTool<TArgs, TResult> {
+export function guardTool<TArgs, TResult>(
+  target: Tool<TArgs, TResult> | ((args: TArgs) => TResult | Promise<TResult>),
+  options: GuardOptions = {},
+): GuardedTool<TArgs, TResult> {
   const item = toTool(target, options);
   const gates = sortGates(options.gates ?? []);
   for (const [index, gate] of gates.entries()) {
-    if (!gate || typeof gate.check !== "function") throw new InvalidArgumentError(`[core] guardTool: gates[${index}] is not a gate (it needs name, step and check)`);
+    if (!gate || typeof gate.check !== "function")
+      throw new InvalidArgumentError(
+        `[core] guardTool: gates[${index}] is not a gate (it needs name, step and check)`,
+      );
   }
   const haltOn = options.haltOn ?? defaultHaltOn;
   const onError = (error: unknown, where: string) => {
@@ -104,7 +125,10 @@ export function guardTool<TArgs, TResult>(target: Tool<TArgs, TResult> | ((args:
   };
   const breaker = breakerOf(item as Tool<any, any>, options.breaker);
 
-  const guarded = async (args: TArgs, callOptions: { toolUseId?: string; signal?: AbortSignal } = {}): Promise<GuardOutcome<TResult>> => {
+  const guarded = async (
+    args: TArgs,
+    callOptions: { toolUseId?: string; signal?: AbortSignal } = {},
+  ): Promise<GuardOutcome<TResult>> => {
     const run = storage.getStore();
     const toolUseId = callOptions.toolUseId ?? `call_${randomBytes(6).toString("hex")}`;
     const runId = run?.runId ?? "no-run";
@@ -128,29 +152,65 @@ export function guardTool<TArgs, TResult>(target: Tool<TArgs, TResult> | ((args:
     });
     if (judgement.type !== "allow") {
       const record = judgement.record;
-      run?.refusals.push({ tool: item.name, toolUseId, reason: record.reason ?? "refused", decision: record });
+      run?.refusals.push({
+        tool: item.name,
+        toolUseId,
+        reason: record.reason ?? "refused",
+        decision: record,
+      });
       observe(gates, call, "refused", record.reason, 0, onError);
-      return { type: "refused", reason: record.reason ?? "refused", message: record.message ?? "", fixHints: record.fixHints ?? [], decision: record };
+      return {
+        type: "refused",
+        reason: record.reason ?? "refused",
+        message: record.message ?? "",
+        fixHints: record.fixHints ?? [],
+        decision: record,
+      };
     }
     run?.calls.push({ tool: item.name, argsDigest: digestOf(judgement.args), toolUseId });
     const signal = callOptions.signal ?? new AbortController().signal;
-    const result = await executeTool(item as Tool, judgement.args, { idempotencyKey: call.idempotencyKey, runId, agentId: run?.agentId ?? "agent", toolUseId }, { signal });
+    const result = await executeTool(
+      item as Tool,
+      judgement.args,
+      { idempotencyKey: call.idempotencyKey, runId, agentId: run?.agentId ?? "agent", toolUseId },
+      { signal },
+    );
     if (result.status === "ok") breaker.onSuccess();
     else if (result.errorKind !== "aborted") breaker.onFailure();
     else breaker.release();
-    observe(gates, call, result.status, result.status === "error" ? result.errorKind : undefined, result.durationMs, onError);
-    if (result.status === "error") return { type: "error", kind: result.errorKind, message: result.message };
+    observe(
+      gates,
+      call,
+      result.status,
+      result.status === "error" ? result.errorKind : undefined,
+      result.durationMs,
+      onError,
+    );
+    if (result.status === "error")
+      return { type: "error", kind: result.errorKind, message: result.message };
     const text = formatToolOutput(result.value);
-    const { content, scan } = await scanOutput(text, { source: "tool_output", tool: item.name, toolUseId, runId }, options.scanner, options.envelope, onError);
+    const { content, scan } = await scanOutput(
+      text,
+      { source: "tool_output", tool: item.name, toolUseId, runId },
+      options.scanner,
+      options.envelope,
+      onError,
+    );
     run?.outputs.push({ tool: item.name, toolUseId, text: content, ...(scan ? { scan } : {}) });
     return { type: "ok", value: result.value as TResult, content, ...(scan ? { scan } : {}) };
   };
   return Object.assign(guarded, { tool: item });
 }
 
-function toTool<TArgs, TResult>(target: Tool<TArgs, TResult> | ((args: TArgs) => TResult | Promise<TResult>), options: GuardOptions): Tool<TArgs, TResult> {
+function toTool<TArgs, TResult>(
+  target: Tool<TArgs, TResult> | ((args: TArgs) => TResult | Promise<TResult>),
+  options: GuardOptions,
+): Tool<TArgs, TResult> {
   if (typeof target === "function") {
-    if (!options.name) throw new InvalidArgumentError("[core] guardTool(fn, options): a plain function needs options.name (the tool name gates match on)");
+    if (!options.name)
+      throw new InvalidArgumentError(
+        "[core] guardTool(fn, options): a plain function needs options.name (the tool name gates match on)",
+      );
     return declareTool({
       name: options.name,
       description: `Guarded function ${options.name}`,
@@ -162,12 +222,21 @@ function toTool<TArgs, TResult>(target: Tool<TArgs, TResult> | ((args: TArgs) =>
     }) as unknown as Tool<TArgs, TResult>;
   }
   if (!target || typeof target.parse !== "function") {
-    throw new InvalidArgumentError("[core] guardTool(target): target must be a tool made with tool({ ... }) or an async function with options.name");
+    throw new InvalidArgumentError(
+      "[core] guardTool(target): target must be a tool made with tool({ ... }) or an async function with options.name",
+    );
   }
   return target;
 }
 
-async function askInline(options: GuardOptions, tool: string, call: ToolCall, reason: string, message: string, onError: (error: unknown, where: string) => void): Promise<ApprovalOutcome> {
+async function askInline(
+  options: GuardOptions,
+  tool: string,
+  call: ToolCall,
+  reason: string,
+  message: string,
+  onError: (error: unknown, where: string) => void,
+): Promise<ApprovalOutcome> {
   if (!options.approver) return { type: "deny", why: "no_approver" };
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -210,7 +279,14 @@ async function askInline(options: GuardOptions, tool: string, call: ToolCall, re
 
 const approvalTimeout = Symbol("approval timeout");
 
-function observe(gates: readonly Gate[], call: ToolCall, status: "ok" | "error" | "refused", reason: string | undefined, durationMs: number, onError: (error: unknown, where: string) => void): void {
+function observe(
+  gates: readonly Gate[],
+  call: ToolCall,
+  status: "ok" | "error" | "refused",
+  reason: string | undefined,
+  durationMs: number,
+  onError: (error: unknown, where: string) => void,
+): void {
   for (const gate of gates) {
     if (!gate.observe) continue;
     Promise.resolve()

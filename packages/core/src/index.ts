@@ -1,4 +1,12 @@
-export type { Agent, AgentOptions, ApprovalAnswer, BlockedCall, Redactor, RunOptions, RunResult } from "./agent.js";
+export type {
+  Agent,
+  AgentOptions,
+  ApprovalAnswer,
+  BlockedCall,
+  Redactor,
+  RunOptions,
+  RunResult,
+} from "./agent.js";
 export { breakerOf, createAgent } from "./agent.js";
 export type { ApprovalOutcome, ApprovalRequest, Approver, ApproverAnswer } from "./approval.js";
 export { readApproverAnswer } from "./approval.js";
@@ -13,7 +21,7 @@ export type {
   StoredEvent,
   StoredEventInput,
 } from "./contracts/event-store.js";
-export type { ExportResult, Exporter } from "./contracts/exporter.js";
+export type { Exporter, ExportResult } from "./contracts/exporter.js";
 export type {
   AllowDecision,
   AskDecision,
@@ -42,7 +50,13 @@ export type {
   ToolUseBlock,
   Usage,
 } from "./contracts/model.js";
-export type { Provenance, ScanFinding, ScanResult, ScanVerdict, Scanner } from "./contracts/scanner.js";
+export type {
+  Provenance,
+  ScanFinding,
+  Scanner,
+  ScanResult,
+  ScanVerdict,
+} from "./contracts/scanner.js";
 export { digestOf, sha256 } from "./digest.js";
 export {
   AppendConflictError,
@@ -78,7 +92,7 @@ export { runEventTypes } from "./events.js";
 export type { ExecuteOptions, ToolExecution } from "./execute.js";
 export { executeTool, formatToolOutput } from "./execute.js";
 export type { PendingTurn } from "./fold.js";
-export { RunFold, foldRun, textOf } from "./fold.js";
+export { foldRun, RunFold, textOf } from "./fold.js";
 export type { GuardedTool, GuardOptions, GuardOutcome, RunHandle } from "./guard.js";
 export { currentRun, guardTool, withRun } from "./guard.js";
 export type { JsonValue } from "./json.js";
@@ -88,9 +102,23 @@ export type { OutputEnvelope, RecordedScan } from "./output.js";
 export type { HaltingGate, JudgeInput, Judgement } from "./pipeline.js";
 export { defaultHaltOn, judgeCall, sortGates } from "./pipeline.js";
 export type { ModelPrice } from "./pricing.js";
-export { claudePrices, costOf, priceOf, priceTableDate, promptTokenBound, requestBytes, worstCaseCost } from "./pricing.js";
+export {
+  claudePrices,
+  costOf,
+  priceOf,
+  priceTableDate,
+  promptTokenBound,
+  requestBytes,
+  worstCaseCost,
+} from "./pricing.js";
 export type { ResolvedRetryOptions, RetryOptions } from "./retry.js";
-export { backoffDelay, classifyError, resolveRetryOptions, retryAfterFrom, sleep } from "./retry.js";
+export {
+  backoffDelay,
+  classifyError,
+  resolveRetryOptions,
+  retryAfterFrom,
+  sleep,
+} from "./retry.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
 export { RunState } from "./run-state.js";
 export type { AttributeValue, Span, SpanEvent, SpanKind } from "./spans.js";

@@ -1,4 +1,12 @@
-import type { AppendOptions, AppendResult, EventStore, ListFilter, RunSummary, StoredEvent, StoredEventInput } from "./contracts/event-store.js";
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ListFilter,
+  RunSummary,
+  StoredEvent,
+  StoredEventInput,
+} from "./contracts/event-store.js";
 import { AppendConflictError, InvalidArgumentError } from "./errors.js";
 import { summarize } from "./summary.js";
 
@@ -17,11 +25,21 @@ export function memoryEventStore(): EventStore & { readonly size: number } {
     get size() {
       return logs.size;
     },
-    async append(runId: string, events: readonly StoredEventInput[], options: AppendOptions): Promise<AppendResult> {
-      if (typeof runId !== "string" || runId === "") throw new InvalidArgumentError("[core] memoryEventStore.append: runId must be a non-empty string");
+    async append(
+      runId: string,
+      events: readonly StoredEventInput[],
+      options: AppendOptions,
+    ): Promise<AppendResult> {
+      if (typeof runId !== "string" || runId === "")
+        throw new InvalidArgumentError(
+          "[core] memoryEventStore.append: runId must be a non-empty string",
+        );
       const log = logs.get(runId) ?? [];
-      if (options.expectedSeq !== log.length) throw new AppendConflictError(runId, options.expectedSeq, log.length);
-      const stored = events.map((event, index) => ({ ...structuredClone(event), seq: log.length + index }) as StoredEvent);
+      if (options.expectedSeq !== log.length)
+        throw new AppendConflictError(runId, options.expectedSeq, log.length);
+      const stored = events.map(
+        (event, index) => ({ ...structuredClone(event), seq: log.length + index }) as StoredEvent,
+      );
       log.push(...stored);
       logs.set(runId, log);
       summaries.set(runId, summarize(summaries.get(runId), runId, stored));
@@ -38,12 +56,20 @@ export function memoryEventStore(): EventStore & { readonly size: number } {
 }
 
 /** Applies a ListFilter to summaries, newest update first. */
-export function filterSummaries(summaries: readonly RunSummary[], filter: ListFilter = {}): RunSummary[] {
-  const statuses = filter.status === undefined ? undefined : new Set(typeof filter.status === "string" ? [filter.status] : filter.status);
+export function filterSummaries(
+  summaries: readonly RunSummary[],
+  filter: ListFilter = {},
+): RunSummary[] {
+  const statuses =
+    filter.status === undefined
+      ? undefined
+      : new Set(typeof filter.status === "string" ? [filter.status] : filter.status);
   const out = summaries
     .filter((summary) => (statuses ? statuses.has(summary.status) : true))
     .filter((summary) => (filter.agentId === undefined ? true : summary.agentId === filter.agentId))
-    .filter((summary) => (filter.updatedAfter === undefined ? true : summary.updatedAt > filter.updatedAfter))
+    .filter((summary) =>
+      filter.updatedAfter === undefined ? true : summary.updatedAt > filter.updatedAfter,
+    )
     .sort((a, b) => b.updatedAt - a.updatedAt || a.runId.localeCompare(b.runId));
   return filter.limit === undefined ? out : out.slice(0, filter.limit);
 }

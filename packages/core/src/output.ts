@@ -1,11 +1,15 @@
-import type { Provenance, ScanResult, Scanner } from "./contracts/scanner.js";
+import type { Provenance, Scanner, ScanResult } from "./contracts/scanner.js";
 
 /**
  * Wraps a tool output before the model sees it (the quarantine envelope of
  * `@loopguard/injection`). Must be deterministic: the same text and provenance give the same
  * bytes, so a resumed run sends what the uncrashed one would have.
  */
-export type OutputEnvelope = (text: string, provenance: Provenance, scan: ScanResult | undefined) => string;
+export type OutputEnvelope = (
+  text: string,
+  provenance: Provenance,
+  scan: ScanResult | undefined,
+) => string;
 
 /** A scan as recorded in the log. */
 export interface RecordedScan {
@@ -31,11 +35,18 @@ export async function scanOutput(
     try {
       result = await scanner.scan(text, provenance);
       if (!result || !["clean", "suspicious", "injection"].includes(result.verdict)) {
-        throw new TypeError(`scanner ${scanner.name} returned ${JSON.stringify(result)}; expected { verdict, score, findings }`);
+        throw new TypeError(
+          `scanner ${scanner.name} returned ${JSON.stringify(result)}; expected { verdict, score, findings }`,
+        );
       }
     } catch (error) {
       onError(error, `scanner ${scanner.name}`);
-      result = { verdict: "suspicious", score: 0.5, findings: [{ rule: "scanner_error", start: 0, end: 0 }], scanner: scanner.name };
+      result = {
+        verdict: "suspicious",
+        score: 0.5,
+        findings: [{ rule: "scanner_error", start: 0, end: 0 }],
+        scanner: scanner.name,
+      };
     }
   }
   const content = envelope ? envelope(text, provenance, result) : text;
@@ -46,7 +57,7 @@ export async function scanOutput(
       verdict: result.verdict,
       score: result.score,
       rules: [...new Set(result.findings.map((finding) => finding.rule))],
-      ...(result.scanner ?? scanner?.name ? { scanner: result.scanner ?? scanner!.name } : {}),
+      ...((result.scanner ?? scanner?.name) ? { scanner: result.scanner ?? scanner!.name } : {}),
     },
   };
 }

@@ -1,14 +1,37 @@
 import type { ApprovalOutcome } from "./approval.js";
 import type { CircuitBreaker } from "./circuit-breaker.js";
-import type { AskDecision, DenyDecision, Gate, GateDecision, GateStep, ToolCall } from "./contracts/gate.js";
+import type {
+  AskDecision,
+  DenyDecision,
+  Gate,
+  GateDecision,
+  GateStep,
+  ToolCall,
+} from "./contracts/gate.js";
 import type { DecisionRecord } from "./events.js";
 import type { Tool } from "./tool.js";
 
 /** The order of pipeline steps (DESIGN.md). */
-const stepOrder: readonly GateStep[] = ["0", "0.7", "1", "2", "2.1", "2.3", "2.5", "3", "4", "5", "6", "7"];
+const stepOrder: readonly GateStep[] = [
+  "0",
+  "0.7",
+  "1",
+  "2",
+  "2.1",
+  "2.3",
+  "2.5",
+  "3",
+  "4",
+  "5",
+  "6",
+  "7",
+];
 
 /** Refusal reasons that halt the run even without a RunGuard. */
-export const defaultHaltOn: readonly string[] = Object.freeze(["kill_switch", "policy_indeterminate"]);
+export const defaultHaltOn: readonly string[] = Object.freeze([
+  "kill_switch",
+  "policy_indeterminate",
+]);
 
 /** A gate that can also decide whether a refusal halts the run (the RunGuard does). */
 export interface HaltingGate extends Gate {
@@ -43,7 +66,12 @@ export interface JudgeInput {
 
 /** What the pipeline decided. */
 export type Judgement =
-  | { type: "allow"; record: DecisionRecord; args: Record<string, unknown>; approval?: ApprovalOutcome }
+  | {
+      type: "allow";
+      record: DecisionRecord;
+      args: Record<string, unknown>;
+      approval?: ApprovalOutcome;
+    }
   | { type: "deny"; record: DecisionRecord; approval?: ApprovalOutcome }
   | { type: "park"; record: DecisionRecord; ask: AskDecision };
 
@@ -58,7 +86,12 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
   const asks: AskDecision[] = [];
   let breakerAcquired = false;
 
-  const refuse = (at: string, decision: DenyDecision, gate?: Gate, approval?: ApprovalOutcome): Judgement => {
+  const refuse = (
+    at: string,
+    decision: DenyDecision,
+    gate?: Gate,
+    approval?: ApprovalOutcome,
+  ): Judgement => {
     if (breakerAcquired) input.breaker?.release();
     const halts = shouldHalt(input, decision);
     const record: DecisionRecord = {
@@ -90,23 +123,35 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
 
   const userGates = [...input.gates];
   const runGates = async (upTo: GateStep): Promise<Judgement | undefined> => {
-    while (userGates.length > 0 && stepOrder.indexOf(userGates[0]!.step) <= stepOrder.indexOf(upTo)) {
+    while (
+      userGates.length > 0 &&
+      stepOrder.indexOf(userGates[0]!.step) <= stepOrder.indexOf(upTo)
+    ) {
       const gate = userGates.shift()!;
       const at = `${gate.step}:${gate.name}`;
       let decision: GateDecision;
       try {
         decision = await gate.check(call);
-        if (!decision || (decision.type !== "allow" && decision.type !== "deny" && decision.type !== "ask")) {
-          throw new TypeError(`gate returned ${JSON.stringify(decision)}; expected { type: "allow" | "deny" | "ask" }`);
+        if (
+          !decision ||
+          (decision.type !== "allow" && decision.type !== "deny" && decision.type !== "ask")
+        ) {
+          throw new TypeError(
+            `gate returned ${JSON.stringify(decision)}; expected { type: "allow" | "deny" | "ask" }`,
+          );
         }
       } catch (error) {
         input.onError(error, `gate ${gate.name}`);
-        return refuse(at, {
-          type: "deny",
-          reason: "gate_error",
-          message: `The ${gate.name} check failed, so the call was refused (gates fail closed).`,
-          fixHints: ["Try a different approach, or ask the user for help."],
-        }, gate);
+        return refuse(
+          at,
+          {
+            type: "deny",
+            reason: "gate_error",
+            message: `The ${gate.name} check failed, so the call was refused (gates fail closed).`,
+            fixHints: ["Try a different approach, or ask the user for help."],
+          },
+          gate,
+        );
       }
       if (decision.type === "deny") return refuse(at, decision, gate);
       if (decision.type === "ask") asks.push(decision);
@@ -137,7 +182,9 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
       type: "deny",
       reason: "invalid_arguments",
       message: `The arguments do not match the ${tool.name} schema: ${parsed.issues.join("; ")}.`,
-      fixHints: ["Fix the arguments named above and call the tool again, using only the keys its schema declares."],
+      fixHints: [
+        "Fix the arguments named above and call the tool again, using only the keys its schema declares.",
+      ],
     });
   }
   call.args = parsed.value as Record<string, unknown>;
@@ -153,15 +200,30 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
     const ask = asks[0]!;
     approval = await input.approve(ask, passed);
     if (approval.type === "park") {
-      return { type: "park", ask, record: { outcome: "deny", passed: [...passed], refusedAt: "3:approval", reason: "awaiting_approval", message: ask.message } };
+      return {
+        type: "park",
+        ask,
+        record: {
+          outcome: "deny",
+          passed: [...passed],
+          refusedAt: "3:approval",
+          reason: "awaiting_approval",
+          message: ask.message,
+        },
+      };
     }
     if (approval.type === "indeterminate") {
-      return refuse("3:approval", {
-        type: "deny",
-        reason: "policy_indeterminate",
-        message: `The approval answer could not be read (${approval.note}), so the call was refused.`,
-        fixHints: ["Stop and tell the user that the approval could not be read."],
-      }, undefined, approval);
+      return refuse(
+        "3:approval",
+        {
+          type: "deny",
+          reason: "policy_indeterminate",
+          message: `The approval answer could not be read (${approval.note}), so the call was refused.`,
+          fixHints: ["Stop and tell the user that the approval could not be read."],
+        },
+        undefined,
+        approval,
+      );
     }
     if (approval.type === "deny") {
       const messages: Record<typeof approval.why, string> = {
@@ -171,12 +233,17 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
         expired: "The approval for this call expired before it was used.",
         stale: "The approval no longer matches the call or the policy, so it was not used.",
       };
-      return refuse("3:approval", {
-        type: "deny",
-        reason: approval.why === "denied" ? "approval_denied" : `approval_${approval.why}`,
-        message: messages[approval.why] + (approval.note ? ` Note: ${approval.note}` : ""),
-        fixHints: ["Do not retry this call; tell the user it was not approved."],
-      }, undefined, approval);
+      return refuse(
+        "3:approval",
+        {
+          type: "deny",
+          reason: approval.why === "denied" ? "approval_denied" : `approval_${approval.why}`,
+          message: messages[approval.why] + (approval.note ? ` Note: ${approval.note}` : ""),
+          fixHints: ["Do not retry this call; tell the user it was not approved."],
+        },
+        undefined,
+        approval,
+      );
     }
     passed.push("3:approval");
   } else {
@@ -191,7 +258,9 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
         type: "deny",
         reason: "circuit_open",
         message: `The ${tool.name} tool is failing repeatedly and is paused for ${Math.ceil(input.breaker.retryInMs / 1000)} s.`,
-        fixHints: ["Do not call this tool again now; continue without it or tell the user it is unavailable."],
+        fixHints: [
+          "Do not call this tool again now; continue without it or tell the user it is unavailable.",
+        ],
       });
     }
     breakerAcquired = true;
@@ -208,7 +277,9 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
   if (haltedLate) return refuse("0.7:run_halted", haltedLate);
   passed.push("0.7:run_halted");
   const record: DecisionRecord = { outcome: "allow", passed };
-  return approval ? { type: "allow", record, args: call.args, approval } : { type: "allow", record, args: call.args };
+  return approval
+    ? { type: "allow", record, args: call.args, approval }
+    : { type: "allow", record, args: call.args };
 }
 
 function shouldHalt(input: JudgeInput, decision: DenyDecision): boolean {

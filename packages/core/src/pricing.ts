@@ -25,22 +25,56 @@ export const priceTableDate = "2026-11-30";
  * (above 100 000 prompt tokens every token of the request is billed at the higher band).
  */
 export const claudePrices: Readonly<Record<string, ModelPrice>> = Object.freeze({
-  "claude-opus-5-5": { inputPerMTok: 4, outputPerMTok: 20, cacheWrite5mPerMTok: 5, cacheWrite1hPerMTok: 8, cacheReadPerMTok: 0.2 },
-  "claude-sonnet-5-5": { inputPerMTok: 2, outputPerMTok: 10, cacheWrite5mPerMTok: 2.5, cacheWrite1hPerMTok: 4, cacheReadPerMTok: 0.1 },
+  "claude-opus-5-5": {
+    inputPerMTok: 4,
+    outputPerMTok: 20,
+    cacheWrite5mPerMTok: 5,
+    cacheWrite1hPerMTok: 8,
+    cacheReadPerMTok: 0.2,
+  },
+  "claude-sonnet-5-5": {
+    inputPerMTok: 2,
+    outputPerMTok: 10,
+    cacheWrite5mPerMTok: 2.5,
+    cacheWrite1hPerMTok: 4,
+    cacheReadPerMTok: 0.1,
+  },
   "claude-haiku-5-5": {
     inputPerMTok: 0.1,
     outputPerMTok: 0.5,
     cacheWrite5mPerMTok: 0.125,
     cacheWrite1hPerMTok: 0.2,
     cacheReadPerMTok: 0.01,
-    longPrompt: { thresholdTokens: 100_000, inputPerMTok: 0.5, outputPerMTok: 2.5, cacheWrite5mPerMTok: 0.625, cacheWrite1hPerMTok: 1, cacheReadPerMTok: 0.05 },
+    longPrompt: {
+      thresholdTokens: 100_000,
+      inputPerMTok: 0.5,
+      outputPerMTok: 2.5,
+      cacheWrite5mPerMTok: 0.625,
+      cacheWrite1hPerMTok: 1,
+      cacheReadPerMTok: 0.05,
+    },
   },
-  "claude-opus-5": { inputPerMTok: 5, outputPerMTok: 25, cacheWrite5mPerMTok: 6.25, cacheWrite1hPerMTok: 10, cacheReadPerMTok: 0.5 },
-  "claude-sonnet-5": { inputPerMTok: 2, outputPerMTok: 10, cacheWrite5mPerMTok: 2.5, cacheWrite1hPerMTok: 4, cacheReadPerMTok: 0.2 },
+  "claude-opus-5": {
+    inputPerMTok: 5,
+    outputPerMTok: 25,
+    cacheWrite5mPerMTok: 6.25,
+    cacheWrite1hPerMTok: 10,
+    cacheReadPerMTok: 0.5,
+  },
+  "claude-sonnet-5": {
+    inputPerMTok: 2,
+    outputPerMTok: 10,
+    cacheWrite5mPerMTok: 2.5,
+    cacheWrite1hPerMTok: 4,
+    cacheReadPerMTok: 0.2,
+  },
 });
 
 /** Finds a model's price: the caller's table first, then the built-in one (dated suffixes allowed). */
-export function priceOf(model: string, prices: Readonly<Record<string, ModelPrice>> = {}): ModelPrice {
+export function priceOf(
+  model: string,
+  prices: Readonly<Record<string, ModelPrice>> = {},
+): ModelPrice {
   const own = prices[model] ?? claudePrices[model];
   if (own) return own;
   // `claude-sonnet-5-5-20261001` and `claude-sonnet-5-5[1m]` are priced as their family.
@@ -54,14 +88,24 @@ export function priceOf(model: string, prices: Readonly<Record<string, ModelPric
 export function validatePrices(prices: unknown): Record<string, ModelPrice> {
   if (prices === undefined) return {};
   if (prices === null || typeof prices !== "object") {
-    throw new InvalidArgumentError("[core] prices must be an object of model id to price, e.g. { \"my-model\": { inputPerMTok: 1, outputPerMTok: 5, ... } }");
+    throw new InvalidArgumentError(
+      '[core] prices must be an object of model id to price, e.g. { "my-model": { inputPerMTok: 1, outputPerMTok: 5, ... } }',
+    );
   }
-  const fields = ["inputPerMTok", "outputPerMTok", "cacheWrite5mPerMTok", "cacheWrite1hPerMTok", "cacheReadPerMTok"] as const;
+  const fields = [
+    "inputPerMTok",
+    "outputPerMTok",
+    "cacheWrite5mPerMTok",
+    "cacheWrite1hPerMTok",
+    "cacheReadPerMTok",
+  ] as const;
   for (const [model, price] of Object.entries(prices)) {
     for (const field of fields) {
       const value = (price as Record<string, unknown>)?.[field];
       if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-        throw new InvalidArgumentError(`[core] prices["${model}"].${field} must be a non-negative number of USD per million tokens, got ${JSON.stringify(value)}`);
+        throw new InvalidArgumentError(
+          `[core] prices["${model}"].${field} must be a non-negative number of USD per million tokens, got ${JSON.stringify(value)}`,
+        );
       }
     }
   }
@@ -75,7 +119,8 @@ export function costOf(usage: Usage, price: ModelPrice): number {
   const write5m = Math.max(0, writeTotal - write1h);
   const read = usage.cache_read_input_tokens ?? 0;
   const prompt = usage.input_tokens + writeTotal + read;
-  const band = price.longPrompt && prompt > price.longPrompt.thresholdTokens ? price.longPrompt : price;
+  const band =
+    price.longPrompt && prompt > price.longPrompt.thresholdTokens ? price.longPrompt : price;
   return (
     (usage.input_tokens * band.inputPerMTok +
       usage.output_tokens * band.outputPerMTok +
@@ -91,7 +136,8 @@ export function costOf(usage: Usage, price: ModelPrice): number {
  * 1-hour cache write), `maxTokens` of output, in the dearer band when the prompt could cross it.
  */
 export function worstCaseCost(promptTokens: number, maxTokens: number, price: ModelPrice): number {
-  const band = price.longPrompt && promptTokens > price.longPrompt.thresholdTokens ? price.longPrompt : price;
+  const band =
+    price.longPrompt && promptTokens > price.longPrompt.thresholdTokens ? price.longPrompt : price;
   const inputRate = Math.max(band.inputPerMTok, band.cacheWrite5mPerMTok, band.cacheWrite1hPerMTok);
   return (promptTokens * inputRate + maxTokens * band.outputPerMTok) / 1_000_000;
 }
@@ -102,13 +148,21 @@ export function worstCaseCost(promptTokens: number, maxTokens: number, price: Mo
  * message) bounds it. `knownPrefix` lets the caller use the exact count the API reported for
  * an earlier prompt and bound only the bytes added since.
  */
-export function promptTokenBound(bytes: number, messageCount: number, knownPrefix?: { tokens: number; bytes: number }): number {
+export function promptTokenBound(
+  bytes: number,
+  messageCount: number,
+  knownPrefix?: { tokens: number; bytes: number },
+): number {
   const framing = 64 + messageCount * 8;
-  if (knownPrefix && knownPrefix.bytes <= bytes) return knownPrefix.tokens + (bytes - knownPrefix.bytes) + framing;
+  if (knownPrefix && knownPrefix.bytes <= bytes)
+    return knownPrefix.tokens + (bytes - knownPrefix.bytes) + framing;
   return bytes + framing;
 }
 
 /** The byte length of a request's prompt as {@link promptTokenBound} counts it. */
 export function requestBytes(request: ModelRequest): number {
-  return Buffer.byteLength(JSON.stringify({ system: request.system, tools: request.tools, messages: request.messages }), "utf8");
+  return Buffer.byteLength(
+    JSON.stringify({ system: request.system, tools: request.tools, messages: request.messages }),
+    "utf8",
+  );
 }

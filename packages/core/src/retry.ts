@@ -27,12 +27,20 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
     maxRetryAfterMs: options.maxRetryAfterMs ?? 60_000,
     random: options.random ?? Math.random,
   };
-  if (!Number.isInteger(resolved.maxAttempts) || resolved.maxAttempts < 1 || resolved.maxAttempts > 20) {
-    throw new InvalidArgumentError(`[core] retry.maxAttempts must be an integer from 1 to 20, got ${String(options.maxAttempts)}`);
+  if (
+    !Number.isInteger(resolved.maxAttempts) ||
+    resolved.maxAttempts < 1 ||
+    resolved.maxAttempts > 20
+  ) {
+    throw new InvalidArgumentError(
+      `[core] retry.maxAttempts must be an integer from 1 to 20, got ${String(options.maxAttempts)}`,
+    );
   }
   for (const key of ["baseDelayMs", "maxDelayMs", "maxRetryAfterMs"] as const) {
     if (!Number.isFinite(resolved[key]) || resolved[key] < 0) {
-      throw new InvalidArgumentError(`[core] retry.${key} must be a non-negative number of milliseconds, got ${String(options[key])}`);
+      throw new InvalidArgumentError(
+        `[core] retry.${key} must be a non-negative number of milliseconds, got ${String(options[key])}`,
+      );
     }
   }
   return resolved;
@@ -42,7 +50,11 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
  * The wait before retry number `attempt` (1 = the first retry): exponential backoff with full
  * jitter, or the server's `retry-after` when it gave one (capped at `maxRetryAfterMs`).
  */
-export function backoffDelay(attempt: number, classification: ErrorClassification, options: ResolvedRetryOptions): number {
+export function backoffDelay(
+  attempt: number,
+  classification: ErrorClassification,
+  options: ResolvedRetryOptions,
+): number {
   if (classification.retryAfterMs !== undefined && classification.retryAfterMs >= 0) {
     return Math.min(classification.retryAfterMs, options.maxRetryAfterMs);
   }
@@ -73,7 +85,12 @@ const statusKinds: Record<number, string> = {
  * are retryable; every other status fails at once.
  */
 export function classifyError(error: unknown): ErrorClassification {
-  const record = (error ?? {}) as { status?: unknown; headers?: unknown; name?: unknown; code?: unknown };
+  const record = (error ?? {}) as {
+    status?: unknown;
+    headers?: unknown;
+    name?: unknown;
+    code?: unknown;
+  };
   const status = typeof record.status === "number" ? record.status : undefined;
   if (status !== undefined) {
     const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
@@ -87,8 +104,12 @@ export function classifyError(error: unknown): ErrorClassification {
   }
   const name = typeof record.name === "string" ? record.name : "";
   const code = typeof record.code === "string" ? record.code : "";
-  if (name === "AbortError" || name === "APIUserAbortError") return { retryable: false, kind: "aborted" };
-  if (/Connection|Timeout|FetchError/i.test(name) || /^(ECONN|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR)/.test(code)) {
+  if (name === "AbortError" || name === "APIUserAbortError")
+    return { retryable: false, kind: "aborted" };
+  if (
+    /Connection|Timeout|FetchError/i.test(name) ||
+    /^(ECONN|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR)/.test(code)
+  ) {
     return { retryable: true, kind: "connection" };
   }
   return { retryable: false, kind: "unknown" };
@@ -98,12 +119,14 @@ export function classifyError(error: unknown): ErrorClassification {
 export function retryAfterFrom(headers: unknown): number | undefined {
   const get = (name: string): string | undefined => {
     if (!headers) return undefined;
-    if (typeof (headers as Headers).get === "function") return (headers as Headers).get(name) ?? undefined;
+    if (typeof (headers as Headers).get === "function")
+      return (headers as Headers).get(name) ?? undefined;
     const value = (headers as Record<string, unknown>)[name];
     return typeof value === "string" ? value : undefined;
   };
   const ms = get("retry-after-ms");
-  if (ms !== undefined && ms.trim() !== "" && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
+  if (ms !== undefined && ms.trim() !== "" && Number.isFinite(Number(ms)))
+    return Math.max(0, Number(ms));
   const after = get("retry-after");
   if (after === undefined || after.trim() === "") return undefined;
   if (Number.isFinite(Number(after))) return Math.max(0, Number(after) * 1000);

@@ -1,6 +1,6 @@
-import type { JsonValue } from "./json.js";
 import type { ScanResult } from "./contracts/scanner.js";
 import type { DecisionRecord } from "./events.js";
+import type { JsonValue } from "./json.js";
 
 /** A call the pipeline admitted, in order. */
 export interface AdmittedCall {

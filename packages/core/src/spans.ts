@@ -35,7 +35,8 @@ export interface Span {
   content?: { input?: unknown; output?: unknown };
 }
 
-const hex = (text: string, length: number) => createHash("sha256").update(text).digest("hex").slice(0, length);
+const hex = (text: string, length: number) =>
+  createHash("sha256").update(text).digest("hex").slice(0, length);
 
 /** The trace id of a run. */
 export function traceIdOf(runId: string): string {
@@ -96,20 +97,32 @@ export class SpanBuilder {
           "loopguard.policy_digest": event.policyDigest,
           "loopguard.tool_digest": event.toolDigest,
         });
-        if (event.budget.maxUsd !== undefined) run.attributes["loopguard.budget.max_usd"] = event.budget.maxUsd;
-        if (event.budget.maxSteps !== undefined) run.attributes["loopguard.budget.max_steps"] = event.budget.maxSteps;
+        if (event.budget.maxUsd !== undefined)
+          run.attributes["loopguard.budget.max_usd"] = event.budget.maxUsd;
+        if (event.budget.maxSteps !== undefined)
+          run.attributes["loopguard.budget.max_steps"] = event.budget.maxSteps;
         run.content = { input: event.task };
         this.#run = run;
         break;
       }
       case "run-resume":
-        this.#run?.events.push({ name: "run.resume", time: at, attributes: { "loopguard.from_seq": event.fromSeq } });
+        this.#run?.events.push({
+          name: "run.resume",
+          time: at,
+          attributes: { "loopguard.from_seq": event.fromSeq },
+        });
         break;
       case "model-request": {
         end(this.#step);
         this.#step = this.#span("step", `step:${event.step}`, `step ${event.step}`, at, this.#run);
         this.#step.attributes["loopguard.step"] = event.step;
-        const model = this.#span("model", `model:${event.step}`, `chat ${this.#run?.attributes["loopguard.model"] ?? "model"}`, at, this.#step);
+        const model = this.#span(
+          "model",
+          `model:${event.step}`,
+          `chat ${this.#run?.attributes["loopguard.model"] ?? "model"}`,
+          at,
+          this.#step,
+        );
         Object.assign(model.attributes, {
           "loopguard.step": event.step,
           "loopguard.request.max_tokens": event.maxTokens,
@@ -125,7 +138,12 @@ export class SpanBuilder {
           this.#model.events.push({
             name: "model.retry",
             time: at,
-            attributes: { "loopguard.attempt": event.attempt, "loopguard.error.kind": event.kind, "loopguard.wait_ms": event.waitMs, ...(event.status ? { "http.status": event.status } : {}) },
+            attributes: {
+              "loopguard.attempt": event.attempt,
+              "loopguard.error.kind": event.kind,
+              "loopguard.wait_ms": event.waitMs,
+              ...(event.status ? { "http.status": event.status } : {}),
+            },
           });
         }
         break;
@@ -167,7 +185,11 @@ export class SpanBuilder {
         const span = this.#toolSpan(event.toolUseId, event.tool, at);
         span.attributes["loopguard.decision"] = event.decision.passed.join(" ");
         span.attributes["loopguard.idempotency_key"] = event.idempotencyKey;
-        span.events.push({ name: "gate.decision", time: at, attributes: { "loopguard.outcome": "allow", "loopguard.passed": event.decision.passed } });
+        span.events.push({
+          name: "gate.decision",
+          time: at,
+          attributes: { "loopguard.outcome": "allow", "loopguard.passed": event.decision.passed },
+        });
         span.content = { input: event.args };
         break;
       }
@@ -178,7 +200,10 @@ export class SpanBuilder {
         Object.assign(span.attributes, {
           "loopguard.blocked": true,
           "loopguard.block.reason": event.decision.reason ?? "refused",
-          "loopguard.decision": [...event.decision.passed, `${event.decision.refusedAt ?? "?"}✗`].join(" "),
+          "loopguard.decision": [
+            ...event.decision.passed,
+            `${event.decision.refusedAt ?? "?"}✗`,
+          ].join(" "),
         });
         span.events.push({
           name: "gate.decision",
@@ -198,7 +223,10 @@ export class SpanBuilder {
       }
       case "tool-call-result": {
         const span = this.#toolSpan(event.toolUseId, event.tool, at);
-        Object.assign(span.attributes, { "loopguard.duration_ms": event.durationMs, "loopguard.attempts": event.attempts });
+        Object.assign(span.attributes, {
+          "loopguard.duration_ms": event.durationMs,
+          "loopguard.attempts": event.attempts,
+        });
         if (event.isError) {
           span.status = "error";
           span.statusMessage = event.errorKind ?? "tool error";
@@ -208,7 +236,14 @@ export class SpanBuilder {
           span.attributes["loopguard.injection.verdict"] = event.scan.verdict;
           span.attributes["loopguard.injection.score"] = event.scan.score;
           if (event.scan.verdict !== "clean") {
-            span.events.push({ name: "injection.flagged", time: at, attributes: { "loopguard.injection.verdict": event.scan.verdict, "loopguard.injection.rules": event.scan.rules } });
+            span.events.push({
+              name: "injection.flagged",
+              time: at,
+              attributes: {
+                "loopguard.injection.verdict": event.scan.verdict,
+                "loopguard.injection.rules": event.scan.rules,
+              },
+            });
           }
         }
         span.content = { ...span.content, output: event.content };
@@ -218,19 +253,34 @@ export class SpanBuilder {
       }
       case "approval-request": {
         const span = this.#toolSpan(event.toolUseId, event.tool, at);
-        span.events.push({ name: "approval.request", time: at, attributes: { "loopguard.reason": event.reason, "loopguard.request_id": event.requestId } });
+        span.events.push({
+          name: "approval.request",
+          time: at,
+          attributes: { "loopguard.reason": event.reason, "loopguard.request_id": event.requestId },
+        });
         break;
       }
       case "approval-decision": {
         const span = this.#tools.get(event.toolUseId);
-        span?.events.push({ name: "approval.decision", time: at, attributes: { "loopguard.decision": event.decision, ...(event.approver ? { "loopguard.approver": event.approver } : {}) } });
+        span?.events.push({
+          name: "approval.decision",
+          time: at,
+          attributes: {
+            "loopguard.decision": event.decision,
+            ...(event.approver ? { "loopguard.approver": event.approver } : {}),
+          },
+        });
         break;
       }
       case "run-halt":
         if (this.#run) {
           this.#run.attributes["loopguard.halted"] = true;
           this.#run.attributes["loopguard.halt_reason"] = event.reason;
-          this.#run.events.push({ name: "run.halt", time: at, attributes: { "loopguard.reason": event.reason, "loopguard.source": event.source } });
+          this.#run.events.push({
+            name: "run.halt",
+            time: at,
+            attributes: { "loopguard.reason": event.reason, "loopguard.source": event.source },
+          });
         }
         break;
       case "run-end": {
@@ -242,7 +292,10 @@ export class SpanBuilder {
         this.#step = undefined;
         const run = this.#run;
         if (run) {
-          Object.assign(run.attributes, { "loopguard.status": event.status, "loopguard.why": event.why });
+          Object.assign(run.attributes, {
+            "loopguard.status": event.status,
+            "loopguard.why": event.why,
+          });
           if (event.limit) run.attributes["loopguard.limit"] = event.limit;
           if (event.status === "failed") {
             run.status = "error";
@@ -260,7 +313,9 @@ export class SpanBuilder {
 
   /** Ends every open span at the last event's time (for a run that is parked or still going). */
   finish(): Span[] {
-    const open = [...this.#tools.values(), this.#model, this.#step, this.#run].filter((span): span is Span => span !== undefined);
+    const open = [...this.#tools.values(), this.#model, this.#step, this.#run].filter(
+      (span): span is Span => span !== undefined,
+    );
     for (const span of open) span.endTime = Math.max(span.startTime, this.#lastAt);
     this.#tools.clear();
     this.#model = this.#step = this.#run = undefined;
@@ -270,8 +325,17 @@ export class SpanBuilder {
   #toolSpan(toolUseId: string, tool: string, at: number): Span {
     let span = this.#tools.get(toolUseId);
     if (!span) {
-      span = this.#span("tool", `tool:${toolUseId}`, `execute_tool ${tool}`, at, this.#step ?? this.#run);
-      Object.assign(span.attributes, { "loopguard.tool.name": tool, "loopguard.tool.call_id": toolUseId });
+      span = this.#span(
+        "tool",
+        `tool:${toolUseId}`,
+        `execute_tool ${tool}`,
+        at,
+        this.#step ?? this.#run,
+      );
+      Object.assign(span.attributes, {
+        "loopguard.tool.name": tool,
+        "loopguard.tool.call_id": toolUseId,
+      });
       this.#tools.set(toolUseId, span);
     }
     return span;

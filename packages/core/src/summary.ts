@@ -4,10 +4,22 @@ import type { RunSummary, StoredEvent } from "./contracts/event-store.js";
  * Updates a run's summary (for `list`) with newly appended events. Stores call this on append
  * so listing never has to read whole logs.
  */
-export function summarize(previous: RunSummary | undefined, runId: string, events: readonly StoredEvent[]): RunSummary {
+export function summarize(
+  previous: RunSummary | undefined,
+  runId: string,
+  events: readonly StoredEvent[],
+): RunSummary {
   const summary: RunSummary = previous
     ? { ...previous }
-    : { runId, status: "running", steps: 0, costUsd: 0, events: 0, createdAt: events[0]?.at ?? Date.now(), updatedAt: events[0]?.at ?? Date.now() };
+    : {
+        runId,
+        status: "running",
+        steps: 0,
+        costUsd: 0,
+        events: 0,
+        createdAt: events[0]?.at ?? Date.now(),
+        updatedAt: events[0]?.at ?? Date.now(),
+      };
   for (const event of events) {
     summary.events = Math.max(summary.events, event.seq + 1);
     summary.updatedAt = Math.max(summary.updatedAt, event.at);

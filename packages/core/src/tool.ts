@@ -17,7 +17,8 @@ export interface ToolContext {
 }
 
 /** A valibot object schema, the only kind a tool's input may be. */
-export type ObjectSchema = v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
+export type ObjectSchema =
+  | v.ObjectSchema<v.ObjectEntries, v.ErrorMessage<v.ObjectIssue> | undefined>
   | v.LooseObjectSchema<v.ObjectEntries, v.ErrorMessage<v.LooseObjectIssue> | undefined>
   | v.StrictObjectSchema<v.ObjectEntries, v.ErrorMessage<v.StrictObjectIssue> | undefined>;
 
@@ -42,9 +43,7 @@ export interface ToolOptions<TSchema extends ObjectSchema, TResult> {
 }
 
 /** The result of parsing a call's arguments. */
-export type ParseResult<T> =
-  | { ok: true; value: T }
-  | { ok: false; issues: string[] };
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; issues: string[] };
 
 /** A declared tool. */
 export interface Tool<TArgs = Record<string, unknown>, TResult = unknown> {
@@ -79,28 +78,46 @@ export function tool<TSchema extends ObjectSchema, TResult>(
   options: ToolOptions<TSchema, TResult>,
 ): Tool<v.InferOutput<TSchema>, TResult> {
   if (typeof options !== "object" || options === null) {
-    throw new InvalidArgumentError("[core] tool(options): options must be an object with name, description, input and run");
+    throw new InvalidArgumentError(
+      "[core] tool(options): options must be an object with name, description, input and run",
+    );
   }
   const { name, description, input, run } = options;
   if (typeof name !== "string" || !namePattern.test(name)) {
-    throw new InvalidArgumentError(`[core] tool name ${JSON.stringify(name)} is invalid: use 1 to 64 letters, digits, "_" or "-"`);
+    throw new InvalidArgumentError(
+      `[core] tool name ${JSON.stringify(name)} is invalid: use 1 to 64 letters, digits, "_" or "-"`,
+    );
   }
   if (typeof description !== "string" || description.trim() === "") {
-    throw new InvalidArgumentError(`[core] tool "${name}" needs a non-empty description: the model reads it to decide when to call the tool`);
+    throw new InvalidArgumentError(
+      `[core] tool "${name}" needs a non-empty description: the model reads it to decide when to call the tool`,
+    );
   }
-  if (!input || typeof input !== "object" || !["object", "strict_object", "loose_object"].includes(input.type)) {
-    throw new InvalidArgumentError(`[core] tool "${name}": input must be a valibot object schema, e.g. v.object({ ... })`);
+  if (
+    !input ||
+    typeof input !== "object" ||
+    !["object", "strict_object", "loose_object"].includes(input.type)
+  ) {
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": input must be a valibot object schema, e.g. v.object({ ... })`,
+    );
   }
   if (typeof run !== "function") {
-    throw new InvalidArgumentError(`[core] tool "${name}": run must be a function (args, context) => result`);
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": run must be a function (args, context) => result`,
+    );
   }
   const timeoutMs = options.timeoutMs ?? 30_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new InvalidArgumentError(`[core] tool "${name}": timeoutMs must be a positive number of milliseconds, got ${String(options.timeoutMs)}`);
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": timeoutMs must be a positive number of milliseconds, got ${String(options.timeoutMs)}`,
+    );
   }
   const costUsd = options.costUsd ?? 0;
   if (!Number.isFinite(costUsd) || costUsd < 0) {
-    throw new InvalidArgumentError(`[core] tool "${name}": costUsd must be a non-negative number, got ${String(options.costUsd)}`);
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": costUsd must be a non-negative number, got ${String(options.costUsd)}`,
+    );
   }
   let schema: Record<string, unknown>;
   try {
@@ -112,6 +129,7 @@ export function tool<TSchema extends ObjectSchema, TResult>(
     );
   }
   delete schema.$schema;
+  if (input.type === "loose_object") schema.additionalProperties = true;
   closeObjects(schema);
   const spec: ToolSpec = { name, description, input_schema: schema, strict: true };
 
@@ -153,7 +171,8 @@ function closeObjects(node: unknown): void {
 
 /** Paths of keys in `value` that the JSON schema does not declare. */
 function unknownKeys(schema: unknown, value: unknown, path: string): string[] {
-  if (schema === null || typeof schema !== "object" || value === null || typeof value !== "object") return [];
+  if (schema === null || typeof schema !== "object" || value === null || typeof value !== "object")
+    return [];
   const node = schema as Record<string, unknown>;
   if (Array.isArray(value)) {
     if (node.type !== "array" || node.items === undefined) return [];
@@ -171,8 +190,15 @@ function unknownKeys(schema: unknown, value: unknown, path: string): string[] {
       }
     }
   }
-  for (const variant of [...((node.anyOf as unknown[]) ?? []), ...((node.oneOf as unknown[]) ?? [])]) {
-    if (variant && typeof variant === "object" && (variant as Record<string, unknown>).type === "object") {
+  for (const variant of [
+    ...((node.anyOf as unknown[]) ?? []),
+    ...((node.oneOf as unknown[]) ?? []),
+  ]) {
+    if (
+      variant &&
+      typeof variant === "object" &&
+      (variant as Record<string, unknown>).type === "object"
+    ) {
       out.push(...unknownKeys(variant, value, path));
       break;
     }

@@ -58,7 +58,11 @@ export interface EventStore {
   /** A name for diagnostics, e.g. `jsonl`, `sqlite`, `postgres`, `memory`. */
   readonly name: string;
   /** Appends events durably; rejects with `AppendConflictError` on a fence violation. */
-  append(runId: string, events: readonly StoredEventInput[], options: AppendOptions): Promise<AppendResult>;
+  append(
+    runId: string,
+    events: readonly StoredEventInput[],
+    options: AppendOptions,
+  ): Promise<AppendResult>;
   /** Reads a run's events in order; an unknown run gives `[]`. */
   read(runId: string): Promise<StoredEvent[]>;
   /** Lists runs, newest update first. */

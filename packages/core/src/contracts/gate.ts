@@ -5,11 +5,24 @@
  * `deny` with reason `gate_error`. `observe` is called after the call and may not break the
  * run: its errors are reported to `onError` and otherwise ignored.
  */
-import type { RunState } from "../run-state.js";
+
 import type { JsonValue } from "../json.js";
+import type { RunState } from "../run-state.js";
 
 /** Where a gate sits in the pipeline (DESIGN.md's step numbers). */
-export type GateStep = "0" | "0.7" | "1" | "2" | "2.1" | "2.3" | "2.5" | "3" | "4" | "5" | "6" | "7";
+export type GateStep =
+  | "0"
+  | "0.7"
+  | "1"
+  | "2"
+  | "2.1"
+  | "2.3"
+  | "2.5"
+  | "3"
+  | "4"
+  | "5"
+  | "6"
+  | "7";
 
 /** What a gate sees of one tool call. */
 export interface ToolCall {

@@ -1,4 +1,4 @@
-import type { ExportResult, Exporter } from "../contracts/exporter.js";
+import type { Exporter, ExportResult } from "../contracts/exporter.js";
 import type { Span } from "../spans.js";
 
 /** An exporter that keeps every span it is given, for tests. */
@@ -26,7 +26,8 @@ export function recordingExporter(options: { fail?: boolean | "throw" } = {}): R
     },
     export(batch): ExportResult {
       if (options.fail === "throw") throw new Error("recording exporter: export threw");
-      if (options.fail) return { code: "failed", error: new Error("recording exporter: export failed") };
+      if (options.fail)
+        return { code: "failed", error: new Error("recording exporter: export failed") };
       spans.push(...structuredClone(batch));
       return { code: "success" };
     },

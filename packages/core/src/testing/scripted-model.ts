@@ -1,4 +1,11 @@
-import type { ContentBlock, Model, ModelRequest, ModelResponse, StopReason, Usage } from "../contracts/model.js";
+import type {
+  ContentBlock,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  StopReason,
+  Usage,
+} from "../contracts/model.js";
 import { InvalidArgumentError } from "../errors.js";
 import { requestBytes } from "../pricing.js";
 
@@ -16,7 +23,12 @@ export interface ScriptedReply {
 }
 
 /** A script: a list of replies, or a function of the request and the call number (1-based). */
-export type Script = readonly (ScriptedReply | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>))[] | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>);
+export type Script =
+  | readonly (
+      | ScriptedReply
+      | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>)
+    )[]
+  | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>);
 
 /** A scripted model: records every request it got. */
 export interface ScriptedModel extends Model {
@@ -38,9 +50,14 @@ export interface ScriptedModel extends Model {
  *   { content: "Your refund is on its way." },
  * ]);
  */
-export function scriptedModel(script: Script, options: { model?: string; copyRequests?: boolean } = {}): ScriptedModel {
+export function scriptedModel(
+  script: Script,
+  options: { model?: string; copyRequests?: boolean } = {},
+): ScriptedModel {
   if (!Array.isArray(script) && typeof script !== "function") {
-    throw new InvalidArgumentError("[core] scriptedModel(script): script must be an array of replies or a function (request, call) => reply");
+    throw new InvalidArgumentError(
+      "[core] scriptedModel(script): script must be an array of replies or a function (request, call) => reply",
+    );
   }
   const requests: ModelRequest[] = [];
   let calls = 0;
@@ -59,20 +76,29 @@ export function scriptedModel(script: Script, options: { model?: string; copyReq
       calls += 1;
       const call = calls;
       if (copy) requests.push(structuredClone(request));
-      let entry: ScriptedReply | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>) | undefined;
+      let entry:
+        | ScriptedReply
+        | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>)
+        | undefined;
       if (typeof script === "function") entry = script;
       else entry = script[call - 1];
       if (entry === undefined) {
-        throw new InvalidArgumentError(`[core] scriptedModel: the script has ${(script as readonly unknown[]).length} replies but the model was called a ${call}th time; add replies or end the script with a final answer`);
+        throw new InvalidArgumentError(
+          `[core] scriptedModel: the script has ${(script as readonly unknown[]).length} replies but the model was called a ${call}th time; add replies or end the script with a final answer`,
+        );
       }
       const reply = typeof entry === "function" ? await entry(request, call) : entry;
       if (reply.delayMs) {
         await new Promise<void>((resolve, reject) => {
           const timer = setTimeout(resolve, reply.delayMs);
-          signal.addEventListener("abort", () => {
-            clearTimeout(timer);
-            reject(signal.reason);
-          }, { once: true });
+          signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              reject(signal.reason);
+            },
+            { once: true },
+          );
         });
       }
       if (signal.aborted) throw signal.reason;
@@ -83,12 +109,21 @@ export function scriptedModel(script: Script, options: { model?: string; copyReq
 }
 
 /** Fills in a scripted reply as the Messages API would. */
-export function fillReply(reply: ScriptedReply, request: ModelRequest, modelId: string, call: number): ModelResponse {
-  const content: ContentBlock[] = typeof reply.content === "string" ? [{ type: "text", text: reply.content }] : (reply.content ?? [{ type: "text", text: "" }]);
+export function fillReply(
+  reply: ScriptedReply,
+  request: ModelRequest,
+  modelId: string,
+  call: number,
+): ModelResponse {
+  const content: ContentBlock[] =
+    typeof reply.content === "string"
+      ? [{ type: "text", text: reply.content }]
+      : (reply.content ?? [{ type: "text", text: "" }]);
   const hasToolUse = content.some((block) => block.type === "tool_use");
   const contentBytes = Buffer.byteLength(JSON.stringify(content));
   let output = reply.usage?.output_tokens ?? Math.max(1, Math.ceil(contentBytes / 4));
-  let stop = reply.stop_reason !== undefined ? reply.stop_reason : hasToolUse ? "tool_use" : "end_turn";
+  let stop =
+    reply.stop_reason !== undefined ? reply.stop_reason : hasToolUse ? "tool_use" : "end_turn";
   if (output > request.max_tokens) {
     // A real model cannot write past max_tokens: the reply is cut there.
     output = request.max_tokens;
