@@ -49,6 +49,16 @@ import type { Tool } from "./tool.js";
 /** A function that redacts a value for traces, events streamed to the host and logs. */
 export type Redactor = (value: unknown) => unknown;
 
+/**
+ * Reversible tokenisation of personal data (the vault of `@loopguard/redact`): the model, the
+ * log and the traces see `<EMAIL_1>`, a tool gets the real value back at execution time.
+ * `tokenize` must give the same token for the same value within a run.
+ */
+export interface Vault {
+  tokenize(text: string): string;
+  reveal<T>(value: T): T;
+}
+
 /** Everything an agent is made of. */
 export interface AgentOptions {
   /** The model: `claudeModel()` live, `scriptedModel([...])` offline. */
@@ -89,6 +99,12 @@ export interface AgentOptions {
   haltOn?: readonly string[];
   /** Redacts spans, streamed events and log lines at write time. */
   redact?: Redactor;
+  /**
+   * Tokenises personal data in the task and in every tool output before the model or the log
+   * sees it, and reveals it in tool arguments at execution time. Keep the vault for the life of
+   * the run: a resumed run needs the same vault to reveal earlier tokens.
+   */
+  vault?: Vault;
   /** Streams every event of the run to the host, after it is durable (redacted). */
   onEvent?: (event: StoredEvent) => void;
   /** Receives errors of exporters, observers and hooks; they never break a run. */
@@ -351,7 +367,8 @@ export function createAgent(options: AgentOptions): Agent {
     return {
       runId: fold.start.runId,
       status: extra.error && !end ? "failed" : fold.status,
-      answer: end?.answer ?? fold.lastAssistantText,
+      // The host is trusted: it gets the answer with the vault's tokens revealed; the log keeps tokens.
+      answer: config.vault ? config.vault.reveal(end?.answer ?? fold.lastAssistantText) : (end?.answer ?? fold.lastAssistantText),
       why:
         end?.why ??
         (fold.status === "awaiting_approval"
@@ -745,7 +762,7 @@ export function createAgent(options: AgentOptions): Agent {
     const breaker = breakerOf(item, config.breaker);
     const result = await executeTool(
       item,
-      args,
+      config.vault ? config.vault.reveal(args) : args,
       { idempotencyKey, runId: fold.start.runId, agentId: fold.start.agentId, toolUseId: use.id },
       {
         signal,
@@ -759,7 +776,8 @@ export function createAgent(options: AgentOptions): Agent {
     else if (result.errorKind !== "aborted") breaker.onFailure();
     else breaker.release();
     if (result.status === "ok") {
-      const text = formatToolOutput(result.value);
+      const raw = formatToolOutput(result.value);
+      const text = config.vault ? config.vault.tokenize(raw) : raw;
       const { content, scan } = await scanOutput(
         text,
         { source: "tool_output", tool: item.name, toolUseId: use.id, runId: fold.start.runId },
@@ -969,7 +987,7 @@ export function createAgent(options: AgentOptions): Agent {
         type: "run-start",
         runId,
         agentId: config.agentId,
-        task,
+        task: config.vault ? config.vault.tokenize(task) : task,
         model: model.model,
         ...(config.system ? { system: config.system } : {}),
         maxTokens: maxTokensDefault,
@@ -1150,6 +1168,7 @@ interface ResolvedAgentOptions {
   agentId: string;
   haltOn: readonly string[];
   redact: Redactor | undefined;
+  vault: Vault | undefined;
   onEvent: AgentOptions["onEvent"];
   onError: AgentOptions["onError"];
   context: Omit<RunContextInput, "runId">;
@@ -1217,6 +1236,9 @@ function validateAgentOptions(options: AgentOptions): ResolvedAgentOptions {
   };
   if (!(approval.timeoutMs > 0) || !(approval.ttlMs > 0))
     fail("approval.timeoutMs and approval.ttlMs must be positive numbers of milliseconds");
+  if (options.vault !== undefined && (typeof options.vault?.tokenize !== "function" || typeof options.vault?.reveal !== "function")) {
+    fail("vault must have tokenize(text) and reveal(value), e.g. createVault() from @loopguard/redact");
+  }
   if (options.approver !== undefined && typeof options.approver !== "function")
     fail("approver must be a function (request) => 'approve' | 'deny' | { decision, approver }");
   const agentId = options.agentId ?? "agent";
@@ -1244,6 +1266,7 @@ function validateAgentOptions(options: AgentOptions): ResolvedAgentOptions {
     agentId,
     haltOn: options.haltOn ?? defaultHaltOn,
     redact: options.redact,
+    vault: options.vault,
     onEvent: options.onEvent,
     onError: options.onError,
     context: options.context ?? {},

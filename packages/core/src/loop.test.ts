@@ -526,3 +526,36 @@ describe("the log, resume and spans", () => {
     expect(() => createAgent({ model: {} as never, tools })).toThrow(/Model contract/);
   });
 });
+
+describe("the vault hook", () => {
+  it("keeps personal data out of the model and the log, and gives tools the real value", async () => {
+    const values = new Map<string, string>();
+    const vault = {
+      tokenize: (text: string) =>
+        text.replace(/[\w.]+@[\w.]+/g, (email) => {
+          const token = `<EMAIL_${values.size + 1}>`;
+          values.set(token, email);
+          return token;
+        }),
+      reveal: <T>(value: T): T => JSON.parse(JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token)) as T,
+    };
+    const sent: string[] = [];
+    const lookup = tool({ name: "lookup_customer", description: "Find a customer.", input: v.object({ id: v.string() }), run: async () => "Customer jane.doe@example.com" });
+    const email = tool({ name: "send_email", description: "Email.", input: v.object({ to: v.string() }), run: async ({ to }) => { sent.push(to); return "sent"; } });
+    const model = scriptedModel([
+      { content: [use("t1", "lookup_customer", { id: "c1" })] },
+      (request) => {
+        const last = JSON.stringify(request.messages.at(-1));
+        const token = /<EMAIL_\d+>/.exec(last)?.[0] ?? `none:${last}`;
+        return { content: [use("t2", "send_email", { to: token })] };
+      },
+      { content: "Emailed <EMAIL_1>." },
+    ]);
+    const store = memoryEventStore();
+    const result = await createAgent({ model, tools: [lookup, email], store, vault }).run("Email the customer of ticket 7");
+    expect(sent).toEqual(["jane.doe@example.com"]);
+    expect(result.answer).toBe("Emailed jane.doe@example.com.");
+    expect(JSON.stringify(model.requests)).not.toContain("jane.doe@example.com");
+    expect(JSON.stringify(await store.read(result.runId))).not.toContain("jane.doe@example.com");
+  });
+});
