@@ -1,4 +1,17 @@
 export { memoryEventStore } from "../memory-event-store.js";
+export { describeEventStore, type EventStoreSuiteOptions } from "./describe-event-store.js";
+export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from "./faulty-model.js";
+export { faultyModel } from "./faulty-model.js";
+export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";
+export { failingTool, faultyTool, flakyTool, hangingTool, slowTool } from "./faulty-tool.js";
+export type {
+  MessagesApiServer,
+  MessagesApiServerOptions,
+  ReceivedRequest,
+  ServerHandler,
+  ServerReply,
+} from "./messages-api-server.js";
+export { messagesApiServer } from "./messages-api-server.js";
 export type { RecordingExporter } from "./recording-exporter.js";
 export { recordingExporter } from "./recording-exporter.js";
 export type { Script, ScriptedModel, ScriptedReply } from "./scripted-model.js";

@@ -1,0 +1,362 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import type { ModelRequest, ModelResponse } from "../contracts/model.js";
+import { InvalidArgumentError } from "../errors.js";
+import { fillReply, type ScriptedReply } from "./scripted-model.js";
+
+/** One request the server received. */
+export interface ReceivedRequest {
+  /** 1-based. */
+  call: number;
+  method: string;
+  path: string;
+  /** Header names in lower case. */
+  headers: Record<string, string>;
+  /** The parsed JSON body (`undefined` when it was not JSON). */
+  body: any;
+  /** The body exactly as received. */
+  rawBody: string;
+  /** `performance.now()` when the request arrived, to measure backoff. */
+  receivedAt: number;
+}
+
+/** What the server does with one request. */
+export type ServerReply =
+  /** Answers 200 with a message: a full response (sent as is) or a partial one, filled in like `scriptedModel`. */
+  | {
+      type: "message";
+      message: ScriptedReply | ModelResponse;
+      delayMs?: number;
+      headers?: Record<string, string>;
+    }
+  /** Answers with a real API error body (`{"type":"error","error":{...}}`) and status. */
+  | {
+      type: "error";
+      status: number;
+      /** Default: the API's type for the status (`rate_limit_error`, `overloaded_error`, ...). */
+      errorType?: string;
+      message?: string;
+      /** Sent as the `retry-after` header, in seconds. */
+      retryAfter?: number | string;
+      /** Sent as the `retry-after-ms` header. */
+      retryAfterMs?: number;
+      headers?: Record<string, string>;
+      delayMs?: number;
+    }
+  /** Destroys the socket without answering (the client sees a connection error). */
+  | { type: "drop"; delayMs?: number }
+  /** Never answers (the client's timeout fires); the socket is closed by `close()`. */
+  | { type: "hang" };
+
+/** Decides the reply to one request. */
+export type ServerHandler = (
+  request: ReceivedRequest,
+) =>
+  | ServerReply
+  | ModelResponse
+  | ScriptedReply
+  | Promise<ServerReply | ModelResponse | ScriptedReply>;
+
+/** Options of {@link messagesApiServer}: a handler, or a list of replies in order. */
+export interface MessagesApiServerOptions {
+  handler?: ServerHandler;
+  /** Replies in order, one per request; a request past the end gets a 500 saying so. */
+  replies?: ReadonlyArray<ServerReply | ModelResponse | ScriptedReply>;
+  /** The API key the server accepts. Default: any non-empty `x-api-key`. */
+  apiKey?: string;
+}
+
+/** A running loopback Messages API server. */
+export interface MessagesApiServer {
+  /** The base URL to give the SDK (`baseURL`), e.g. `http://127.0.0.1:41234`. */
+  readonly url: string;
+  /** Every request received, in order. */
+  readonly requests: ReceivedRequest[];
+  /** Requests to `POST /v1/messages` that passed header checks and got a reply from the script. */
+  readonly calls: number;
+  /** Stops the server and destroys open connections; safe to call twice. */
+  close(): Promise<void>;
+}
+
+const errorTypes: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  402: "billing_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  504: "timeout_error",
+  529: "overloaded_error",
+};
+
+const defaultMessages: Record<string, string> = {
+  invalid_request_error: "Invalid request.",
+  authentication_error: "invalid x-api-key",
+  permission_error: "Your API key does not have permission to use the specified resource.",
+  not_found_error: "The requested resource could not be found.",
+  request_too_large: "Request exceeds the maximum allowed number of bytes.",
+  rate_limit_error: "Number of request tokens has exceeded your per-minute rate limit.",
+  api_error: "Internal server error.",
+  overloaded_error: "Overloaded",
+};
+
+let requestCounter = 0;
+
+/**
+ * Starts a real HTTP server on 127.0.0.1 (a free port) that speaks `POST /v1/messages` like
+ * the Anthropic API: it checks the `x-api-key` and `anthropic-version` headers, answers JSON
+ * with a `request-id` header, sends real error bodies with real statuses (429 with
+ * `retry-after`, 529 `overloaded_error`, ...), can drop the connection or delay, and records
+ * every request. Point the real SDK at it with `baseURL` to test the Claude backend offline.
+ *
+ * @example
+ * const server = await messagesApiServer({ replies: [{ type: "error", status: 429, retryAfterMs: 200 }, { content: "Hi" }] });
+ * const model = claudeModel({ baseURL: server.url, apiKey: "sk-ant-test" });
+ * // ... run, then inspect server.requests[0].body
+ * await server.close();
+ */
+export async function messagesApiServer(
+  options: MessagesApiServerOptions,
+): Promise<MessagesApiServer> {
+  if (!options || (options.handler === undefined) === (options.replies === undefined)) {
+    throw new InvalidArgumentError(
+      "[core] messagesApiServer(options): pass exactly one of handler (request) => reply or replies: [...]",
+    );
+  }
+  if (options.handler !== undefined && typeof options.handler !== "function") {
+    throw new InvalidArgumentError(
+      "[core] messagesApiServer: handler must be a function (request) => reply",
+    );
+  }
+  if (options.replies !== undefined && !Array.isArray(options.replies)) {
+    throw new InvalidArgumentError("[core] messagesApiServer: replies must be an array");
+  }
+  const requests: ReceivedRequest[] = [];
+  const sockets = new Set<Socket>();
+  const timers = new Set<ReturnType<typeof setTimeout>>();
+  let calls = 0;
+
+  const decide = async (request: ReceivedRequest): Promise<ServerReply> => {
+    calls += 1;
+    let reply: ServerReply | ModelResponse | ScriptedReply | undefined;
+    if (options.handler) reply = await options.handler(request);
+    else {
+      reply = options.replies![calls - 1];
+      if (reply === undefined) {
+        return {
+          type: "error",
+          status: 500,
+          message: `messagesApiServer: the script has ${options.replies!.length} replies but got request ${calls}`,
+        };
+      }
+    }
+    return normalise(reply);
+  };
+
+  const wait = (ms: number | undefined) =>
+    ms && ms > 0
+      ? new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            resolve();
+          }, ms);
+          timers.add(timer);
+        })
+      : Promise.resolve();
+
+  const send = (
+    response: ServerResponse,
+    status: number,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => {
+    if (response.destroyed || response.writableEnded) return;
+    const text = JSON.stringify(body);
+    response.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(text),
+      "request-id": `req_loopback_${(++requestCounter).toString().padStart(6, "0")}`,
+      ...headers,
+    });
+    response.end(text);
+  };
+  const sendError = (
+    response: ServerResponse,
+    status: number,
+    type: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ) => send(response, status, { type: "error", error: { type, message } }, headers);
+
+  const handle = async (incoming: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of incoming) chunks.push(chunk as Buffer);
+    const rawBody = Buffer.concat(chunks).toString("utf8");
+    let body: unknown;
+    try {
+      body = rawBody === "" ? undefined : JSON.parse(rawBody);
+    } catch {
+      body = undefined;
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(incoming.headers))
+      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : (value ?? "");
+    const path = (incoming.url ?? "/").split("?")[0]!;
+    const received: ReceivedRequest = {
+      call: requests.length + 1,
+      method: incoming.method ?? "",
+      path,
+      headers,
+      body,
+      rawBody,
+      receivedAt: performance.now(),
+    };
+    requests.push(received);
+
+    if (incoming.method !== "POST" || path !== "/v1/messages") {
+      return sendError(response, 404, "not_found_error", `Not found: ${incoming.method} ${path}`);
+    }
+    const key = headers["x-api-key"];
+    if (!key && !headers.authorization)
+      return sendError(response, 401, "authentication_error", "x-api-key header is required");
+    if (options.apiKey !== undefined && key !== options.apiKey)
+      return sendError(response, 401, "authentication_error", "invalid x-api-key");
+    if (!headers["anthropic-version"])
+      return sendError(
+        response,
+        400,
+        "invalid_request_error",
+        "anthropic-version: header is required",
+      );
+    const invalid = validateBody(body);
+    if (invalid) return sendError(response, 400, "invalid_request_error", invalid);
+
+    const reply = await decide(received);
+    switch (reply.type) {
+      case "hang":
+        return;
+      case "drop":
+        await wait(reply.delayMs);
+        incoming.socket.destroy();
+        return;
+      case "error": {
+        await wait(reply.delayMs);
+        const type =
+          reply.errorType ??
+          errorTypes[reply.status] ??
+          (reply.status >= 500 ? "api_error" : "invalid_request_error");
+        const extra: Record<string, string> = { ...reply.headers };
+        if (reply.retryAfter !== undefined) extra["retry-after"] = String(reply.retryAfter);
+        if (reply.retryAfterMs !== undefined) extra["retry-after-ms"] = String(reply.retryAfterMs);
+        if (reply.status === 529 || reply.status >= 500) extra["x-should-retry"] ??= "true";
+        return sendError(
+          response,
+          reply.status,
+          type,
+          reply.message ?? defaultMessages[type] ?? "Error",
+          extra,
+        );
+      }
+      case "message": {
+        await wait(reply.delayMs);
+        const message = isFullResponse(reply.message)
+          ? reply.message
+          : fillReply(reply.message, body as ModelRequest, (body as ModelRequest).model, calls);
+        return send(response, 200, message, reply.headers);
+      }
+    }
+  };
+
+  const server: Server = createServer((incoming, response) => {
+    handle(incoming, response).catch((error: unknown) => {
+      if (!response.headersSent && !response.destroyed) {
+        sendError(
+          response,
+          500,
+          "api_error",
+          `messagesApiServer handler failed: ${(error as Error)?.message ?? String(error)}`,
+        );
+      }
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    get calls() {
+      return calls;
+    },
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        for (const timer of timers) clearTimeout(timer);
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      });
+      return closed;
+    },
+  };
+}
+
+function isFullResponse(value: ScriptedReply | ModelResponse): value is ModelResponse {
+  const record = value as Partial<ModelResponse>;
+  return (
+    record.type === "message" &&
+    record.role === "assistant" &&
+    typeof record.id === "string" &&
+    Array.isArray(record.content) &&
+    record.usage !== undefined
+  );
+}
+
+function normalise(reply: ServerReply | ModelResponse | ScriptedReply): ServerReply {
+  const type = (reply as { type?: unknown }).type;
+  if (type === "error" || type === "drop" || type === "hang") return reply as ServerReply;
+  if (type === "message" && "message" in reply) return reply as ServerReply;
+  return { type: "message", message: reply as ScriptedReply | ModelResponse };
+}
+
+/** The checks the real API makes that a client bug could trip; returns the error message. */
+function validateBody(body: unknown): string | undefined {
+  if (!body || typeof body !== "object" || Array.isArray(body))
+    return "The request body is not valid JSON.";
+  const request = body as Record<string, unknown>;
+  if (typeof request.model !== "string" || request.model === "") return "model: Field required";
+  if (!Number.isInteger(request.max_tokens) || (request.max_tokens as number) < 1)
+    return "max_tokens: Field required and must be a positive integer";
+  if (!Array.isArray(request.messages) || request.messages.length === 0)
+    return "messages: at least one message is required";
+  const first = request.messages[0] as { role?: unknown } | undefined;
+  if (first?.role !== "user") return 'messages: the first message must use the "user" role';
+  const choice = request.tool_choice as { type?: unknown } | undefined;
+  if (
+    choice &&
+    choice.type !== "auto" &&
+    choice.type !== "none" &&
+    /^claude-opus-5-5/.test(request.model)
+  ) {
+    return "tool_choice: forcing tool use is not compatible with thinking on this model; use tool_choice auto";
+  }
+  if (request.tools !== undefined && !Array.isArray(request.tools))
+    return "tools: Input should be a valid list";
+  if (
+    request.system !== undefined &&
+    typeof request.system !== "string" &&
+    !Array.isArray(request.system)
+  )
+    return "system: Input should be a string or a list of text blocks";
+  return undefined;
+}
