@@ -1,0 +1,411 @@
+import { type Exporter, type ExportResult, InvalidArgumentError, type Span } from "@loopguard/core";
+import {
+  ROOT_CONTEXT,
+  type SpanContext,
+  TraceFlags,
+  type Tracer,
+  type TracerProvider,
+  trace,
+} from "@opentelemetry/api";
+import { defaultResource, type Resource, resourceFromAttributes } from "@opentelemetry/resources";
+import {
+  BasicTracerProvider,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { TraceExportError } from "./errors.js";
+import { captureContentEnv } from "./gen-ai-attributes.js";
+import { type ContentRedactor, genAiSpanOf } from "./gen-ai-span.js";
+import { loopguardIdGenerator, withPendingIds } from "./loopguard-id-generator.js";
+
+/** Options of {@link otelExporter}. Give at most one of `exporter`, `spanProcessor`, `tracerProvider`. */
+export interface OtelExporterOptions {
+  /**
+   * An OpenTelemetry SpanExporter (e.g. `otlpTracing().exporter`). Each batch of spans core
+   * hands over is sent at once, and a failed send comes back to core, which reports it to
+   * `createAgent({ onError })`. Shut down with the agent.
+   */
+  exporter?: SpanExporter;
+  /** A SpanProcessor (e.g. a `BatchSpanProcessor`); its send errors go to OpenTelemetry's diag logger. Shut down with the agent. */
+  spanProcessor?: SpanProcessor;
+  /**
+   * Your own tracer provider (default: the global one). Give it `idGenerator: loopguardIdGenerator()`
+   * to keep core's span ids; otherwise ids are remapped and each trace is held until its run span
+   * ends, to keep the tree whole. Never shut down by this exporter.
+   */
+  tracerProvider?: TracerProvider;
+  /** `service.name` of the provider this exporter builds (with `exporter` or `spanProcessor`). Default: the resource's, else `loopguard`. */
+  serviceName?: string;
+  /** The resource of the provider this exporter builds (e.g. `otlpTracing().resource`). */
+  resource?: Resource;
+  /**
+   * Write message content (`gen_ai.input.messages`, `gen_ai.output.messages`, tool arguments and
+   * results). Default: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, else off.
+   * Content arrives redacted by `createAgent({ redact })`; pass that, always.
+   */
+  captureContent?: boolean;
+  /** Redacts content (and status messages) once more before export: defence in depth. */
+  redact?: ContentRedactor;
+  /** Receives problems that cannot travel back in an export result (a provider that records nothing, a flush at shutdown). */
+  onError?: (error: unknown) => void;
+  /** Where to read `OTEL_*` variables. Default `process.env`. */
+  env?: Record<string, string | undefined>;
+}
+
+/** The tracer's instrumentation scope. */
+const scopeName = "@loopguard/tracing-otel";
+/** Traces whose id mapping is kept after their run span, for spans a resume adds later. */
+const rememberedTraces = 256;
+
+/**
+ * Creates an Exporter that writes loopguard's spans as OpenTelemetry spans under the GenAI
+ * semantic conventions: `invoke_agent {agent}` for a run, `step N` for each model turn,
+ * `chat {model}` for a model call, `execute_tool {tool}` for a tool call. Ids, parents, times,
+ * events and status are those of core's spans. Fails open: it never throws into a run.
+ *
+ * @example
+ * const otlp = otlpTracing(); // OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...
+ * const agent = createAgent({
+ *   model, tools, redact,
+ *   exporters: [otelExporter({ exporter: otlp.exporter, resource: otlp.resource })],
+ *   onError: (error, where) => console.warn(where, error),
+ * });
+ */
+export function otelExporter(options: OtelExporterOptions = {}): Exporter {
+  const config = validate(options);
+  const reportError = (error: unknown) => {
+    try {
+      config.onError?.(error);
+    } catch {
+      // The hook itself failed: nowhere left to report to.
+    }
+  };
+
+  let provider: TracerProvider;
+  let owned: BasicTracerProvider | undefined;
+  let collected: ReadableSpan[] | undefined;
+  if (config.exporter || config.spanProcessor) {
+    const serviceName =
+      config.serviceName ??
+      (config.resource?.attributes["service.name"] === undefined ? "loopguard" : undefined);
+    let resource = defaultResource();
+    if (config.resource) resource = resource.merge(config.resource);
+    if (serviceName)
+      resource = resource.merge(resourceFromAttributes({ "service.name": serviceName }));
+    let processor = config.spanProcessor;
+    if (!processor) {
+      const sink: ReadableSpan[] = [];
+      collected = sink;
+      processor = {
+        onStart() {},
+        onEnd(span) {
+          sink.push(span);
+        },
+        async forceFlush() {},
+        async shutdown() {},
+      };
+    }
+    owned = new BasicTracerProvider({
+      resource,
+      idGenerator: loopguardIdGenerator(),
+      spanProcessors: [processor],
+    });
+    provider = owned;
+  } else {
+    provider = config.tracerProvider ?? trace.getTracerProvider();
+  }
+  const tracer: Tracer = provider.getTracer(scopeName);
+
+  // With a provider we did not build, ids may not be ours: hold each trace until its run span
+  // arrives, then start parents before children so each child links to its parent's real id.
+  let holdTraces = owned === undefined;
+  const held = new Map<string, Span[]>();
+  const mapped = new Map<string, Map<string, SpanContext>>();
+  let warnedNotRecording = false;
+  const inFlight = new Set<Promise<unknown>>();
+  let shutdownPromise: Promise<void> | undefined;
+
+  const contextsOf = (traceId: string) => {
+    let contexts = mapped.get(traceId);
+    if (!contexts) {
+      contexts = new Map();
+      mapped.set(traceId, contexts);
+      if (mapped.size > rememberedTraces) mapped.delete(mapped.keys().next().value as string);
+    }
+    return contexts;
+  };
+
+  const emit = (spans: readonly Span[]) => {
+    for (const span of parentsFirst(spans)) {
+      const planned = genAiSpanOf(span, {
+        captureContent: config.captureContent,
+        ...(config.redact ? { redact: config.redact } : {}),
+      });
+      const contexts = contextsOf(span.traceId);
+      let parentContext = ROOT_CONTEXT;
+      if (span.parentSpanId) {
+        const parent: SpanContext = contexts.get(span.parentSpanId) ?? {
+          traceId: span.traceId,
+          spanId: span.parentSpanId,
+          traceFlags: TraceFlags.SAMPLED,
+          isRemote: false,
+        };
+        parentContext = trace.setSpanContext(ROOT_CONTEXT, parent);
+      }
+      const otelSpan = withPendingIds(span.traceId, span.spanId, () =>
+        tracer.startSpan(
+          planned.name,
+          {
+            kind: planned.kind,
+            attributes: planned.attributes,
+            startTime: new Date(span.startTime),
+            root: !span.parentSpanId,
+          },
+          parentContext,
+        ),
+      );
+      const context = otelSpan.spanContext();
+      contexts.set(span.spanId, context);
+      if (!otelSpan.isRecording() && !warnedNotRecording) {
+        warnedNotRecording = true;
+        reportError(
+          new TraceExportError(
+            spans.length,
+            "[tracing-otel] the tracer provider records nothing, so loopguard's spans are dropped: register a provider (e.g. the NodeSDK) before the agent runs, or pass otelExporter({ exporter: otlpTracing().exporter })",
+          ),
+        );
+      }
+      if (
+        holdTraces &&
+        context.spanId === span.spanId &&
+        context.traceId === span.traceId &&
+        otelSpan.isRecording()
+      ) {
+        // The provider uses loopguardIdGenerator(): ids match, no need to hold traces any more.
+        holdTraces = false;
+      }
+      for (const event of planned.events)
+        otelSpan.addEvent(event.name, event.attributes, new Date(event.time));
+      otelSpan.setStatus(planned.status);
+      otelSpan.end(new Date(Math.max(span.startTime, span.endTime)));
+    }
+  };
+
+  const send = (count: number): Promise<ExportResult> => {
+    const exporter = config.exporter;
+    if (!exporter || !collected || collected.length === 0)
+      return Promise.resolve({ code: "success" });
+    const batch = collected.splice(0, collected.length);
+    const sent = new Promise<ExportResult>((resolve) => {
+      try {
+        exporter.export(batch, (result) => {
+          if (result.code === 0) resolve({ code: "success" });
+          else {
+            const cause = result.error;
+            resolve({
+              code: "failed",
+              error: new TraceExportError(
+                count,
+                `[tracing-otel] could not send ${count} span(s) to the OpenTelemetry exporter: ${cause?.message ?? "unknown error"}; check that the collector is reachable (OTEL_EXPORTER_OTLP_ENDPOINT) and accepts the headers`,
+                { cause },
+              ),
+            });
+          }
+        });
+      } catch (error) {
+        resolve({
+          code: "failed",
+          error: new TraceExportError(
+            count,
+            `[tracing-otel] the OpenTelemetry exporter threw: ${(error as Error)?.message ?? String(error)}`,
+            { cause: error },
+          ),
+        });
+      }
+    });
+    inFlight.add(sent);
+    void sent.finally(() => inFlight.delete(sent));
+    return sent;
+  };
+
+  const flushHeld = () => {
+    const traces = [...held.values()];
+    held.clear();
+    for (const spans of traces) emit(spans);
+  };
+
+  return {
+    name: "otel",
+    export(spans: readonly Span[]): Promise<ExportResult> | ExportResult {
+      if (shutdownPromise)
+        return {
+          code: "failed",
+          error: new TraceExportError(
+            spans.length,
+            "[tracing-otel] export after shutdown: create a new otelExporter for a new agent",
+          ),
+        };
+      try {
+        if (!Array.isArray(spans))
+          throw new InvalidArgumentError(
+            "[tracing-otel] export(spans): spans must be an array of loopguard spans",
+          );
+        if (holdTraces) {
+          for (const span of spans) {
+            const list = held.get(span.traceId) ?? [];
+            list.push(span);
+            held.set(span.traceId, list);
+            // The run span is the root and ends last: the trace is complete.
+            if (!span.parentSpanId) {
+              held.delete(span.traceId);
+              emit(list);
+            }
+          }
+          return { code: "success" };
+        }
+        emit(spans);
+        return send(spans.length);
+      } catch (error) {
+        return {
+          code: "failed",
+          error:
+            error instanceof Error
+              ? error
+              : new TraceExportError(spans.length, `[tracing-otel] ${String(error)}`),
+        };
+      }
+    },
+    async forceFlush() {
+      flushHeld();
+      if (collected && collected.length > 0) {
+        const result = await send(collected.length);
+        if (result.code === "failed") throw result.error;
+      }
+      await Promise.all(inFlight);
+      if (owned) await owned.forceFlush();
+      else await (provider as { forceFlush?: () => Promise<void> }).forceFlush?.();
+      if (config.exporter?.forceFlush) await config.exporter.forceFlush();
+    },
+    shutdown() {
+      shutdownPromise ??= (async () => {
+        try {
+          flushHeld();
+          if (collected && collected.length > 0) {
+            const result = await send(collected.length);
+            if (result.code === "failed") reportError(result.error);
+          }
+          await Promise.all(inFlight);
+        } catch (error) {
+          reportError(error);
+        }
+        if (owned) {
+          await owned.shutdown();
+          await config.exporter?.shutdown();
+        }
+      })();
+      return shutdownPromise;
+    },
+  };
+}
+
+interface ResolvedOptions {
+  exporter: SpanExporter | undefined;
+  spanProcessor: SpanProcessor | undefined;
+  tracerProvider: TracerProvider | undefined;
+  serviceName: string | undefined;
+  resource: Resource | undefined;
+  captureContent: boolean;
+  redact: ContentRedactor | undefined;
+  onError: ((error: unknown) => void) | undefined;
+}
+
+function validate(options: OtelExporterOptions): ResolvedOptions {
+  if (typeof options !== "object" || options === null)
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter(options): options must be an object, e.g. otelExporter({ exporter: otlpTracing().exporter })",
+    );
+  const given = (["exporter", "spanProcessor", "tracerProvider"] as const).filter(
+    (key) => options[key] !== undefined,
+  );
+  if (given.length > 1)
+    throw new InvalidArgumentError(
+      `[tracing-otel] otelExporter: give one of exporter, spanProcessor or tracerProvider, not ${given.join(" and ")}`,
+    );
+  if (options.exporter !== undefined && typeof options.exporter?.export !== "function")
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: exporter must be an OpenTelemetry SpanExporter (with export(spans, callback)), e.g. otlpTracing().exporter",
+    );
+  if (options.spanProcessor !== undefined && typeof options.spanProcessor?.onEnd !== "function")
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: spanProcessor must be an OpenTelemetry SpanProcessor (with onStart and onEnd)",
+    );
+  if (
+    options.tracerProvider !== undefined &&
+    typeof options.tracerProvider?.getTracer !== "function"
+  )
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: tracerProvider must be an OpenTelemetry TracerProvider (with getTracer)",
+    );
+  if (options.tracerProvider !== undefined || given.length === 0) {
+    for (const key of ["serviceName", "resource"] as const) {
+      if (options[key] !== undefined)
+        throw new InvalidArgumentError(
+          `[tracing-otel] otelExporter: ${key} applies only with exporter or spanProcessor; set it on your tracer provider's resource instead`,
+        );
+    }
+  }
+  if (
+    options.serviceName !== undefined &&
+    (typeof options.serviceName !== "string" || options.serviceName.trim() === "")
+  )
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: serviceName must be a non-empty string",
+    );
+  for (const key of ["redact", "onError"] as const) {
+    if (options[key] !== undefined && typeof options[key] !== "function")
+      throw new InvalidArgumentError(`[tracing-otel] otelExporter: ${key} must be a function`);
+  }
+  if (options.captureContent !== undefined && typeof options.captureContent !== "boolean")
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: captureContent must be true or false",
+    );
+  return {
+    exporter: options.exporter,
+    spanProcessor: options.spanProcessor,
+    tracerProvider: options.tracerProvider,
+    serviceName: options.serviceName,
+    resource: options.resource,
+    captureContent: options.captureContent ?? captureFromEnv(options.env ?? process.env),
+    redact: options.redact,
+    onError: options.onError,
+  };
+}
+
+/** Reads `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`. */
+export function captureFromEnv(env: Record<string, string | undefined>): boolean {
+  const raw = env[captureContentEnv]?.trim().toLowerCase();
+  if (raw === undefined || raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  throw new InvalidArgumentError(
+    `[tracing-otel] ${captureContentEnv}=${JSON.stringify(env[captureContentEnv])} is neither true nor false; unset it to keep message content out of traces, or set it to true to capture it`,
+  );
+}
+
+/** Orders spans so that a parent comes before its children (the input order otherwise). */
+function parentsFirst(spans: readonly Span[]): Span[] {
+  const byId = new Map(spans.map((span) => [span.spanId, span]));
+  const done = new Set<string>();
+  const ordered: Span[] = [];
+  const visit = (span: Span, depth: number) => {
+    if (done.has(span.spanId)) return;
+    const parent = span.parentSpanId ? byId.get(span.parentSpanId) : undefined;
+    // depth guards against a cycle in malformed input.
+    if (parent && depth < spans.length) visit(parent, depth + 1);
+    if (done.has(span.spanId)) return;
+    done.add(span.spanId);
+    ordered.push(span);
+  };
+  for (const span of spans) visit(span, 0);
+  return ordered;
+}
