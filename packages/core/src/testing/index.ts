@@ -1,4 +1,5 @@
 export { memoryEventStore } from "../memory-event-store.js";
+export { describeEventStore, type EventStoreSuiteOptions } from "./describe-event-store.js";
 export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from "./faulty-model.js";
 export { faultyModel } from "./faulty-model.js";
 export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";
