@@ -727,6 +727,7 @@ export function createAgent(options: AgentOptions): Agent {
         argsDigest: digestOf(args),
         idempotencyKey: call.idempotencyKey,
         decision: judgement.record,
+        ...(item!.costUsd > 0 ? { costUsd: item!.costUsd } : {}),
       });
       executions.push(execute(writer, item!, use, args, call.idempotencyKey, signal, call));
     }

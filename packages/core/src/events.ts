@@ -109,6 +109,8 @@ export interface ToolCallIntentEvent {
   argsDigest: string;
   idempotencyKey: string;
   decision: DecisionRecord;
+  /** What the call costs (the tool's `costUsd`), counted as spent when the intent is written. */
+  costUsd?: number;
 }
 
 export interface ToolCallRefusalEvent {

@@ -227,6 +227,7 @@ export class RunFold {
       case "tool-call-intent": {
         const turn = this.#requireTurn(event.toolUseId, at);
         turn.intents.set(event.toolUseId, event);
+        if (event.costUsd) state.spend.usd += event.costUsd;
         state.calls.push({
           tool: event.tool,
           argsDigest: event.argsDigest,

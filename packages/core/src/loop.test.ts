@@ -559,3 +559,18 @@ describe("the vault hook", () => {
     expect(JSON.stringify(await store.read(result.runId))).not.toContain("jane.doe@example.com");
   });
 });
+
+describe("tool costs", () => {
+  it("counts a tool's cost against maxUsd and refuses a call the run cannot afford", async () => {
+    let runs = 0;
+    const paid = tool({ name: "paid_lookup", description: "Costs money.", input: v.object({ q: v.string() }), costUsd: 0.04, run: async () => { runs += 1; return "ok"; } });
+    const model = scriptedModel([
+      { content: [use("t1", "paid_lookup", { q: "a" }), use("t2", "paid_lookup", { q: "b" }), use("t3", "paid_lookup", { q: "c" })], usage: { input_tokens: 10, output_tokens: 10 } },
+      { content: "done", usage: { input_tokens: 10, output_tokens: 10 } },
+    ]);
+    const result = await createAgent({ model, tools: [paid], budget: { maxUsd: 0.1 }, maxTokens: 256 }).run("go");
+    expect(runs).toBe(2);
+    expect(result.blocked.map((blocked) => [blocked.reason, blocked.decision.refusedAt])).toEqual([["budget_exceeded", "5:budget"]]);
+    expect(result.costUsd).toBeLessThanOrEqual(0.1);
+  });
+});
