@@ -1,0 +1,48 @@
+/**
+ * Errors of the PostgreSQL store and the workers of `@loopguard/checkpoint`.
+ */
+import { AppendConflictError, LoopguardError } from "@loopguard/core";
+
+/**
+ * A writer whose claim on a run was taken over appended to it: its epoch is older than the
+ * run's. The writer (a paused or partitioned "zombie" worker) must stop advancing the run.
+ */
+export class FencedError extends AppendConflictError {
+  /** The epoch the writer holds. */
+  readonly epoch: number;
+  /** The run's epoch in the store. */
+  readonly currentEpoch: number;
+  constructor(
+    runId: string,
+    epoch: number,
+    currentEpoch: number,
+    expectedSeq: number,
+    actualSeq: number,
+  ) {
+    super(runId, expectedSeq, actualSeq);
+    (this as { code: string }).code = "fenced";
+    this.message = `[checkpoint] append to run ${runId} refused: this writer holds epoch ${epoch} but the run was claimed again (epoch ${currentEpoch}); another worker owns the run now, so stop advancing it`;
+    this.epoch = epoch;
+    this.currentEpoch = currentEpoch;
+  }
+}
+
+/** An optional peer dependency (`pg`, `pg-boss`) is not installed. */
+export class MissingPeerError extends LoopguardError {
+  readonly peer: string;
+  constructor(peer: string, what: string, options?: { cause?: unknown }) {
+    super(
+      "missing_peer",
+      `[checkpoint] ${what} needs the \`${peer}\` package, which is not installed: run \`npm install ${peer}\``,
+      options,
+    );
+    this.peer = peer;
+  }
+}
+
+/** PostgreSQL failed or refused a statement the store needs (connection, permissions, schema). */
+export class PostgresStoreError extends LoopguardError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("postgres_store_error", message, options);
+  }
+}

@@ -1,0 +1,342 @@
+import {
+  AppendConflictError,
+  type AppendOptions,
+  type AppendResult,
+  type EventStore,
+  InvalidArgumentError,
+  type ListFilter,
+  type RunSummary,
+  type StoredEvent,
+  type StoredEventInput,
+  summarize,
+} from "@loopguard/core";
+import { FencedError } from "./postgres-errors.js";
+import { migrate } from "./postgres-migrations.js";
+import {
+  inTransaction,
+  openPool,
+  type PgPool,
+  type PostgresConnectionOptions,
+  validateConnection,
+} from "./postgres-pool.js";
+
+/** Options of `postgresEventStore`: a pool or a connection string, and a schema name. */
+export type PostgresEventStoreOptions = PostgresConnectionOptions;
+
+/** Options of one append to the PostgreSQL store. */
+export interface PostgresAppendOptions extends AppendOptions {
+  /**
+   * The fencing epoch the writer holds (from `claim`). When set, the append is refused with
+   * `FencedError` unless it is still the run's epoch, checked in the insert's transaction.
+   */
+  epoch?: number;
+}
+
+/** An EventStore bound to one run and one fencing epoch: what a worker hands its agent. */
+export interface FencedEventStore extends EventStore {
+  readonly runId: string;
+  readonly epoch: number;
+}
+
+/** The EventStore on PostgreSQL, with fencing epochs for multi-worker runs. */
+export interface PostgresEventStore extends EventStore {
+  readonly name: "postgres";
+  /** The schema the tables live in. */
+  readonly schema: string;
+  /** The pool the store uses (opened on first use). */
+  pool(): Promise<PgPool>;
+  /** Creates the schema and applies pending migrations (done on first use anyway). */
+  migrate(): Promise<void>;
+  /** Appends events; with `epoch`, only while the writer's claim stands. */
+  append(
+    runId: string,
+    events: readonly StoredEventInput[],
+    options: PostgresAppendOptions,
+  ): Promise<AppendResult>;
+  /**
+   * Claims a run: raises its fencing epoch and returns the new one. Every writer holding an
+   * older epoch is fenced off from that moment: its next fenced append is refused.
+   */
+  claim(runId: string): Promise<number>;
+  /** The run's current epoch (0 when it was never claimed). */
+  epochOf(runId: string): Promise<number>;
+  /** A view of the store whose appends to `runId` are fenced by `epoch`. */
+  fenced(runId: string, epoch: number): FencedEventStore;
+}
+
+/**
+ * Creates an EventStore on PostgreSQL: one row per event in `<schema>.events`, a summary per
+ * run in `<schema>.runs` updated in the same transaction, and a fencing epoch per run so a
+ * worker that lost its claim can never append again. Tables are created and migrated on first
+ * use. Needs the optional peer `pg`.
+ *
+ * @example
+ * const store = postgresEventStore({ connectionString: process.env.DATABASE_URL });
+ * const agent = createAgent({ model, tools, store });
+ * // in a worker: const epoch = await store.claim(runId); createAgent({ ..., store: store.fenced(runId, epoch) })
+ */
+export function postgresEventStore(options: PostgresEventStoreOptions): PostgresEventStore {
+  const where = "postgresEventStore";
+  const { schema, quoted: s } = validateConnection(options, where);
+  let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
+  let closed = false;
+
+  const ready = (): Promise<PgPool> => {
+    if (closed)
+      return Promise.reject(
+        new InvalidArgumentError(
+          `[checkpoint] the postgres event store (schema ${schema}) is closed; create a new one`,
+        ),
+      );
+    opened ??= (async () => {
+      const connection = await openPool(options, where);
+      try {
+        await migrate(connection.pool, schema, s);
+      } catch (error) {
+        if (connection.owned) await connection.pool.end().catch(() => undefined);
+        throw error;
+      }
+      return connection;
+    })();
+    // A failed first use (database down) must not poison the store forever.
+    opened.catch(() => {
+      opened = undefined;
+    });
+    return opened.then((connection) => connection.pool);
+  };
+
+  const append = async (
+    runId: string,
+    events: readonly StoredEventInput[],
+    appendOptions: PostgresAppendOptions,
+  ): Promise<AppendResult> => {
+    checkRunId(runId, "append");
+    if (!Array.isArray(events))
+      throw new InvalidArgumentError(
+        `[checkpoint] postgresEventStore.append(${runId}): events must be an array`,
+      );
+    const expectedSeq = appendOptions?.expectedSeq;
+    if (!Number.isInteger(expectedSeq) || expectedSeq < 0) {
+      throw new InvalidArgumentError(
+        `[checkpoint] postgresEventStore.append(${runId}): expectedSeq must be a non-negative integer, got ${JSON.stringify(expectedSeq)}`,
+      );
+    }
+    const epoch = appendOptions.epoch;
+    if (epoch !== undefined && (!Number.isInteger(epoch) || epoch < 1)) {
+      throw new InvalidArgumentError(
+        `[checkpoint] postgresEventStore.append(${runId}): epoch must be a positive integer from claim(), got ${JSON.stringify(epoch)}`,
+      );
+    }
+    for (const [index, event] of events.entries()) {
+      if (
+        !event ||
+        typeof event !== "object" ||
+        typeof (event as { type?: unknown }).type !== "string"
+      ) {
+        throw new InvalidArgumentError(
+          `[checkpoint] postgresEventStore.append(${runId}): events[${index}] must be an event object with a string type`,
+        );
+      }
+    }
+    const pool = await ready();
+    if (events.length === 0) {
+      const { rows } = await pool.query(`SELECT epoch, next_seq FROM ${s}.runs WHERE run_id = $1`, [
+        runId,
+      ]);
+      const actual = Number(rows[0]?.next_seq ?? 0);
+      if (epoch !== undefined && Number(rows[0]?.epoch ?? 0) !== epoch)
+        throw new FencedError(runId, epoch, Number(rows[0]?.epoch ?? 0), expectedSeq, actual);
+      if (actual !== expectedSeq) throw new AppendConflictError(runId, expectedSeq, actual);
+      return { nextSeq: actual };
+    }
+    return inTransaction(pool, async (client) => {
+      // Upserting locks the run's row: appends to one run are serialised, and a claim waits for them.
+      const locked = await client.query(
+        `INSERT INTO ${s}.runs (run_id) VALUES ($1) ON CONFLICT (run_id) DO UPDATE SET run_id = excluded.run_id RETURNING epoch, next_seq, summary`,
+        [runId],
+      );
+      const row = locked.rows[0]!;
+      const currentEpoch = Number(row.epoch);
+      const actual = Number(row.next_seq);
+      if (epoch !== undefined && currentEpoch !== epoch)
+        throw new FencedError(runId, epoch, currentEpoch, expectedSeq, actual);
+      if (actual !== expectedSeq) throw new AppendConflictError(runId, expectedSeq, actual);
+      const seqs: number[] = [];
+      const ats: number[] = [];
+      const types: string[] = [];
+      const bodies: string[] = [];
+      const stored: StoredEvent[] = [];
+      for (const [index, event] of events.entries()) {
+        const { seq: _ignored, ...rest } = event as StoredEventInput & { seq?: unknown };
+        const body = JSON.stringify(rest);
+        const copy = {
+          ...(JSON.parse(body) as StoredEventInput),
+          seq: expectedSeq + index,
+        } as StoredEvent;
+        const at =
+          typeof copy.at === "number" && Number.isFinite(copy.at)
+            ? Math.round(copy.at)
+            : Date.now();
+        seqs.push(copy.seq);
+        ats.push(at);
+        types.push(copy.type);
+        bodies.push(body);
+        stored.push(copy);
+      }
+      const previous =
+        typeof row.summary === "string" ? (JSON.parse(row.summary) as RunSummary) : undefined;
+      const summary = summarize(previous, runId, stored);
+      const nextSeq = expectedSeq + events.length;
+      await client.query(
+        `WITH inserted AS (
+           INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body)
+           SELECT $1, seq, $2, at, type, body FROM unnest($3::integer[], $4::bigint[], $5::text[], $6::text[]) AS input(seq, at, type, body)
+         )
+         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12 WHERE run_id = $1`,
+        [
+          runId,
+          epoch ?? currentEpoch,
+          seqs,
+          ats,
+          types,
+          bodies,
+          nextSeq,
+          summary.status,
+          summary.agentId ?? null,
+          Math.round(summary.createdAt),
+          Math.round(summary.updatedAt),
+          JSON.stringify(summary),
+        ],
+      );
+      return { nextSeq };
+    });
+  };
+
+  const read = async (runId: string): Promise<StoredEvent[]> => {
+    checkRunId(runId, "read");
+    const pool = await ready();
+    const { rows } = await pool.query(
+      `SELECT seq, body FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
+      [runId],
+    );
+    return rows.map(
+      (row) =>
+        ({
+          ...(JSON.parse(row.body as string) as StoredEventInput),
+          seq: Number(row.seq),
+        }) as StoredEvent,
+    );
+  };
+
+  const list = async (filter: ListFilter = {}): Promise<RunSummary[]> => {
+    if (filter === null || typeof filter !== "object")
+      throw new InvalidArgumentError(
+        "[checkpoint] postgresEventStore.list(filter): filter must be an object",
+      );
+    if (filter.limit !== undefined && (!Number.isInteger(filter.limit) || filter.limit < 0)) {
+      throw new InvalidArgumentError(
+        `[checkpoint] postgresEventStore.list: limit must be a non-negative integer, got ${JSON.stringify(filter.limit)}`,
+      );
+    }
+    const pool = await ready();
+    const conditions = ["summary IS NOT NULL"];
+    const values: unknown[] = [];
+    if (filter.status !== undefined) {
+      values.push(typeof filter.status === "string" ? [filter.status] : [...filter.status]);
+      conditions.push(`status = ANY($${values.length}::text[])`);
+    }
+    if (filter.agentId !== undefined) {
+      values.push(filter.agentId);
+      conditions.push(`agent_id = $${values.length}`);
+    }
+    if (filter.updatedAfter !== undefined) {
+      values.push(filter.updatedAfter);
+      conditions.push(`updated_at > $${values.length}`);
+    }
+    let limit = "";
+    if (filter.limit !== undefined) {
+      values.push(filter.limit);
+      limit = `LIMIT $${values.length}`;
+    }
+    // ORDER BY run_id COLLATE "C" matches JavaScript's code-unit order for ties.
+    const { rows } = await pool.query(
+      `SELECT summary FROM ${s}.runs WHERE ${conditions.join(" AND ")} ORDER BY updated_at DESC, run_id COLLATE "C" ${limit}`,
+      values,
+    );
+    return rows.map((row) => JSON.parse(row.summary as string) as RunSummary);
+  };
+
+  const claim = async (runId: string): Promise<number> => {
+    checkRunId(runId, "claim");
+    const pool = await ready();
+    const { rows } = await pool.query(
+      `INSERT INTO ${s}.runs (run_id, epoch) VALUES ($1, 1) ON CONFLICT (run_id) DO UPDATE SET epoch = ${s}.runs.epoch + 1 RETURNING epoch`,
+      [runId],
+    );
+    return Number(rows[0]!.epoch);
+  };
+
+  const epochOf = async (runId: string): Promise<number> => {
+    checkRunId(runId, "epochOf");
+    const pool = await ready();
+    const { rows } = await pool.query(`SELECT epoch FROM ${s}.runs WHERE run_id = $1`, [runId]);
+    return Number(rows[0]?.epoch ?? 0);
+  };
+
+  const store: PostgresEventStore = {
+    name: "postgres",
+    schema,
+    pool: ready,
+    async migrate() {
+      await ready();
+    },
+    append,
+    read,
+    list,
+    claim,
+    epochOf,
+    fenced(runId, epoch) {
+      checkRunId(runId, "fenced");
+      if (!Number.isInteger(epoch) || epoch < 1) {
+        throw new InvalidArgumentError(
+          `[checkpoint] postgresEventStore.fenced(${runId}, epoch): epoch must be a positive integer returned by claim(runId), got ${JSON.stringify(epoch)}`,
+        );
+      }
+      return {
+        name: "postgres",
+        runId,
+        epoch,
+        append(target, events, appendOptions) {
+          if (target !== runId) {
+            return Promise.reject(
+              new InvalidArgumentError(
+                `[checkpoint] this store view is fenced to run ${runId} (epoch ${epoch}); it cannot append to run ${target}`,
+              ),
+            );
+          }
+          return append(target, events, { expectedSeq: appendOptions?.expectedSeq, epoch });
+        },
+        read,
+        list,
+        // The view shares the parent's pool: closing it must not close the parent.
+        async close() {},
+      };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      const connection = await opened?.catch(() => undefined);
+      opened = undefined;
+      if (connection?.owned) await connection.pool.end();
+    },
+  };
+  return store;
+}
+
+function checkRunId(runId: unknown, method: string): asserts runId is string {
+  if (typeof runId !== "string" || runId === "") {
+    throw new InvalidArgumentError(
+      `[checkpoint] postgresEventStore.${method}: runId must be a non-empty string, got ${JSON.stringify(runId)}`,
+    );
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * The connection side of the PostgreSQL store: the structural types of a `pg` pool (so the
+ * public types never need `@types/pg`), the lazy import of the optional `pg` peer, and the
+ * validation of schema names.
+ */
+import { InvalidArgumentError } from "@loopguard/core";
+import { MissingPeerError } from "./postgres-errors.js";
+
+/** The result of one query, as `pg` returns it. */
+export interface PgQueryResult {
+  rows: Record<string, unknown>[];
+  rowCount: number | null;
+}
+
+/** Anything that runs a parameterised query: a `pg` Pool or a checked-out client. */
+export interface PgQueryable {
+  query(text: string, values?: unknown[]): Promise<PgQueryResult>;
+}
+
+/** A client checked out of a pool, for transactions. */
+export interface PgClient extends PgQueryable {
+  release(error?: Error | boolean): void;
+}
+
+/** A `pg` Pool (or anything shaped like one). */
+export interface PgPool extends PgQueryable {
+  connect(): Promise<PgClient>;
+  end(): Promise<void>;
+  on?(event: "error", listener: (error: Error) => void): unknown;
+}
+
+/** How a store or worker reaches PostgreSQL: a pool the caller owns, or a connection string. */
+export interface PostgresConnectionOptions {
+  /** A `pg` Pool; the caller keeps owning it (closing the store does not end it). */
+  pool?: PgPool;
+  /** A connection string; the store opens its own pool and ends it on `close()`. */
+  connectionString?: string;
+  /** The size of a pool opened from `connectionString`. Default 10. */
+  max?: number;
+  /** The schema the tables live in. Default `loopguard`. */
+  schema?: string;
+  /** Errors of idle pooled connections (they never break a run). */
+  onError?: (error: unknown) => void;
+}
+
+const identifier = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Checks a schema name: lower-case letters, digits and `_`, starting with a letter or `_`,
+ * at most 63 characters (PostgreSQL's limit), and not a `pg_` name. Returns it quoted.
+ */
+export function quoteSchema(schema: unknown, where: string): string {
+  if (typeof schema !== "string" || !identifier.test(schema) || schema.startsWith("pg_")) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: schema ${JSON.stringify(schema)} is not a valid schema name; use 1 to 63 lower-case letters, digits or "_", starting with a letter or "_" (and not "pg_")`,
+    );
+  }
+  return `"${schema}"`;
+}
+
+/** Checks connection options and says which of `pool` and `connectionString` to pass. */
+export function validateConnection(
+  options: PostgresConnectionOptions | undefined,
+  where: string,
+): { schema: string; quoted: string } {
+  if (!options || typeof options !== "object") {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: pass an options object with a pool or a connectionString, e.g. ${where}({ connectionString: process.env.DATABASE_URL })`,
+    );
+  }
+  const hasPool = options.pool !== undefined;
+  const hasString = options.connectionString !== undefined;
+  if (hasPool === hasString) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: pass exactly one of pool (a pg.Pool) and connectionString (postgres://...)`,
+    );
+  }
+  if (
+    hasPool &&
+    (typeof options.pool?.query !== "function" || typeof options.pool?.connect !== "function")
+  ) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: pool must be a pg.Pool (with query() and connect())`,
+    );
+  }
+  if (
+    hasString &&
+    (typeof options.connectionString !== "string" ||
+      !/^postgres(ql)?:\/\//.test(options.connectionString))
+  ) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: connectionString must start with postgres:// or postgresql://`,
+    );
+  }
+  if (options.max !== undefined && (!Number.isInteger(options.max) || options.max < 1)) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: max must be a positive integer, got ${JSON.stringify(options.max)}`,
+    );
+  }
+  const schema = options.schema ?? "loopguard";
+  return { schema, quoted: quoteSchema(schema, where) };
+}
+
+/** Imports the optional `pg` peer, or says how to install it. */
+export async function loadPg(
+  where: string,
+): Promise<{ Pool: new (config: Record<string, unknown>) => PgPool }> {
+  try {
+    const module = (await import("pg")) as unknown as {
+      default?: { Pool: unknown };
+      Pool?: unknown;
+    };
+    const Pool = (module.default?.Pool ?? module.Pool) as new (
+      config: Record<string, unknown>,
+    ) => PgPool;
+    return { Pool };
+  } catch (error) {
+    throw new MissingPeerError("pg", where, { cause: error });
+  }
+}
+
+/** Opens the pool described by `options`; `owned` says whether closing should end it. */
+export async function openPool(
+  options: PostgresConnectionOptions,
+  where: string,
+): Promise<{ pool: PgPool; owned: boolean }> {
+  if (options.pool) return { pool: options.pool, owned: false };
+  const { Pool } = await loadPg(where);
+  const pool = new Pool({ connectionString: options.connectionString, max: options.max ?? 10 });
+  // An idle connection that dies emits "error" on the pool; unhandled, it would crash the process.
+  pool.on?.("error", (error) => options.onError?.(error));
+  return { pool, owned: true };
+}
+
+/** Runs `work` in a transaction on one client; rolls back when it throws. */
+export async function inTransaction<T>(
+  pool: PgPool,
+  work: (client: PgClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    try {
+      await client.query("ROLLBACK");
+    } catch (rollbackError) {
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken ?? false);
+  }
+}

@@ -1,0 +1,309 @@
+import {
+  AppendConflictError,
+  createAgent,
+  foldRun,
+  InvalidArgumentError,
+  type RunEvent,
+  type StoredEventInput,
+  tool,
+} from "@loopguard/core";
+import * as testing from "@loopguard/core/testing";
+import fc from "fast-check";
+import pg from "pg";
+import * as v from "valibot";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FencedError } from "../../src/postgres-errors.js";
+import { type PostgresEventStore, postgresEventStore } from "../../src/postgres-event-store.js";
+import { postgresFreezeStore } from "../../src/postgres-freeze-store.js";
+import { databaseUrl, dropSchema, freshSchema } from "./database.js";
+
+const start = (runId: string, at = 1_000): StoredEventInput => ({
+  type: "run-start",
+  runId,
+  agentId: "agent",
+  task: "a task",
+  model: "claude-sonnet-5-5",
+  maxTokens: 100,
+  budget: {},
+  policyDigest: "p",
+  toolDigest: "t",
+  at,
+});
+const end = (at: number): StoredEventInput => ({
+  type: "run-end",
+  status: "completed",
+  answer: "done",
+  why: "end_turn",
+  at,
+});
+
+// When core's conformance suite lands in @loopguard/core/testing, run it on PostgreSQL first.
+const describeEventStore = (testing as Record<string, unknown>).describeEventStore as
+  | ((options: { name?: string; create: () => Promise<unknown> | unknown }) => void)
+  | undefined;
+
+describe.skipIf(!databaseUrl)("postgresEventStore", () => {
+  const schemas: string[] = [];
+  const stores: PostgresEventStore[] = [];
+  const fresh = (schema = freshSchema("lg_store")) => {
+    schemas.push(schema);
+    const store = postgresEventStore({ connectionString: databaseUrl!, schema, max: 4 });
+    stores.push(store);
+    return store;
+  };
+  afterAll(async () => {
+    await Promise.all(stores.map((store) => store.close()));
+    for (const schema of schemas) await dropSchema(schema);
+  });
+
+  if (describeEventStore) {
+    describeEventStore({ name: "postgres", create: () => fresh() });
+  }
+
+  describe("the EventStore contract", () => {
+    let store: PostgresEventStore;
+    beforeAll(() => {
+      store = fresh();
+    });
+
+    it("appends, reads back in order and rejects a stale expectedSeq with AppendConflictError", async () => {
+      expect(await store.read("r1")).toEqual([]);
+      expect(await store.append("r1", [start("r1")], { expectedSeq: 0 })).toEqual({ nextSeq: 1 });
+      const conflict = await store
+        .append("r1", [end(2_000)], { expectedSeq: 0 })
+        .catch((error: unknown) => error);
+      expect(AppendConflictError.isInstance(conflict)).toBe(true);
+      expect(conflict).toMatchObject({ code: "append_conflict", expectedSeq: 0, actualSeq: 1 });
+      expect(await store.append("r1", [end(2_000)], { expectedSeq: 1 })).toEqual({ nextSeq: 2 });
+      const events = await store.read("r1");
+      expect(events.map((event) => [event.seq, event.type])).toEqual([
+        [0, "run-start"],
+        [1, "run-end"],
+      ]);
+      expect(foldRun(events, "r1").status).toBe("completed");
+    });
+
+    it("keeps summaries for list in the same transaction, newest first, with filters", async () => {
+      await store.append("l1", [start("l1", 10_000)], { expectedSeq: 0 });
+      await store.append("l2", [start("l2", 20_000)], { expectedSeq: 0 });
+      await store.append("l2", [end(30_000)], { expectedSeq: 1 });
+      const listed = await store.list({ updatedAfter: 5_000 });
+      expect(listed.map((summary) => summary.runId)).toEqual(["l2", "l1"]);
+      expect(listed[0]).toMatchObject({
+        runId: "l2",
+        status: "completed",
+        events: 2,
+        createdAt: 20_000,
+        updatedAt: 30_000,
+        agentId: "agent",
+        task: "a task",
+      });
+      expect(
+        (await store.list({ status: "running", updatedAfter: 5_000 })).map(
+          (summary) => summary.runId,
+        ),
+      ).toEqual(["l1"]);
+      expect(
+        (await store.list({ status: ["running", "completed"], updatedAfter: 5_000, limit: 1 })).map(
+          (summary) => summary.runId,
+        ),
+      ).toEqual(["l2"]);
+      expect(await store.list({ agentId: "nobody" })).toEqual([]);
+    });
+
+    it("lets exactly one of many concurrent writers at the same seq win", async () => {
+      await store.append("race", [start("race")], { expectedSeq: 0 });
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 8 }, (_, index) =>
+          store.append("race", [end(5_000 + index)], { expectedSeq: 1 }),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(1);
+      expect(
+        outcomes.filter(
+          (outcome) =>
+            outcome.status === "rejected" && AppendConflictError.isInstance(outcome.reason),
+        ),
+      ).toHaveLength(7);
+      expect(await store.read("race")).toHaveLength(2);
+    });
+
+    it("round-trips any JSON payload exactly (NUL characters and lone surrogates included)", async () => {
+      let index = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.string({ unit: "binary" }),
+          fc.jsonValue({ maxDepth: 3 }),
+          async (text, value) => {
+            index += 1;
+            const runId = `prop-${index}`;
+            const event = { ...start(runId), task: text, context: { value } } as StoredEventInput;
+            await store.append(runId, [event], { expectedSeq: 0 });
+            const [read] = await store.read(runId);
+            expect(read).toEqual(JSON.parse(JSON.stringify({ ...event, seq: 0 })));
+          },
+        ),
+        { numRuns: 40 },
+      );
+    });
+
+    it("validates its input with errors that say what to do", async () => {
+      expect(() =>
+        postgresEventStore({ connectionString: databaseUrl!, schema: "Bad-Name" }),
+      ).toThrow(/not a valid schema name/);
+      expect(() =>
+        postgresEventStore({ connectionString: databaseUrl!, schema: "x; DROP TABLE y" }),
+      ).toThrow(InvalidArgumentError);
+      expect(() => postgresEventStore({} as never)).toThrow(/exactly one of pool/);
+      await expect(store.append("", [], { expectedSeq: 0 })).rejects.toThrow(
+        /runId must be a non-empty string/,
+      );
+      await expect(store.append("v", [], { expectedSeq: -1 })).rejects.toThrow(
+        /expectedSeq must be a non-negative integer/,
+      );
+      await expect(store.append("v", [{ nope: 1 } as never], { expectedSeq: 0 })).rejects.toThrow(
+        /string type/,
+      );
+    });
+  });
+
+  describe("fencing epochs", () => {
+    let store: PostgresEventStore;
+    beforeAll(() => {
+      store = fresh();
+    });
+
+    it("refuses every append from a writer whose claim was taken over, even at the right seq", async () => {
+      const first = await store.claim("f1");
+      const zombie = store.fenced("f1", first);
+      await zombie.append("f1", [start("f1")], { expectedSeq: 0 });
+      const second = await store.claim("f1");
+      expect(second).toBe(first + 1);
+      expect(await store.epochOf("f1")).toBe(second);
+      const refused = await zombie
+        .append("f1", [end(2_000)], { expectedSeq: 1 })
+        .catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(FencedError);
+      expect(AppendConflictError.isInstance(refused)).toBe(true);
+      expect(refused).toMatchObject({ code: "fenced", epoch: first, currentEpoch: second });
+      const owner = store.fenced("f1", second);
+      await owner.append("f1", [end(3_000)], { expectedSeq: 1 });
+      expect((await store.read("f1")).map((event) => event.type)).toEqual(["run-start", "run-end"]);
+      const pool = await store.pool();
+      const { rows } = await pool.query(
+        `SELECT seq, epoch FROM "${store.schema}".events WHERE run_id = 'f1' ORDER BY seq`,
+      );
+      expect(rows.map((row) => [row.seq, Number(row.epoch)])).toEqual([
+        [0, first],
+        [1, second],
+      ]);
+    });
+
+    it("fences a claim that races an in-flight append: the append lands before or is refused, never after", async () => {
+      const epoch = await store.claim("f2");
+      const writer = store.fenced("f2", epoch);
+      await writer.append("f2", [start("f2")], { expectedSeq: 0 });
+      const [appended, claimed] = await Promise.allSettled([
+        writer.append("f2", [end(2_000)], { expectedSeq: 1 }),
+        store.claim("f2"),
+      ]);
+      expect(claimed.status).toBe("fulfilled");
+      const events = await store.read("f2");
+      if (appended.status === "fulfilled") expect(events).toHaveLength(2);
+      else expect(events).toHaveLength(1);
+      await expect(
+        writer.append("f2", [end(4_000)], { expectedSeq: events.length }),
+      ).rejects.toBeInstanceOf(FencedError);
+    });
+
+    it("gives a worker's agent a fenced view: a zombie agent stops without writing", async () => {
+      const model = testing.scriptedModel([
+        { content: [{ type: "tool_use", id: "toolu_1", name: "note", input: { text: "hi" } }] },
+        { content: "done" },
+      ]);
+      let executed = 0;
+      const note = tool({
+        name: "note",
+        description: "Takes a note.",
+        input: v.object({ text: v.string() }),
+        run: async () => {
+          executed += 1;
+          // Another worker claims the run while this tool runs.
+          await store.claim("f3");
+          return "noted";
+        },
+      });
+      const epoch = await store.claim("f3");
+      const agent = createAgent({ model, tools: [note], store: store.fenced("f3", epoch) });
+      const result = await agent.run("take a note", { runId: "f3" });
+      expect(executed).toBe(1);
+      expect(result.status).toBe("failed");
+      expect(result.error).toMatch(/claimed again/);
+      const events = await store.read("f3");
+      expect(events.at(-1)?.type).toBe("tool-call-intent");
+      expect(events.some((event: RunEvent) => event.type === "run-end")).toBe(false);
+    });
+
+    it("refuses a fenced view used for another run, and an epoch that claim never gave", async () => {
+      const view = store.fenced("f4", 1);
+      await expect(view.append("other", [start("other")], { expectedSeq: 0 })).rejects.toThrow(
+        /fenced to run f4/,
+      );
+      expect(() => store.fenced("f4", 0)).toThrow(/positive integer/);
+      await expect(view.append("f4", [start("f4")], { expectedSeq: 0 })).rejects.toBeInstanceOf(
+        FencedError,
+      );
+    });
+  });
+
+  describe("migrations", () => {
+    it("migrates once when many stores start at once, and records the version", async () => {
+      const schema = freshSchema("lg_migrate");
+      const many = Array.from({ length: 6 }, () => fresh(schema));
+      await Promise.all(many.map((store) => store.migrate()));
+      const client = new pg.Client({ connectionString: databaseUrl! });
+      await client.connect();
+      try {
+        const { rows } = await client.query(
+          `SELECT version, name FROM "${schema}".migrations ORDER BY version`,
+        );
+        expect(rows).toEqual([{ version: 1, name: "runs, events, freeze" }]);
+      } finally {
+        await client.end();
+      }
+    });
+
+    it("works in a schema the caller names, on a pool the caller owns (and leaves the pool open)", async () => {
+      const schema = freshSchema("lg_pool");
+      schemas.push(schema);
+      const pool = new pg.Pool({ connectionString: databaseUrl!, max: 2 });
+      const store = postgresEventStore({ pool, schema });
+      await store.append("p1", [start("p1")], { expectedSeq: 0 });
+      await store.close();
+      await store.close();
+      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".events`);
+      expect(rows[0].n).toBe(1);
+      await pool.end();
+    });
+  });
+
+  describe("postgresFreezeStore", () => {
+    it("freezes and unfreezes every process sharing the database", async () => {
+      const schema = freshSchema("lg_freeze");
+      schemas.push(schema);
+      const here = postgresFreezeStore({ connectionString: databaseUrl!, schema });
+      const there = postgresFreezeStore({ connectionString: databaseUrl!, schema });
+      expect(here.name).toBe("postgres");
+      expect(await there.status()).toEqual({ frozen: false });
+      await here.freeze({ reason: "incident 42", by: "oncall@acme" });
+      const frozen = await there.status();
+      expect(frozen).toMatchObject({ frozen: true, reason: "incident 42", by: "oncall@acme" });
+      expect(typeof frozen.at).toBe("number");
+      await there.unfreeze();
+      expect((await here.status()).frozen).toBe(false);
+      await expect(here.freeze({ reason: "" } as never)).rejects.toThrow(/reason/);
+      await here.close();
+      await there.close();
+    });
+  });
+});
