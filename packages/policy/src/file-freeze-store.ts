@@ -1,0 +1,144 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { InvalidArgumentError } from "@loopguard/core";
+import * as v from "valibot";
+import { FreezeStoreError } from "./errors.js";
+import type { FreezeRequest, FreezeStatus, FreezeStore } from "./freeze-store.js";
+import { describeValue } from "./predicate.js";
+
+/** Options of `fileFreezeStore()`. */
+export interface FileFreezeStoreOptions {
+  /** The JSON file, e.g. `.loopguard/freeze.json`. A missing file means not frozen. */
+  path: string;
+  /** How long a read status is reused, in ms. Default 250; 0 checks the file (one `stat`) on every call. */
+  cacheMs?: number;
+  /** The clock (epoch ms), for the cache and `at`. Default `Date.now`. */
+  now?: () => number;
+}
+
+/**
+ * The freeze file, version 1. Other tools may write it directly (atomically: write a temporary
+ * file beside it, then rename): `{ "version": 1, "frozen": true, "reason": "...", "by": "alice",
+ * "at": "2026-11-30T15:00:00.000Z" }`.
+ */
+export const freezeFileSchema = v.strictObject({
+  version: v.literal(1),
+  frozen: v.boolean(),
+  reason: v.optional(v.string()),
+  by: v.optional(v.string()),
+  at: v.optional(v.string()),
+});
+
+/** The freeze file's content. */
+export type FreezeFile = v.InferOutput<typeof freezeFileSchema>;
+
+/**
+ * A freeze store in one JSON file, for the processes of one machine. Reads are cached for
+ * `cacheMs` (then a `stat` tells whether the file changed), so a check costs nothing most of the
+ * time; a freeze from another process is seen within `cacheMs`. Writes are atomic (temporary
+ * file and rename). A file that cannot be read or parsed makes `status()` reject: the kill
+ * switch then refuses every call (fail closed).
+ *
+ * @example
+ * const store = fileFreezeStore({ path: ".loopguard/freeze.json" });
+ * await store.freeze({ reason: "refund bug in production", by: "alice" });
+ */
+export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & { readonly path: string } {
+  if (options === null || typeof options !== "object" || typeof options.path !== "string" || options.path.trim() === "") {
+    throw new InvalidArgumentError("[policy] fileFreezeStore({ path }): path must be the freeze file, e.g. \".loopguard/freeze.json\"");
+  }
+  const cacheMs = options.cacheMs ?? 250;
+  if (typeof cacheMs !== "number" || !Number.isFinite(cacheMs) || cacheMs < 0) {
+    throw new InvalidArgumentError(`[policy] fileFreezeStore({ cacheMs }): cacheMs must be a number of milliseconds >= 0, got ${describeValue(cacheMs)}`);
+  }
+  if (options.now !== undefined && typeof options.now !== "function") throw new InvalidArgumentError("[policy] fileFreezeStore({ now }): now must be a function returning epoch milliseconds");
+  const now = options.now ?? Date.now;
+  const path = resolve(options.path);
+  let cached: { status: FreezeStatus; checkedMs: number; signature: string } | undefined;
+  let pending: Promise<FreezeStatus> | undefined;
+
+  const load = async (): Promise<FreezeStatus> => {
+    let signature: string;
+    try {
+      const info = await stat(path);
+      signature = `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+        cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
+        return cached.status;
+      }
+      throw new FreezeStoreError(`[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`, { cause: error });
+    }
+    if (cached && cached.signature === signature) {
+      cached.checkedMs = now();
+      return cached.status;
+    }
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+        cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
+        return cached.status;
+      }
+      throw new FreezeStoreError(`[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`, { cause: error });
+    }
+    const status = parseFreezeFile(text, path);
+    cached = { status, checkedMs: now(), signature };
+    return status;
+  };
+
+  const write = async (content: FreezeFile) => {
+    await mkdir(dirname(path), { recursive: true });
+    const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    try {
+      await writeFile(temporary, `${JSON.stringify(content, null, 2)}\n`, { encoding: "utf8", mode: 0o644 });
+      await rename(temporary, path);
+    } catch (error) {
+      await unlink(temporary).catch(() => undefined);
+      throw new FreezeStoreError(`[policy] cannot write the freeze file ${path}: ${(error as Error).message}`, { cause: error });
+    }
+    cached = undefined;
+  };
+
+  return {
+    name: "file",
+    path,
+    status() {
+      if (cached && now() - cached.checkedMs < cacheMs) return Promise.resolve(cached.status);
+      // Concurrent checks share one read.
+      pending ??= load().finally(() => {
+        pending = undefined;
+      });
+      return pending;
+    },
+    async freeze(request: FreezeRequest) {
+      if (request === null || typeof request !== "object" || typeof request.reason !== "string" || request.reason.trim() === "" || typeof request.by !== "string" || request.by.trim() === "") {
+        throw new InvalidArgumentError("[policy] freeze({ reason, by }): give a non-empty reason and who is freezing, e.g. { reason: \"refund bug\", by: \"alice\" }");
+      }
+      await write({ version: 1, frozen: true, reason: request.reason, by: request.by, at: new Date(now()).toISOString() });
+    },
+    async unfreeze(unfreezeOptions: { by?: string } = {}) {
+      await write({ version: 1, frozen: false, ...(typeof unfreezeOptions.by === "string" ? { by: unfreezeOptions.by } : {}), at: new Date(now()).toISOString() });
+    },
+  };
+}
+
+/** Parses a freeze file; throws `FreezeStoreError` when it is not valid. */
+export function parseFreezeFile(text: string, path: string): FreezeStatus {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    throw new FreezeStoreError(`[policy] the freeze file ${path} is not valid JSON; rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`, { cause: error });
+  }
+  const parsed = v.safeParse(freezeFileSchema, data);
+  if (!parsed.success) {
+    const issue = parsed.issues[0];
+    const where = issue.path?.map((item) => String(item.key)).join(".") ?? "(root)";
+    throw new FreezeStoreError(`[policy] the freeze file ${path} is not a version 1 freeze file (${where}: ${issue.message}); rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`);
+  }
+  const file = parsed.output;
+  return { frozen: file.frozen, ...(file.reason !== undefined ? { reason: file.reason } : {}), ...(file.by !== undefined ? { by: file.by } : {}), ...(file.at !== undefined ? { at: file.at } : {}) };
+}

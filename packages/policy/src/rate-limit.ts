@@ -1,0 +1,177 @@
+import { type CallOutcome, canonicalJson, type DenyDecision, type Gate, type GateDecision, InvalidArgumentError, type JsonValue, sha256, type ToolCall } from "@loopguard/core";
+import { type GlobMatcher, compileGlobs } from "./glob.js";
+import { describeValue } from "./predicate.js";
+
+/** One token bucket: `capacity` calls at once, refilled at `refillPerSecond`. */
+export interface RateLimit {
+  /** Tool-name globs the limit covers. */
+  tool: string | readonly string[];
+  /** Maximum burst: the bucket's size. A positive integer. */
+  capacity: number;
+  /** Tokens added per second (may be fractional: 0.1 is one call per 10 s). */
+  refillPerSecond: number;
+  /** One bucket per agent id (`run.agentId`) instead of one for everyone. Default `false`. */
+  perAgent?: boolean;
+  /** One bucket per tool name instead of one shared by every tool the globs match. Default `false`. */
+  perTool?: boolean;
+}
+
+/** Options of `rateLimit()` besides the limits. */
+export interface RateLimitOptions {
+  /** The clock (epoch ms). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The rate-limit gate (step 2.1). */
+export interface RateLimitGate extends Gate {
+  readonly name: "rate_limit";
+  readonly step: "2.1";
+  /** The limits, as given (normalised). */
+  readonly limits: readonly Readonly<RateLimit>[];
+  digest(): string;
+  check(call: ToolCall): GateDecision;
+  observe(outcome: CallOutcome): void;
+}
+
+interface Bucket {
+  tokens: number;
+  updatedMs: number;
+}
+
+interface CompiledLimit {
+  limit: RateLimit;
+  tool: GlobMatcher;
+  index: number;
+}
+
+const allowDecision = Object.freeze({ type: "allow" as const });
+/** Above this many buckets, full ones are dropped (a full bucket is the same as no bucket). */
+const maxBuckets = 10_000;
+/** Calls charged but not yet seen finishing, kept to refund later refusals and not charge rechecks twice. */
+const maxCharged = 4096;
+
+/**
+ * Builds the rate-limit gate (step 2.1, `rate_limit`): token buckets per tool glob, and per
+ * agent with `perAgent`. A call takes one token from every bucket that covers it; when one is
+ * empty the call is refused as `rate_limited` with the wait in the message and
+ * `details.retryAfterMs`. A call charged here but refused at a later step gets its tokens back;
+ * a call re-checked after a durable approval is not charged twice (in the same process).
+ * Buckets live in this process's memory.
+ *
+ * @example
+ * rateLimit({ tool: "send_email", perAgent: true, capacity: 5, refillPerSecond: 5 / 60 })
+ */
+export function rateLimit(limits: RateLimit | readonly RateLimit[], options: RateLimitOptions = {}): RateLimitGate {
+  const list = Array.isArray(limits) ? (limits as readonly RateLimit[]) : [limits as RateLimit];
+  if (list.length === 0) throw new InvalidArgumentError("[policy] rateLimit(limits): give at least one limit such as { tool: \"send_email\", capacity: 5, refillPerSecond: 0.1 }");
+  const compiled: CompiledLimit[] = list.map((limit, index) => compileLimit(limit, list.length === 1 ? "rateLimit" : `rateLimit[${index}]`, index));
+  if (options.now !== undefined && typeof options.now !== "function") throw new InvalidArgumentError("[policy] rateLimit(limits, { now }): now must be a function returning epoch milliseconds");
+  const now = options.now ?? Date.now;
+  const buckets = new Map<string, Bucket>();
+  const charged = new Map<string, string[]>();
+  const normalised = compiled.map((entry) => entry.limit);
+  const digest = sha256(canonicalJson({ kind: "rate_limit", limits: normalised as unknown as JsonValue }));
+
+  const refill = (bucket: Bucket, limit: RateLimit, at: number) => {
+    if (at > bucket.updatedMs) {
+      bucket.tokens = Math.min(limit.capacity, bucket.tokens + ((at - bucket.updatedMs) / 1000) * limit.refillPerSecond);
+      bucket.updatedMs = at;
+    }
+  };
+  const prune = (at: number) => {
+    for (const [key, bucket] of buckets) {
+      const entry = compiled[Number(key.slice(0, key.indexOf("|")))]!;
+      refill(bucket, entry.limit, at);
+      if (bucket.tokens >= entry.limit.capacity) buckets.delete(key);
+    }
+  };
+
+  return {
+    name: "rate_limit",
+    step: "2.1",
+    limits: normalised,
+    digest: () => digest,
+    check(call) {
+      if (charged.has(call.idempotencyKey)) return allowDecision;
+      const at = now();
+      let keys: string[] | undefined;
+      let blocked: { entry: CompiledLimit; waitMs: number } | undefined;
+      for (const entry of compiled) {
+        if (!entry.tool.test(call.tool)) continue;
+        const key = `${entry.index}|${entry.limit.perTool ? call.tool : ""}|${entry.limit.perAgent ? (call.run?.agentId ?? "") : ""}`;
+        let bucket = buckets.get(key);
+        if (!bucket) {
+          if (buckets.size >= maxBuckets) prune(at);
+          bucket = { tokens: entry.limit.capacity, updatedMs: at };
+          buckets.set(key, bucket);
+        }
+        refill(bucket, entry.limit, at);
+        if (bucket.tokens < 1) {
+          const waitMs = Math.ceil(((1 - bucket.tokens) / entry.limit.refillPerSecond) * 1000);
+          if (!blocked || waitMs > blocked.waitMs) blocked = { entry, waitMs };
+        }
+        (keys ??= []).push(key);
+      }
+      if (!keys) return allowDecision;
+      if (blocked) return refusal(call, blocked.entry.limit, blocked.waitMs);
+      for (const key of keys) buckets.get(key)!.tokens -= 1;
+      if (charged.size >= maxCharged) charged.delete(charged.keys().next().value!);
+      charged.set(call.idempotencyKey, keys);
+      return allowDecision;
+    },
+    observe(outcome) {
+      const keys = charged.get(outcome.call.idempotencyKey);
+      if (!keys) return;
+      charged.delete(outcome.call.idempotencyKey);
+      if (outcome.status !== "refused" || outcome.reason === "rate_limited") return;
+      // Refused at a later step: the call never ran, so it gives its tokens back.
+      for (const key of keys) {
+        const bucket = buckets.get(key);
+        const entry = compiled[Number(key.slice(0, key.indexOf("|")))]!;
+        if (bucket) bucket.tokens = Math.min(entry.limit.capacity, bucket.tokens + 1);
+      }
+    },
+  };
+}
+
+function refusal(call: ToolCall, limit: RateLimit, waitMs: number): DenyDecision {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  const scope = `${limit.perTool ? call.tool : typeof limit.tool === "string" ? limit.tool : limit.tool.join(", ")}${limit.perAgent ? ` for agent ${call.run?.agentId ?? "(none)"}` : ""}`;
+  return {
+    type: "deny",
+    reason: "rate_limited",
+    message: `The rate limit of ${scope} is reached (${limit.capacity} at once, ${formatRate(limit.refillPerSecond)}); the next call is possible in about ${seconds} s.`,
+    fixHints: [`Do not call ${call.tool} again right now; finish with what you have or tell the user to try again in about ${seconds} s.`],
+    details: { retryAfterMs: waitMs, capacity: limit.capacity, refillPerSecond: limit.refillPerSecond },
+  };
+}
+
+function formatRate(perSecond: number): string {
+  if (perSecond >= 1) return `${perSecond} per second`;
+  if (perSecond * 60 >= 1) return `${Number((perSecond * 60).toFixed(3))} per minute`;
+  return `${Number((perSecond * 3600).toFixed(3))} per hour`;
+}
+
+function compileLimit(limit: RateLimit, where: string, index: number): CompiledLimit {
+  if (limit === null || typeof limit !== "object") {
+    throw new InvalidArgumentError(`[policy] ${where}: a limit must be an object such as { tool: "send_email", capacity: 5, refillPerSecond: 0.1 }, got ${describeValue(limit)}`);
+  }
+  const tool = compileGlobs(limit.tool, `${where}.tool`);
+  if (!Number.isInteger(limit.capacity) || limit.capacity < 1) {
+    throw new InvalidArgumentError(`[policy] ${where}.capacity must be a positive integer (the largest burst), got ${describeValue(limit.capacity)}`);
+  }
+  if (typeof limit.refillPerSecond !== "number" || !Number.isFinite(limit.refillPerSecond) || limit.refillPerSecond <= 0) {
+    throw new InvalidArgumentError(`[policy] ${where}.refillPerSecond must be a positive number of tokens per second (0.1 = one call per 10 s), got ${describeValue(limit.refillPerSecond)}`);
+  }
+  for (const flag of ["perAgent", "perTool"] as const) {
+    if (limit[flag] !== undefined && typeof limit[flag] !== "boolean") throw new InvalidArgumentError(`[policy] ${where}.${flag} must be a boolean, got ${describeValue(limit[flag])}`);
+  }
+  const normalised: RateLimit = Object.freeze({
+    tool: typeof limit.tool === "string" ? limit.tool : Object.freeze([...limit.tool]),
+    capacity: limit.capacity,
+    refillPerSecond: limit.refillPerSecond,
+    perAgent: limit.perAgent ?? false,
+    perTool: limit.perTool ?? false,
+  });
+  return { limit: normalised, tool, index };
+}
