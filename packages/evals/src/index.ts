@@ -1,0 +1,49 @@
+export { crashAfter, SimulatedCrashError } from "./crash-after.js";
+export type {
+  LoadedPackages,
+  OptionalPackage,
+  Sabotage,
+  SupportDefenceOptions,
+  SupportDefences,
+} from "./defences.js";
+export { fixedApprover, loadPackages, supportDefences } from "./defences.js";
+export type { ScorecardColors } from "./format-scorecard.js";
+export { formatScorecard } from "./format-scorecard.js";
+export type { Leak, ObservedSurfaces, TraceRenderer } from "./observed-surfaces.js";
+export { findLeaks, observedSurfaces } from "./observed-surfaces.js";
+export type {
+  RunScenariosOptions,
+  ScenarioResult,
+  ScenarioStatus,
+  Scorecard,
+} from "./run-scenarios.js";
+export { runScenarios } from "./run-scenarios.js";
+export type {
+  Check,
+  Scenario,
+  ScenarioCategory,
+  ScenarioContext,
+  ScenarioMeta,
+} from "./scenario.js";
+export { createScenarioContext, scenario } from "./scenario.js";
+export { deskAgentOptions } from "./scenarios/core-scenarios.js";
+export { scenarios } from "./scenarios/index.js";
+export type { Customer, KbArticle, Order, SupportDeskFixtures } from "./support-desk/fixtures.js";
+export {
+  companyDomain,
+  exfilAddress,
+  plantedApiKey,
+  plantedInstruction,
+  supportDeskFixtures,
+} from "./support-desk/fixtures.js";
+export type { GullibleModelOptions } from "./support-desk/gullible-model.js";
+export { gullibleModel } from "./support-desk/gullible-model.js";
+export type { SideEffect, SideEffectLedger } from "./support-desk/side-effect-ledger.js";
+export { sideEffectLedger } from "./support-desk/side-effect-ledger.js";
+export type {
+  SupportDesk,
+  SupportDeskOptions,
+  SupportToolName,
+  ToolFault,
+} from "./support-desk/support-desk.js";
+export { supportDesk } from "./support-desk/support-desk.js";

@@ -1,0 +1,72 @@
+import { memoryEventStore } from "@loopguard/core/testing";
+import { crashAfter } from "../crash-after.js";
+import { type Scenario, scenario } from "../scenario.js";
+import { gullibleModel } from "../support-desk/gullible-model.js";
+import { sideEffectLedger } from "../support-desk/side-effect-ledger.js";
+import { deskAgentOptions } from "./core-scenarios.js";
+
+const task = "Hi, order A1001 arrived broken. Can I get a refund?";
+
+/** A crash at every event boundary, then a resume, gives the uncrashed outcome with one refund. */
+export const crashResumeExactlyOnce: Scenario = scenario(
+  {
+    name: "crash_resume_exactly_once",
+    category: "durability",
+    title: "A crash at every append boundary, then resume: same outcome, one refund",
+    notLive: "needs a deterministic model to compare outcomes",
+  },
+  async (t) => {
+    const referenceDesk = t.desk();
+    const referenceStore = memoryEventStore();
+    const reference = await t
+      .agent(deskAgentOptions(t, referenceDesk, { store: referenceStore }))
+      .run(task, { runId: "run_reference" });
+    const total = (await referenceStore.read("run_reference")).length;
+    t.check("reference_completes", reference.status === "completed", reference.status);
+    const failures: string[] = [];
+    let boundaries = 0;
+    for (let crashAt = 1; crashAt < total; crashAt += 1) {
+      const ledger = sideEffectLedger();
+      const store = memoryEventStore();
+      const runId = `run_crash_${crashAt}`;
+      const first = t.desk({ ledger });
+      const crashing = crashAfter(store, crashAt);
+      // A crash while writing run-start rejects run() itself: the process died before it could answer.
+      await t
+        .agent(deskAgentOptions(t, first, { store: crashing }))
+        .run(task, { runId })
+        .catch(() => undefined);
+      if (!crashing.crashed) break;
+      boundaries += 1;
+      // A new process: new tools and model, the same store and the same outside world.
+      const second = t.desk({ ledger });
+      const resumed = await t.agent(deskAgentOptions(t, second, { store })).resume(runId);
+      const refunds = ledger.refunds.length;
+      if (
+        resumed.status !== reference.status ||
+        resumed.answer !== reference.answer ||
+        refunds !== 1 ||
+        ledger.emails.length !== 0
+      ) {
+        failures.push(
+          `crash after append ${crashAt}: ${resumed.status}, ${refunds} refund(s), answer ${JSON.stringify(resumed.answer.slice(0, 40))}`,
+        );
+      }
+    }
+    t.check(
+      "crashed_at_every_boundary",
+      boundaries >= 5,
+      `${boundaries} boundaries of ${total} events`,
+    );
+    t.check(
+      "identical_outcome_after_every_resume",
+      failures.length === 0,
+      failures.slice(0, 2).join("; "),
+    );
+    t.check(
+      "exactly_one_refund_every_time",
+      !failures.some((failure) => !failure.includes(" 1 refund")),
+      failures.slice(0, 2).join("; "),
+    );
+  },
+);
