@@ -1,0 +1,159 @@
+// One measurement in a fresh process: `node loop-overhead.mjs <system> <N> <repeats>`.
+// The workload: a model that calls a tool returning a 2 KB string N times, then answers.
+// Prints one JSON line: { system, n, usPerStep: [..per repeat], maxRssMb }.
+import { performance } from "node:perf_hooks";
+
+const [system, nText, repeatsText] = process.argv.slice(2);
+const n = Number(nText);
+const repeats = Number(repeatsText ?? 3);
+const payload = "x".repeat(2048);
+
+async function loopguard(allGates) {
+  const v = await import("valibot");
+  const core = await import("@loopguard/core");
+  const { scriptedModel, memoryEventStore } = await import("@loopguard/core/testing");
+  const fetchDoc = core.tool({
+    name: "fetch_doc",
+    description: "Fetch a page of a document.",
+    input: v.object({ page: v.number() }),
+    run: async () => payload,
+  });
+  let gates = [];
+  let scanner;
+  let envelope;
+  let redact;
+  const exporters = [];
+  if (allGates) {
+    const policy = await import("@loopguard/policy");
+    const injection = await import("@loopguard/injection");
+    const redactPkg = await import("@loopguard/redact");
+    const rules = [];
+    for (let index = 0; index < 49; index += 1) rules.push(policy.deny(`tool_${index}_*`));
+    rules.push(policy.allow("fetch_*"));
+    gates = [policy.policy(rules), policy.runGuard(), injection.taintGate()];
+    scanner = injection.heuristicScanner();
+    envelope = injection.quarantine();
+    redact = redactPkg.createRedactor();
+    exporters.push({ name: "null", export: () => ({ code: "success" }), shutdown: async () => {} });
+  }
+  return async (steps) => {
+    const model = scriptedModel(
+      (_request, call) =>
+        call <= steps
+          ? { content: [{ type: "tool_use", id: `toolu_${call}`, name: "fetch_doc", input: { page: call } }], usage: { input_tokens: 10, output_tokens: 10 } }
+          : { content: "done", usage: { input_tokens: 10, output_tokens: 10 } },
+      { copyRequests: false },
+    );
+    const agent = core.createAgent({ model, tools: [fetchDoc], gates, scanner, envelope, redact, exporters, store: memoryEventStore() });
+    const result = await agent.run("Read the whole document.");
+    if (result.status !== "completed" || result.steps !== steps + 1) throw new Error(`loopguard run ended ${result.status} after ${result.steps} steps: ${result.error ?? result.why}`);
+  };
+}
+
+async function handLoop() {
+  return async (steps) => {
+    const messages = [{ role: "user", content: "Read the whole document." }];
+    const tools = { fetch_doc: async () => payload };
+    let call = 0;
+    const model = async () => {
+      call += 1;
+      return call <= steps
+        ? { content: [{ type: "tool_use", id: `toolu_${call}`, name: "fetch_doc", input: { page: call } }], stop_reason: "tool_use" }
+        : { content: [{ type: "text", text: "done" }], stop_reason: "end_turn" };
+    };
+    for (;;) {
+      const response = await model(messages);
+      messages.push({ role: "assistant", content: response.content });
+      if (response.stop_reason !== "tool_use") break;
+      const results = [];
+      for (const block of response.content) {
+        if (block.type !== "tool_use") continue;
+        results.push({ type: "tool_result", tool_use_id: block.id, content: await tools[block.name](block.input) });
+      }
+      messages.push({ role: "user", content: results });
+    }
+    if (messages.length !== 2 * steps + 2) throw new Error("hand loop miscounted");
+  };
+}
+
+async function aiSdk() {
+  const { generateText, tool, stepCountIs, jsonSchema } = await import("ai");
+  return async (steps) => {
+    let call = 0;
+    const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 10, text: 10, reasoning: 0 } };
+    // A minimal LanguageModelV3 that records nothing.
+    const model = {
+      specificationVersion: "v3",
+      provider: "bench",
+      modelId: "bench",
+      supportedUrls: {},
+      async doGenerate() {
+        call += 1;
+        return call <= steps
+          ? { content: [{ type: "tool-call", toolCallId: `call_${call}`, toolName: "fetch_doc", input: JSON.stringify({ page: call }) }], finishReason: { unified: "tool-calls", raw: "tool_use" }, usage, warnings: [] }
+          : { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop", raw: "end_turn" }, usage, warnings: [] };
+      },
+      async doStream() {
+        throw new Error("not used");
+      },
+    };
+    const result = await generateText({
+      model,
+      prompt: "Read the whole document.",
+      tools: { fetch_doc: tool({ description: "Fetch a page of a document.", inputSchema: jsonSchema({ type: "object", properties: { page: { type: "number" } }, required: ["page"] }), execute: async () => payload }) },
+      stopWhen: stepCountIs(steps + 1),
+    });
+    if (result.text !== "done") throw new Error(`ai sdk ended with ${JSON.stringify(result.text)} after ${result.steps.length} steps`);
+  };
+}
+
+async function openaiAgents() {
+  const agents = await import("@openai/agents-core");
+  const { z } = await import("zod");
+  agents.setTracingDisabled?.(true);
+  return async (steps) => {
+    let call = 0;
+    const usage = new agents.Usage({ requests: 1, inputTokens: 10, outputTokens: 10, totalTokens: 20 });
+    const model = {
+      async getResponse() {
+        call += 1;
+        const output =
+          call <= steps
+            ? [{ type: "function_call", callId: `call_${call}`, name: "fetch_doc", arguments: JSON.stringify({ page: call }), status: "completed" }]
+            : [{ type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "done" }] }];
+        return { usage, output, responseId: `resp_${call}` };
+      },
+      async *getStreamedResponse() {
+        throw new Error("not used");
+      },
+    };
+    const fetchDoc = agents.tool({ name: "fetch_doc", description: "Fetch a page of a document.", parameters: z.object({ page: z.number() }), execute: async () => payload });
+    const agent = new agents.Agent({ name: "bench", instructions: "Read.", tools: [fetchDoc], model });
+    const runner = new agents.Runner({ tracingDisabled: true });
+    const result = await runner.run(agent, "Read the whole document.", { maxTurns: steps + 2 });
+    if (result.finalOutput !== "done") throw new Error(`agents sdk ended with ${JSON.stringify(result.finalOutput)}`);
+  };
+}
+
+const systems = {
+  "loopguard-all-gates": () => loopguard(true),
+  "loopguard-no-gates": () => loopguard(false),
+  "hand-loop": handLoop,
+  "ai-sdk": aiSdk,
+  "openai-agents": openaiAgents,
+};
+const make = systems[system];
+if (!make) {
+  console.error(`unknown system ${system}; one of ${Object.keys(systems).join(", ")}`);
+  process.exit(2);
+}
+const runOnce = await make();
+await runOnce(Math.min(20, n)); // warm-up
+const usPerStep = [];
+for (let index = 0; index < repeats; index += 1) {
+  globalThis.gc?.();
+  const started = performance.now();
+  await runOnce(n);
+  usPerStep.push(((performance.now() - started) * 1000) / n);
+}
+console.log(JSON.stringify({ system, n, usPerStep, maxRssMb: process.resourceUsage().maxRSS / 1024 }));
