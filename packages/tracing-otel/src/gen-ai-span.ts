@@ -134,10 +134,15 @@ export function genAiSpanOf(
   }
   if (options.captureContent && span.content) addContent(span, attributes, options.redact);
 
-  const statusMessage =
+  let statusMessage =
     span.statusMessage !== undefined && options.redact
       ? stringOf(options.redact(span.statusMessage))
       : span.statusMessage;
+  if (!options.captureContent && span.kind === "tool" && source["loopguard.blocked"] === true) {
+    // A gate's message often quotes the call's arguments, and it is what the model is told:
+    // content. Without capture, the stable reason code stands in for it.
+    statusMessage = `refused: ${text(source["loopguard.block.reason"]) ?? "refused"}`;
+  }
   const status: GenAiSpan["status"] =
     span.status === "error"
       ? { code: SpanStatusCode.ERROR, ...(statusMessage ? { message: statusMessage } : {}) }

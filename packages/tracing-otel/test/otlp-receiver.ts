@@ -12,7 +12,15 @@ import { gunzipSync } from "node:zlib";
 const require = createRequire(import.meta.url);
 // The generated static module (pbjs -t static-module) of the OTLP protos.
 const generated = require("otlp-transformer-protos/build/src/generated/root.js") as {
-  opentelemetry: { proto: { collector: { trace: { v1: { ExportTraceServiceRequest: ProtoType; ExportTraceServiceResponse: ProtoType } } } } };
+  opentelemetry: {
+    proto: {
+      collector: {
+        trace: {
+          v1: { ExportTraceServiceRequest: ProtoType; ExportTraceServiceResponse: ProtoType };
+        };
+      };
+    };
+  };
 };
 const traceService = generated.opentelemetry.proto.collector.trace.v1;
 
@@ -23,7 +31,13 @@ interface ProtoType {
 }
 
 /** An attribute value, flattened to plain JavaScript. */
-export type FlatValue = string | number | boolean | FlatValue[] | { [key: string]: FlatValue } | null;
+export type FlatValue =
+  | string
+  | number
+  | boolean
+  | FlatValue[]
+  | { [key: string]: FlatValue }
+  | null;
 
 /** One span as received. */
 export interface ReceivedSpan {
@@ -88,27 +102,43 @@ export async function startOtlpReceiver(options: { status?: number } = {}): Prom
     );
   });
 
-  async function handle(request: IncomingMessage): Promise<{ status: number; body: Uint8Array | string; contentType: string }> {
+  async function handle(
+    request: IncomingMessage,
+  ): Promise<{ status: number; body: Uint8Array | string; contentType: string }> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks);
-    const contentType = String(request.headers["content-type"] ?? "").split(";")[0]!.trim();
+    const contentType = String(request.headers["content-type"] ?? "")
+      .split(";")[0]!
+      .trim();
     requests.push({ path: request.url ?? "", contentType, headers: request.headers, raw });
-    if (request.method !== "POST" || request.url !== "/v1/traces") return { status: 404, body: "not found", contentType: "text/plain" };
-    if (options.status && options.status !== 200) return { status: options.status, body: "refused by test", contentType: "text/plain" };
+    if (request.method !== "POST" || request.url !== "/v1/traces")
+      return { status: 404, body: "not found", contentType: "text/plain" };
+    if (options.status && options.status !== 200)
+      return { status: options.status, body: "refused by test", contentType: "text/plain" };
     const body = request.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw;
     if (contentType === "application/x-protobuf") {
       const message = traceService.ExportTraceServiceRequest.decode(body);
       spans.push(...flattenRequest(message as ProtoRequest, "protobuf"));
       for (const wake of waiters) wake();
-      return { status: 200, body: traceService.ExportTraceServiceResponse.encode(traceService.ExportTraceServiceResponse.create({})).finish(), contentType: "application/x-protobuf" };
+      return {
+        status: 200,
+        body: traceService.ExportTraceServiceResponse.encode(
+          traceService.ExportTraceServiceResponse.create({}),
+        ).finish(),
+        contentType: "application/x-protobuf",
+      };
     }
     if (contentType === "application/json") {
       spans.push(...flattenRequest(JSON.parse(body.toString("utf8")) as ProtoRequest, "json"));
       for (const wake of waiters) wake();
       return { status: 200, body: "{}", contentType: "application/json" };
     }
-    return { status: 415, body: `unsupported content-type ${contentType}`, contentType: "text/plain" };
+    return {
+      status: 415,
+      body: `unsupported content-type ${contentType}`,
+      contentType: "text/plain",
+    };
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -129,7 +159,11 @@ export async function startOtlpReceiver(options: { status?: number } = {}): Prom
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           waiters.delete(wake);
-          reject(new Error(`otlp receiver: ${spans.length} span(s) arrived, expected ${count} within ${timeoutMs} ms`));
+          reject(
+            new Error(
+              `otlp receiver: ${spans.length} span(s) arrived, expected ${count} within ${timeoutMs} ms`,
+            ),
+          );
         }, timeoutMs);
         const wake = () => {
           if (spans.length < count) return;
@@ -172,18 +206,36 @@ interface ProtoSpan {
   startTimeUnixNano: unknown;
   endTimeUnixNano: unknown;
   attributes?: ProtoKeyValue[] | null;
-  events?: Array<{ name: string; timeUnixNano: unknown; attributes?: ProtoKeyValue[] | null }> | null;
+  events?: Array<{
+    name: string;
+    timeUnixNano: unknown;
+    attributes?: ProtoKeyValue[] | null;
+  }> | null;
   status?: { code?: number | string | null; message?: string | null } | null;
 }
 interface ProtoRequest {
   resourceSpans?: Array<{
     resource?: { attributes?: ProtoKeyValue[] | null } | null;
-    scopeSpans?: Array<{ scope?: { name?: string | null } | null; spans?: ProtoSpan[] | null }> | null;
+    scopeSpans?: Array<{
+      scope?: { name?: string | null } | null;
+      spans?: ProtoSpan[] | null;
+    }> | null;
   }> | null;
 }
 
-const kinds: Record<string, number> = { SPAN_KIND_UNSPECIFIED: 0, SPAN_KIND_INTERNAL: 1, SPAN_KIND_SERVER: 2, SPAN_KIND_CLIENT: 3, SPAN_KIND_PRODUCER: 4, SPAN_KIND_CONSUMER: 5 };
-const statuses: Record<string, number> = { STATUS_CODE_UNSET: 0, STATUS_CODE_OK: 1, STATUS_CODE_ERROR: 2 };
+const kinds: Record<string, number> = {
+  SPAN_KIND_UNSPECIFIED: 0,
+  SPAN_KIND_INTERNAL: 1,
+  SPAN_KIND_SERVER: 2,
+  SPAN_KIND_CLIENT: 3,
+  SPAN_KIND_PRODUCER: 4,
+  SPAN_KIND_CONSUMER: 5,
+};
+const statuses: Record<string, number> = {
+  STATUS_CODE_UNSET: 0,
+  STATUS_CODE_OK: 1,
+  STATUS_CODE_ERROR: 2,
+};
 
 function flattenRequest(request: ProtoRequest, format: "protobuf" | "json"): ReceivedSpan[] {
   const out: ReceivedSpan[] = [];
@@ -200,8 +252,18 @@ function flattenRequest(request: ProtoRequest, format: "protobuf" | "json"): Rec
           startTimeUnixNano: bigintOf(span.startTimeUnixNano),
           endTimeUnixNano: bigintOf(span.endTimeUnixNano),
           attributes: flattenAttributes(span.attributes),
-          events: (span.events ?? []).map((event) => ({ name: event.name, timeUnixNano: bigintOf(event.timeUnixNano), attributes: flattenAttributes(event.attributes) })),
-          status: { code: typeof span.status?.code === "string" ? (statuses[span.status.code] ?? 0) : (span.status?.code ?? 0), message: span.status?.message ?? "" },
+          events: (span.events ?? []).map((event) => ({
+            name: event.name,
+            timeUnixNano: bigintOf(event.timeUnixNano),
+            attributes: flattenAttributes(event.attributes),
+          })),
+          status: {
+            code:
+              typeof span.status?.code === "string"
+                ? (statuses[span.status.code] ?? 0)
+                : (span.status?.code ?? 0),
+            message: span.status?.message ?? "",
+          },
           resource,
           scope: scopeSpans.scope?.name ?? "",
         });
@@ -212,7 +274,8 @@ function flattenRequest(request: ProtoRequest, format: "protobuf" | "json"): Rec
 }
 
 function idOf(value: Uint8Array | string, format: "protobuf" | "json"): string {
-  if (typeof value === "string") return format === "json" ? value.toLowerCase() : Buffer.from(value, "base64").toString("hex");
+  if (typeof value === "string")
+    return format === "json" ? value.toLowerCase() : Buffer.from(value, "base64").toString("hex");
   return Buffer.from(value).toString("hex");
 }
 
@@ -226,7 +289,9 @@ function bigintOf(value: unknown): bigint {
   return 0n;
 }
 
-function flattenAttributes(attributes: ProtoKeyValue[] | null | undefined): Record<string, FlatValue> {
+function flattenAttributes(
+  attributes: ProtoKeyValue[] | null | undefined,
+): Record<string, FlatValue> {
   const flat: Record<string, FlatValue> = {};
   for (const attribute of attributes ?? []) flat[attribute.key] = flattenValue(attribute.value);
   return flat;
@@ -236,10 +301,14 @@ function flattenValue(value: ProtoAnyValue | null | undefined): FlatValue {
   if (!value) return null;
   if (value.stringValue !== undefined && value.stringValue !== null) return value.stringValue;
   if (value.boolValue !== undefined && value.boolValue !== null) return value.boolValue;
-  if (value.intValue !== undefined && value.intValue !== null) return Number(bigintOf(value.intValue));
+  if (value.intValue !== undefined && value.intValue !== null)
+    return Number(bigintOf(value.intValue));
   if (value.doubleValue !== undefined && value.doubleValue !== null) return value.doubleValue;
   if (value.arrayValue) return (value.arrayValue.values ?? []).map(flattenValue);
   if (value.kvlistValue) return flattenAttributes(value.kvlistValue.values);
-  if (value.bytesValue) return typeof value.bytesValue === "string" ? value.bytesValue : Buffer.from(value.bytesValue).toString("base64");
+  if (value.bytesValue)
+    return typeof value.bytesValue === "string"
+      ? value.bytesValue
+      : Buffer.from(value.bytesValue).toString("base64");
   return null;
 }
