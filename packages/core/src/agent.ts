@@ -332,10 +332,12 @@ export function createAgent(options: AgentOptions): Agent {
       if (event.type === "run-start")
         this.fold.current = new RunFold(event, `run ${this.runId}`, this.fold.current?.state);
       else this.fold.current!.apply(event);
-      try {
-        exportSpans(this.spans.push(event));
-      } catch (error) {
-        reportError(error, "span builder");
+      if (config.exporters.length > 0) {
+        try {
+          exportSpans(this.spans.push(event));
+        } catch (error) {
+          reportError(error, "span builder");
+        }
       }
       if (config.onEvent) {
         try {
