@@ -1,0 +1,171 @@
+import { randomBytes } from "node:crypto";
+import { open, readFile, stat, unlink } from "node:fs/promises";
+import { hostname } from "node:os";
+import { RunLockedError } from "./store-errors.js";
+
+/** A held lock: release it exactly once. */
+export interface FileLock {
+  release(): Promise<void>;
+}
+
+/** Who holds a lock, as written in the lock file. */
+interface Holder {
+  pid: number;
+  host: string;
+  token: string;
+}
+
+/** Tokens of the locks this process holds right now (a lock of this pid with another token leaked). */
+const heldHere = new Set<string>();
+const host = hostname();
+/** A lock file with no readable holder older than this was left by a writer that died creating it. */
+const unreadableStaleMs = 5_000;
+
+/**
+ * Takes an exclusive lock by creating `path` with `O_EXCL` (`open(path, "wx")`) and writing the
+ * holder (pid, host, a random token) into it. Waits, with backoff, while another live writer
+ * holds it; breaks a lock whose holder is a dead process on this host (a crash while holding
+ * it), under a second short lock so two breakers cannot both break it. Rejects with
+ * `RunLockedError` after `timeoutMs`.
+ *
+ * Liveness is checked with the pid, so the lock protects writers on one host (or one shared
+ * filesystem where every writer runs on the same host); a holder on another host is waited for
+ * and never broken.
+ */
+export async function acquireFileLock(path: string, timeoutMs: number): Promise<FileLock> {
+  const token = randomBytes(9).toString("base64url");
+  const content = JSON.stringify({ pid: process.pid, host, token } satisfies Holder);
+  const started = Date.now();
+  let delayMs = 1;
+  for (;;) {
+    if (await tryCreate(path, content)) {
+      heldHere.add(token);
+      let released = false;
+      return {
+        async release() {
+          if (released) return;
+          released = true;
+          heldHere.delete(token);
+          await unlink(path).catch(ignoreMissing);
+        },
+      };
+    }
+    const holder = await readHolder(path);
+    if (holder === "gone") continue;
+    if (await isStale(path, holder)) {
+      await breakStale(path, holder);
+      continue;
+    }
+    const waited = Date.now() - started;
+    if (waited >= timeoutMs) {
+      throw new RunLockedError(
+        path,
+        holder === "unreadable"
+          ? "a writer that has not written its pid yet"
+          : `process ${holder.pid} on ${holder.host}`,
+        waited,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, delayMs * (0.5 + Math.random())));
+    delayMs = Math.min(delayMs * 2, 25);
+  }
+}
+
+async function tryCreate(path: string, content: string): Promise<boolean> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, "wx");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
+  try {
+    await handle.writeFile(content);
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await unlink(path).catch(ignoreMissing);
+    throw error;
+  }
+  await handle.close();
+  return true;
+}
+
+async function readHolder(path: string): Promise<Holder | "gone" | "unreadable"> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
+    throw error;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<Holder>;
+    if (
+      typeof parsed.pid === "number" &&
+      typeof parsed.host === "string" &&
+      typeof parsed.token === "string"
+    ) {
+      return { pid: parsed.pid, host: parsed.host, token: parsed.token };
+    }
+  } catch {
+    // A holder between create and write, or one that died there: judged by age below.
+  }
+  return "unreadable";
+}
+
+async function isStale(path: string, holder: Holder | "unreadable"): Promise<boolean> {
+  if (holder === "unreadable") {
+    try {
+      return Date.now() - (await stat(path)).mtimeMs > unreadableStaleMs;
+    } catch {
+      return false;
+    }
+  }
+  if (holder.host !== host) return false;
+  if (holder.pid === process.pid) return !heldHere.has(holder.token);
+  return !isAlive(holder.pid);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Removes a stale lock. Under `<path>.break` (itself an `O_EXCL` file), the holder is read
+ * again and the lock removed only if it is still the same dead holder: without this, two
+ * processes that both saw the stale lock could each remove it, the second removing the
+ * lock the first had just taken.
+ */
+async function breakStale(path: string, seen: Holder | "unreadable"): Promise<void> {
+  const breakPath = `${path}.break`;
+  if (!(await tryCreate(breakPath, JSON.stringify({ pid: process.pid, host, token: "break" })))) {
+    // Someone else is breaking it; a break lock left by a breaker that died is removed by age.
+    try {
+      if (Date.now() - (await stat(breakPath)).mtimeMs > unreadableStaleMs)
+        await unlink(breakPath).catch(ignoreMissing);
+    } catch {
+      // Gone already.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    return;
+  }
+  try {
+    const now = await readHolder(path);
+    const same =
+      now === "unreadable"
+        ? seen === "unreadable" && (await isStale(path, "unreadable"))
+        : now !== "gone" && seen !== "unreadable" && now.token === seen.token;
+    if (same) await unlink(path).catch(ignoreMissing);
+  } finally {
+    await unlink(breakPath).catch(ignoreMissing);
+  }
+}
+
+function ignoreMissing(error: unknown): void {
+  if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+}

@@ -1,0 +1,531 @@
+import { randomBytes } from "node:crypto";
+import {
+  type FileHandle,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  rename,
+  stat,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ListFilter,
+  RunSummary,
+  StoredEvent,
+  StoredEventInput,
+} from "@loopguard/core";
+import {
+  AppendConflictError,
+  CorruptLogError,
+  filterSummaries,
+  InvalidArgumentError,
+  summarize,
+} from "@loopguard/core";
+import { acquireFileLock } from "./file-lock.js";
+import { encodeEventBody, lineOf, parseLog } from "./jsonl-log.js";
+import { assertRunId, isValidRunId } from "./run-id.js";
+import { StoreClosedError, StoreWriteError } from "./store-errors.js";
+
+/** Options of `jsonlEventStore`. */
+export interface JsonlEventStoreOptions {
+  /** The directory of the logs (created if missing): one `<runId>.jsonl` per run. */
+  dir: string;
+  /** How long an append waits for another process's lock on the same run. Default 10 000 ms. */
+  lockTimeoutMs?: number;
+  /**
+   * How often, at most, a running run's summary file is rewritten. Summaries are rewritten at
+   * once when a run starts, ends, waits on or gets an approval, or resumes. Default 1 000 ms.
+   */
+  summaryIntervalMs?: number;
+}
+
+/** The JSONL event store: an EventStore with the directory it writes to. */
+export interface JsonlEventStore extends EventStore {
+  readonly name: "jsonl";
+  /** The absolute directory of the logs. */
+  readonly dir: string;
+  /** The log file of a run (which may not exist yet). */
+  fileOf(runId: string): string;
+}
+
+interface PendingAppend {
+  bodies: string[];
+  events: readonly StoredEventInput[];
+  expectedSeq: number;
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/** What this store instance knows of one run's log. */
+interface RunLog {
+  readonly runId: string;
+  readonly file: string;
+  /** Bytes of complete lines, checked against the file under the lock before each write. */
+  size: number;
+  /** Events in those bytes. */
+  nextSeq: number;
+  /** The summary of those events. */
+  summary: RunSummary | undefined;
+  queue: PendingAppend[];
+  flushing: Promise<void> | undefined;
+  /** A write or fsync failed: what reached the disk is unknown, so this instance stops writing the run. */
+  broken: unknown;
+  /** Log bytes the summary file covers, and when it was written. */
+  summaryBytes: number;
+  summaryWrittenAt: number;
+}
+
+interface SummaryFile {
+  version: 1;
+  /** The log bytes (complete lines) the summary covers. */
+  bytes: number;
+  summary: RunSummary;
+}
+
+/** Events after which a run's summary file is rewritten at once: they change its status. */
+const statusEvents = new Set([
+  "run-start",
+  "run-end",
+  "approval-request",
+  "approval-decision",
+  "run-resume",
+]);
+const logSuffix = ".jsonl";
+
+/**
+ * The embedded default EventStore: one append-only JSONL file per run (`<dir>/<runId>.jsonl`),
+ * each line one event `{"seq","at","type",...}`. `append` resolves only after its bytes were
+ * fsynced (and the directory, when the file was created). Appends that arrive while a write is
+ * in flight are batched into the next write and fsync of the file (group commit); different
+ * runs write and fsync concurrently. A torn last line (a crash mid-write) is cut off; a damaged
+ * line anywhere else is a `CorruptLogError` naming the file and line. The `expectedSeq` fence
+ * holds across store instances and processes on one host: every write happens under an
+ * exclusive `<runId>.lock` file, after checking the file's size against what this instance
+ * knows. `list` reads small `<runId>.summary.json` files, checked against the log's size.
+ *
+ * @example
+ * const agent = createAgent({ model, tools, store: jsonlEventStore({ dir: ".loopguard/runs" }) });
+ * const result = await agent.run("Order A1001 arrived broken, refund please");
+ * // after a crash, in a new process:
+ * await agent.resume(result.runId);
+ */
+export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStore {
+  if (
+    typeof options !== "object" ||
+    options === null ||
+    typeof options.dir !== "string" ||
+    options.dir.trim() === ""
+  ) {
+    throw new InvalidArgumentError(
+      '[checkpoint] jsonlEventStore(options): options.dir must be a directory path, e.g. jsonlEventStore({ dir: ".loopguard/runs" })',
+    );
+  }
+  const lockTimeoutMs = options.lockTimeoutMs ?? 10_000;
+  if (!Number.isFinite(lockTimeoutMs) || lockTimeoutMs < 0) {
+    throw new InvalidArgumentError(
+      `[checkpoint] jsonlEventStore: lockTimeoutMs must be a non-negative number of milliseconds, got ${String(options.lockTimeoutMs)}`,
+    );
+  }
+  const summaryIntervalMs = options.summaryIntervalMs ?? 1_000;
+  if (!Number.isFinite(summaryIntervalMs) || summaryIntervalMs < 0) {
+    throw new InvalidArgumentError(
+      `[checkpoint] jsonlEventStore: summaryIntervalMs must be a non-negative number of milliseconds, got ${String(options.summaryIntervalMs)}`,
+    );
+  }
+  const dir = resolve(options.dir);
+  const runs = new Map<string, RunLog>();
+  let dirReady: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const fileOf = (runId: string) => join(dir, `${runId}${logSuffix}`);
+  const lockOf = (runId: string) => join(dir, `${runId}.lock`);
+  const summaryFileOf = (runId: string) => join(dir, `${runId}.summary.json`);
+
+  const ensureDir = (): Promise<void> => {
+    dirReady ??= createDirectory(dir).catch((error: unknown) => {
+      dirReady = undefined;
+      throw error;
+    });
+    return dirReady;
+  };
+
+  const logOf = (runId: string): RunLog => {
+    let log = runs.get(runId);
+    if (!log) {
+      log = {
+        runId,
+        file: fileOf(runId),
+        size: 0,
+        nextSeq: 0,
+        summary: undefined,
+        queue: [],
+        flushing: undefined,
+        broken: undefined,
+        summaryBytes: -1,
+        summaryWrittenAt: 0,
+      };
+      runs.set(runId, log);
+    }
+    return log;
+  };
+
+  /** Reads what other writers appended since this instance last looked, under the lock; cuts off a torn tail. */
+  const catchUp = async (log: RunLog, handle: FileHandle, fileSize: number): Promise<void> => {
+    if (fileSize < log.size) {
+      throw new CorruptLogError(
+        `[checkpoint] ${log.file} shrank from ${log.size} to ${fileSize} bytes: something outside loopguard truncated or replaced it; restore it from a backup`,
+      );
+    }
+    if (fileSize === log.size) return;
+    const buffer = Buffer.allocUnsafe(fileSize - log.size);
+    await readFully(handle, buffer, log.size);
+    const parsed = parseLog(buffer, log.file, log.nextSeq);
+    if (parsed.events.length > 0) {
+      log.summary = summarize(log.summary, log.runId, parsed.events);
+      log.nextSeq += parsed.events.length;
+      log.size += parsed.completeBytes;
+    }
+    if (parsed.tornBytes > 0) {
+      // We hold the lock, so no live writer is mid-write: these bytes are a write that died
+      // (its append never resolved). Cut them off before writing after them.
+      await handle.truncate(log.size);
+      await handle.datasync();
+    }
+  };
+
+  /** One group commit: every append queued for the run is fenced, written and fsynced together. */
+  const commit = async (log: RunLog, batch: PendingAppend[]): Promise<void> => {
+    await ensureDir();
+    const lock = await acquireFileLock(lockOf(log.runId), lockTimeoutMs);
+    let handle: FileHandle | undefined;
+    try {
+      let created = false;
+      try {
+        handle = await open(log.file, "r+");
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+        handle = await open(log.file, "wx+");
+        created = true;
+      }
+      await catchUp(log, handle, (await handle.stat()).size);
+      let seq = log.nextSeq;
+      let text = "";
+      const accepted: Array<{ append: PendingAppend; stored: StoredEvent[] }> = [];
+      for (const append of batch) {
+        if (append.expectedSeq !== seq) {
+          append.reject(new AppendConflictError(log.runId, append.expectedSeq, seq));
+          continue;
+        }
+        const stored = append.events.map(
+          (event, index) => ({ ...event, seq: seq + index }) as StoredEvent,
+        );
+        for (let index = 0; index < append.bodies.length; index += 1)
+          text += lineOf(seq + index, append.bodies[index]!);
+        seq += append.bodies.length;
+        accepted.push({ append, stored });
+      }
+      if (text === "") {
+        for (const { append } of accepted) append.resolve({ nextSeq: seq });
+        return;
+      }
+      const bytes = Buffer.from(text, "utf8");
+      try {
+        await writeFully(handle, bytes, log.size);
+        await handle.datasync();
+        if (created) await syncDirectory(dir);
+      } catch (error) {
+        log.broken = new StoreWriteError(
+          `[checkpoint] writing ${log.file} failed (${(error as Error).message}): what reached the disk is unknown, so this store stops writing run ${log.runId}; fix the disk, then open a new store to resume the run`,
+          { cause: error },
+        );
+        throw log.broken;
+      }
+      log.size += bytes.length;
+      log.nextSeq = seq;
+      for (const { append, stored } of accepted) {
+        log.summary = summarize(log.summary, log.runId, stored);
+        append.resolve({ nextSeq: stored[stored.length - 1]!.seq + 1 });
+      }
+      if (
+        accepted.some(({ stored }) => stored.some((event) => statusEvents.has(event.type))) ||
+        Date.now() - log.summaryWrittenAt >= summaryIntervalMs
+      ) {
+        await writeSummary(log);
+      }
+    } finally {
+      await handle?.close().catch(() => undefined);
+      await lock.release();
+    }
+  };
+
+  /** Rewrites a run's summary file (derived data: written atomically, never fsynced, checked on read). */
+  const writeSummary = async (log: RunLog): Promise<void> => {
+    if (!log.summary || log.summaryBytes === log.size) return;
+    const content: SummaryFile = { version: 1, bytes: log.size, summary: log.summary };
+    const target = summaryFileOf(log.runId);
+    const temporary = `${target}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    try {
+      await writeFile(temporary, JSON.stringify(content));
+      await rename(temporary, target);
+      log.summaryBytes = log.size;
+      log.summaryWrittenAt = Date.now();
+    } catch {
+      // A summary file is a cache: list() reads the log when it is missing or behind.
+      await unlink(temporary).catch(() => undefined);
+    }
+  };
+
+  const flush = async (log: RunLog): Promise<void> => {
+    while (log.queue.length > 0) {
+      const batch = log.queue.splice(0, log.queue.length);
+      try {
+        if (log.broken) throw log.broken;
+        await commit(log, batch);
+      } catch (error) {
+        // Appends already settled ignore this; the rest fail with the cause.
+        for (const append of batch) append.reject(error);
+      }
+    }
+    log.flushing = undefined;
+  };
+
+  const checkOpen = () => {
+    if (closing) throw new StoreClosedError("jsonlEventStore");
+  };
+
+  /** The summary of a run from memory, its summary file, or its log (only the part the summary file does not cover). */
+  const summaryOf = async (runId: string): Promise<RunSummary | undefined> => {
+    const file = fileOf(runId);
+    let size: number;
+    try {
+      size = (await stat(file)).size;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    const log = runs.get(runId);
+    if (log?.summary && log.size === size && !log.flushing) return log.summary;
+    let base: { bytes: number; summary: RunSummary | undefined } = { bytes: 0, summary: undefined };
+    try {
+      const saved = JSON.parse(await readFile(summaryFileOf(runId), "utf8")) as SummaryFile;
+      if (
+        saved.version === 1 &&
+        Number.isInteger(saved.bytes) &&
+        saved.bytes <= size &&
+        saved.summary?.runId === runId
+      )
+        base = saved;
+    } catch {
+      // Missing or unreadable: the log is read from its start.
+    }
+    if (base.bytes === size) return base.summary;
+    const handle = await open(file, "r");
+    try {
+      const buffer = Buffer.allocUnsafe(size - base.bytes);
+      const read = await readUpTo(handle, buffer, base.bytes);
+      const parsed = parseLog(buffer.subarray(0, read), file, base.summary?.events ?? 0);
+      return parsed.events.length === 0
+        ? base.summary
+        : summarize(base.summary, runId, parsed.events);
+    } finally {
+      await handle.close();
+    }
+  };
+
+  return {
+    name: "jsonl",
+    dir,
+    fileOf(runId: string): string {
+      assertRunId(runId, "jsonlEventStore.fileOf");
+      return fileOf(runId);
+    },
+
+    async append(
+      runId: string,
+      events: readonly StoredEventInput[],
+      appendOptions: AppendOptions,
+    ): Promise<AppendResult> {
+      assertRunId(runId, "jsonlEventStore.append");
+      checkOpen();
+      if (!Array.isArray(events))
+        throw new InvalidArgumentError(
+          `[checkpoint] append to run ${runId}: events must be an array`,
+        );
+      const expectedSeq = appendOptions?.expectedSeq;
+      if (!Number.isSafeInteger(expectedSeq) || expectedSeq < 0) {
+        throw new InvalidArgumentError(
+          `[checkpoint] append to run ${runId}: options.expectedSeq must be the log's length (a non-negative integer), got ${String(expectedSeq)}`,
+        );
+      }
+      const bodies = events.map((event, index) => encodeEventBody(event, runId, index));
+      const log = logOf(runId);
+      const result = new Promise<AppendResult>((resolve, reject) => {
+        let settled = false;
+        log.queue.push({
+          bodies,
+          // The bodies are the bytes written; these shallow copies (the summary reads only
+          // top-level fields) keep the summary right if the caller changes its events later.
+          events: events.map((event) => ({ ...event })),
+          expectedSeq,
+          resolve: (value) => {
+            if (!settled) (settled = true), resolve(value);
+          },
+          reject: (error) => {
+            if (!settled) (settled = true), reject(error);
+          },
+        });
+      });
+      log.flushing ??= flush(log);
+      return result;
+    },
+
+    async read(runId: string): Promise<StoredEvent[]> {
+      assertRunId(runId, "jsonlEventStore.read");
+      checkOpen();
+      // Wait for this instance's writes in flight, so a read never returns bytes not yet fsynced.
+      await runs.get(runId)?.flushing;
+      let buffer: Buffer;
+      try {
+        buffer = await readFile(fileOf(runId));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+        throw error;
+      }
+      // A torn tail (or another process's write in flight) is not part of the log; the next
+      // append cuts it off under the lock.
+      return parseLog(buffer, fileOf(runId), 0).events;
+    },
+
+    async list(filter: ListFilter = {}): Promise<RunSummary[]> {
+      checkOpen();
+      validateFilter(filter);
+      let names: string[];
+      try {
+        names = await readdir(dir);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+        throw error;
+      }
+      const runIds = names
+        .filter((name) => name.endsWith(logSuffix))
+        .map((name) => name.slice(0, -logSuffix.length))
+        .filter(isValidRunId);
+      const summaries: RunSummary[] = [];
+      let next = 0;
+      const worker = async () => {
+        while (next < runIds.length) {
+          const runId = runIds[next]!;
+          next += 1;
+          const summary = await summaryOf(runId);
+          if (summary) summaries.push(summary);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(16, runIds.length) }, worker));
+      return filterSummaries(summaries, filter);
+    },
+
+    close(): Promise<void> {
+      closing ??= (async () => {
+        const logs = [...runs.values()];
+        await Promise.all(logs.map((log) => log.flushing));
+        await Promise.all(logs.map((log) => (log.broken ? undefined : writeSummary(log))));
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Checks a ListFilter, so a typo is an error rather than an unfiltered list. */
+export function validateFilter(filter: ListFilter): void {
+  if (typeof filter !== "object" || filter === null)
+    throw new InvalidArgumentError("[checkpoint] list(filter): filter must be an object");
+  const { status, agentId, updatedAfter, limit } = filter;
+  if (
+    status !== undefined &&
+    typeof status !== "string" &&
+    !(Array.isArray(status) && status.every((item) => typeof item === "string"))
+  ) {
+    throw new InvalidArgumentError(
+      "[checkpoint] list(filter): status must be a status or an array of statuses",
+    );
+  }
+  if (agentId !== undefined && typeof agentId !== "string")
+    throw new InvalidArgumentError("[checkpoint] list(filter): agentId must be a string");
+  if (
+    updatedAfter !== undefined &&
+    (typeof updatedAfter !== "number" || Number.isNaN(updatedAfter))
+  ) {
+    throw new InvalidArgumentError(
+      "[checkpoint] list(filter): updatedAfter must be a time in milliseconds since the epoch",
+    );
+  }
+  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0))
+    throw new InvalidArgumentError(
+      "[checkpoint] list(filter): limit must be a non-negative integer",
+    );
+}
+
+async function createDirectory(dir: string): Promise<void> {
+  const first = await mkdir(dir, { recursive: true });
+  if (first === undefined) return;
+  // New directories are durable only once their parents' entries are: fsync from the
+  // parent of the first created directory down to the store's own.
+  let current = dir;
+  const chain: string[] = [];
+  while (current !== dirname(first)) {
+    chain.push(dirname(current));
+    current = dirname(current);
+  }
+  for (const directory of chain.reverse()) await syncDirectory(directory);
+}
+
+async function syncDirectory(directory: string): Promise<void> {
+  const handle = await open(directory, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function writeFully(handle: FileHandle, buffer: Buffer, position: number): Promise<void> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesWritten } = await handle.write(
+      buffer,
+      offset,
+      buffer.length - offset,
+      position + offset,
+    );
+    offset += bytesWritten;
+  }
+}
+
+async function readFully(handle: FileHandle, buffer: Buffer, position: number): Promise<void> {
+  const read = await readUpTo(handle, buffer, position);
+  if (read < buffer.length)
+    throw new CorruptLogError(
+      `[checkpoint] a log shrank while it was read under its lock; something outside loopguard is changing it`,
+    );
+}
+
+async function readUpTo(handle: FileHandle, buffer: Buffer, position: number): Promise<number> {
+  let offset = 0;
+  while (offset < buffer.length) {
+    const { bytesRead } = await handle.read(
+      buffer,
+      offset,
+      buffer.length - offset,
+      position + offset,
+    );
+    if (bytesRead === 0) break;
+    offset += bytesRead;
+  }
+  return offset;
+}
