@@ -26,14 +26,7 @@ export async function loadSdk(what: string): Promise<AnthropicSdk> {
     ready = await import("@anthropic-ai/sdk");
     return ready;
   } catch (error) {
-    const code = (error as { code?: unknown })?.code;
-    if (
-      code === "ERR_MODULE_NOT_FOUND" ||
-      code === "MODULE_NOT_FOUND" ||
-      /Cannot find (module|package)/.test(String((error as Error)?.message))
-    ) {
-      throw new MissingSdkError(what, { cause: error });
-    }
+    if (isModuleNotFound(error)) throw new MissingSdkError(what, { cause: error });
     throw error;
   }
 }
@@ -41,4 +34,21 @@ export async function loadSdk(what: string): Promise<AnthropicSdk> {
 /** The SDK module once it has been loaded, for synchronous `instanceof` checks. */
 export function loadedSdk(): AnthropicSdk | undefined {
   return ready;
+}
+
+/** Whether an import failed because the module is not installed (loaders may wrap the error in `cause`). */
+function isModuleNotFound(error: unknown): boolean {
+  for (
+    let current = error, depth = 0;
+    current && depth < 5;
+    current = (current as { cause?: unknown }).cause, depth += 1
+  ) {
+    const code = (current as { code?: unknown }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") return true;
+    if (
+      /Cannot find (module|package) '@anthropic-ai\/sdk'/.test(String((current as Error).message))
+    )
+      return true;
+  }
+  return false;
 }

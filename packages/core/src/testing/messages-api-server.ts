@@ -62,7 +62,7 @@ export interface MessagesApiServerOptions {
   handler?: ServerHandler;
   /** Replies in order, one per request; a request past the end gets a 500 saying so. */
   replies?: ReadonlyArray<ServerReply | ModelResponse | ScriptedReply>;
-  /** The API key the server accepts. Default: any non-empty `x-api-key`. */
+  /** The API key the server accepts (in `x-api-key` or `Authorization: Bearer`). Default: any non-empty key. */
   apiKey?: string;
 }
 
@@ -106,7 +106,7 @@ let requestCounter = 0;
 
 /**
  * Starts a real HTTP server on 127.0.0.1 (a free port) that speaks `POST /v1/messages` like
- * the Anthropic API: it checks the `x-api-key` and `anthropic-version` headers, answers JSON
+ * the Anthropic API: it checks the API key (`x-api-key` or `Authorization: Bearer`) and `anthropic-version` headers, answers JSON
  * with a `request-id` header, sends real error bodies with real statuses (429 with
  * `retry-after`, 529 `overloaded_error`, ...), can drop the connection or delay, and records
  * every request. Point the real SDK at it with `baseURL` to test the Claude backend offline.
