@@ -15,6 +15,24 @@ export interface LoadedPackages {
 
 let loading: Promise<LoadedPackages> | undefined;
 
+/** What each package must export before the scorecard uses it. */
+const required: Record<OptionalPackage, readonly string[]> = {
+  policy: [
+    "policy",
+    "allow",
+    "ask",
+    "deny",
+    "argGt",
+    "argDomainNotIn",
+    "runGuard",
+    "killSwitch",
+    "fileFreezeStore",
+  ],
+  injection: ["heuristicScanner", "taintGate"],
+  checkpoint: ["jsonlEventStore"],
+  "tracing-otel": ["otelExporter"],
+};
+
 /**
  * Loads the optional loopguard packages (policy, injection, checkpoint, tracing-otel) by
  * name, once per process. A package that is not installed or not built is reported as
@@ -29,7 +47,10 @@ export function loadPackages(): Promise<LoadedPackages> {
         const specifier = `@loopguard/${name}`;
         try {
           const loaded = (await import(specifier)) as Record<string, any>;
-          result.modules[name] = loaded;
+          const absent = required[name].filter((key) => typeof loaded[key] !== "function");
+          if (absent.length > 0)
+            result.missing[name] = `${specifier} does not export ${absent.join(", ")} yet`;
+          else result.modules[name] = loaded;
         } catch (error) {
           result.missing[name] = `${specifier} is not available yet (${firstLine(error)})`;
         }

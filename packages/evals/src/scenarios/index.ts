@@ -10,6 +10,15 @@ import {
 } from "./core-scenarios.js";
 import { crashResumeExactlyOnce } from "./durability-scenarios.js";
 import { noPiiInObservability } from "./observability-scenarios.js";
+import {
+  durableApprovalAcrossRestart,
+  guardOutsideRunRefused,
+  humanApprovalGate,
+  irreversibleRefusalHaltsRun,
+  killSwitchHaltsRun,
+  loopWarnedThenHalted,
+  unreadableApprovalHaltsRun,
+} from "./run-guard-scenarios.js";
 
 /** Every scenario of the scorecard, in table order. */
 export const scenarios: readonly Scenario[] = Object.freeze([
@@ -22,4 +31,11 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   modelOutputEdgeCases,
   crashResumeExactlyOnce,
   noPiiInObservability,
+  humanApprovalGate,
+  durableApprovalAcrossRestart,
+  killSwitchHaltsRun,
+  irreversibleRefusalHaltsRun,
+  loopWarnedThenHalted,
+  unreadableApprovalHaltsRun,
+  guardOutsideRunRefused,
 ]);
