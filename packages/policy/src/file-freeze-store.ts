@@ -27,7 +27,7 @@ export const freezeFileSchema = v.strictObject({
   frozen: v.boolean(),
   reason: v.optional(v.string()),
   by: v.optional(v.string()),
-  at: v.optional(v.string()),
+  at: v.optional(v.pipe(v.string(), v.isoTimestamp())),
 });
 
 /** The freeze file's content. */
@@ -114,10 +114,10 @@ export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & 
       return pending;
     },
     async freeze(request: FreezeRequest) {
-      if (request === null || typeof request !== "object" || typeof request.reason !== "string" || request.reason.trim() === "" || typeof request.by !== "string" || request.by.trim() === "") {
+      if (request === null || typeof request !== "object" || typeof request.reason !== "string" || request.reason.trim() === "" || (request.by !== undefined && typeof request.by !== "string")) {
         throw new InvalidArgumentError("[policy] freeze({ reason, by }): give a non-empty reason and who is freezing, e.g. { reason: \"refund bug\", by: \"alice\" }");
       }
-      await write({ version: 1, frozen: true, reason: request.reason, by: request.by, at: new Date(now()).toISOString() });
+      await write({ version: 1, frozen: true, reason: request.reason, ...(request.by ? { by: request.by } : {}), at: new Date(now()).toISOString() });
     },
     async unfreeze(unfreezeOptions: { by?: string } = {}) {
       await write({ version: 1, frozen: false, ...(typeof unfreezeOptions.by === "string" ? { by: unfreezeOptions.by } : {}), at: new Date(now()).toISOString() });
@@ -140,5 +140,5 @@ export function parseFreezeFile(text: string, path: string): FreezeStatus {
     throw new FreezeStoreError(`[policy] the freeze file ${path} is not a version 1 freeze file (${where}: ${issue.message}); rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`);
   }
   const file = parsed.output;
-  return { frozen: file.frozen, ...(file.reason !== undefined ? { reason: file.reason } : {}), ...(file.by !== undefined ? { by: file.by } : {}), ...(file.at !== undefined ? { at: file.at } : {}) };
+  return { frozen: file.frozen, ...(file.reason !== undefined ? { reason: file.reason } : {}), ...(file.by !== undefined ? { by: file.by } : {}), ...(file.at !== undefined ? { at: Date.parse(file.at) } : {}) };
 }

@@ -4,8 +4,8 @@ export interface FreezeStatus {
   reason?: string;
   /** Who froze (or unfroze) it. */
   by?: string;
-  /** When (ISO 8601). */
-  at?: string;
+  /** When it was set, in milliseconds since the epoch. */
+  at?: number;
 }
 
 /** What `freeze` records. */
@@ -13,13 +13,13 @@ export interface FreezeRequest {
   /** Why: shown to every refused call and in the run's halt reason details. */
   reason: string;
   /** Who: a person or a service. */
-  by: string;
+  by?: string;
 }
 
 /**
  * Where the kill switch reads whether the fleet is frozen: shared by every process that should
  * stop together. `fileFreezeStore` serves one machine; a PostgreSQL store can implement the
- * same interface.
+ * same interface (`postgresFreezeStore` in `@loopguard/checkpoint` does, structurally).
  *
  * Failure rule: `status()` rejects when it cannot tell (unreadable or corrupt state); the kill
  * switch then refuses every call (fail closed) until it can read again. `status()` is called

@@ -57,9 +57,9 @@ export function killSwitch(options: KillSwitchOptions): KillSwitchGate {
       return {
         type: "deny",
         reason: "kill_switch",
-        message: `All agents are frozen${status.by ? ` by ${status.by}` : ""}${status.at ? ` since ${status.at}` : ""}${status.reason ? `: ${status.reason}` : ""}. No tool calls are allowed.`,
+        message: `All agents are frozen${status.by ? ` by ${status.by}` : ""}${typeof status.at === "number" && Number.isFinite(status.at) ? ` since ${new Date(status.at).toISOString()}` : ""}${status.reason ? `: ${status.reason}` : ""}. No tool calls are allowed.`,
         fixHints: ["Stop calling tools and tell the user the service is paused by an operator."],
-        details: { ...(status.reason ? { freezeReason: status.reason } : {}), ...(status.by ? { by: status.by } : {}), ...(status.at ? { at: status.at } : {}) },
+        details: { ...(status.reason ? { freezeReason: status.reason } : {}), ...(status.by ? { by: status.by } : {}), ...(typeof status.at === "number" && Number.isFinite(status.at) ? { at: status.at } : {}) },
       };
     },
   };
