@@ -204,6 +204,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     await ensureDir();
     const lock = await acquireFileLock(lockOf(log.runId), lockTimeoutMs);
     let handle: FileHandle | undefined;
+    let done: Array<{ append: PendingAppend; stored: StoredEvent[] }> = [];
     try {
       let created = false;
       try {
@@ -231,6 +232,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         accepted.push({ append, stored });
       }
       if (text === "") {
+        // Only empty appends were accepted: nothing to write.
         for (const { append } of accepted) append.resolve({ nextSeq: seq });
         return;
       }
@@ -248,20 +250,20 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       }
       log.size += bytes.length;
       log.nextSeq = seq;
-      for (const { append, stored } of accepted) {
-        log.summary = summarize(log.summary, log.runId, stored);
-        append.resolve({ nextSeq: stored[stored.length - 1]!.seq + 1 });
-      }
-      if (
-        accepted.some(({ stored }) => stored.some((event) => statusEvents.has(event.type))) ||
-        Date.now() - log.summaryWrittenAt >= summaryIntervalMs
-      ) {
-        await writeSummary(log);
-      }
+      for (const { stored } of accepted) log.summary = summarize(log.summary, log.runId, stored);
+      done = accepted;
     } finally {
       await handle?.close().catch(() => undefined);
       await lock.release();
     }
+    // Outside the lock: the events are durable; the summary file is a cache anyone may rewrite.
+    const changedStatus = done.some(({ stored }) =>
+      stored.some((event) => statusEvents.has(event.type)),
+    );
+    if (changedStatus || Date.now() - log.summaryWrittenAt >= summaryIntervalMs)
+      await writeSummary(log);
+    for (const { append, stored } of done)
+      append.resolve({ nextSeq: stored[stored.length - 1]!.seq + 1 });
   };
 
   /** Rewrites a run's summary file (derived data: written atomically, never fsynced, checked on read). */
@@ -282,6 +284,8 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   };
 
   const flush = async (log: RunLog): Promise<void> => {
+    // Appends made in the same tick as this one join its batch.
+    await Promise.resolve();
     while (log.queue.length > 0) {
       const batch = log.queue.splice(0, log.queue.length);
       try {
@@ -365,20 +369,16 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       }
       const bodies = events.map((event, index) => encodeEventBody(event, runId, index));
       const log = logOf(runId);
+      // A promise settles once: an append rejected as a conflict ignores the batch's later outcome.
       const result = new Promise<AppendResult>((resolve, reject) => {
-        let settled = false;
         log.queue.push({
           bodies,
           // The bodies are the bytes written; these shallow copies (the summary reads only
           // top-level fields) keep the summary right if the caller changes its events later.
           events: events.map((event) => ({ ...event })),
           expectedSeq,
-          resolve: (value) => {
-            if (!settled) (settled = true), resolve(value);
-          },
-          reject: (error) => {
-            if (!settled) (settled = true), reject(error);
-          },
+          resolve,
+          reject,
         });
       });
       log.flushing ??= flush(log);

@@ -1,0 +1,451 @@
+import { spawnSync } from "node:child_process";
+import {
+  existsSync,
+  fstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
+import { open, rm } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import type { StoredEventInput } from "@loopguard/core";
+import { AppendConflictError, CorruptLogError, type LoopguardError } from "@loopguard/core";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { type JsonlEventStore, jsonlEventStore } from "./jsonl-event-store.js";
+
+const stores: JsonlEventStore[] = [];
+const newStore = (
+  options: { dir?: string; lockTimeoutMs?: number; summaryIntervalMs?: number } = {},
+) => {
+  const store = jsonlEventStore({
+    dir: options.dir ?? mkdtempSync(join(tmpdir(), "lg-jsonl-cases-")),
+    ...options,
+  });
+  stores.push(store);
+  return store;
+};
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+});
+
+const start = (runId: string, at = 1): StoredEventInput => ({
+  type: "run-start",
+  runId,
+  agentId: "support",
+  task: "refund A1001",
+  model: "claude-sonnet-5-5",
+  maxTokens: 1024,
+  budget: {},
+  policyDigest: "p",
+  toolDigest: "t",
+  at,
+});
+const retry = (attempt: number, message = `retry ${attempt}`): StoredEventInput => ({
+  type: "model-retry",
+  step: 1,
+  attempt,
+  kind: "overloaded",
+  waitMs: 1,
+  message,
+  at: 1000 + attempt,
+});
+const rejection = async (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error("expected a rejection");
+    },
+    (error: unknown) => error as LoopguardError,
+  );
+
+describe("jsonlEventStore: the file format", () => {
+  it("writes one JSON event per line, seq and at first, in <dir>/<runId>.jsonl", async () => {
+    const store = newStore();
+    await store.append("run_format", [start("run_format"), retry(1, "a\nb\u2028c")], {
+      expectedSeq: 0,
+    });
+    expect(readdirSync(store.dir).filter((name) => name.endsWith(".jsonl"))).toEqual([
+      "run_format.jsonl",
+    ]);
+    const text = readFileSync(store.fileOf("run_format"), "utf8");
+    const lines = text.split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toBe("");
+    expect(lines[0]!.startsWith('{"seq":0,"at":1,"type":"run-start",')).toBe(true);
+    expect(lines[1]!.startsWith('{"seq":1,"at":1001,"type":"model-retry",')).toBe(true);
+    expect(JSON.parse(lines[1]!).message).toBe("a\nb\u2028c");
+  });
+
+  it("never lets a run id name a path outside its directory", async () => {
+    const parent = mkdtempSync(join(tmpdir(), "lg-jsonl-traversal-"));
+    const store = newStore({ dir: join(parent, "runs") });
+    for (const runId of ["../escape", "..", ".", "a/../../b", "/etc/passwd", "C:\\x", "a\u0000b"]) {
+      const error = await rejection(store.append(runId, [start(runId)], { expectedSeq: 0 }));
+      expect(error.code, runId).toBe("invalid_argument");
+      expect(error.message).toMatch(
+        /^\[checkpoint\] jsonlEventStore\.append: run id .* is invalid/,
+      );
+    }
+    expect(readdirSync(parent)).toEqual([]);
+  });
+
+  it("rejects bad options, events and expectedSeq with clear errors", async () => {
+    expect(() => jsonlEventStore({ dir: "" })).toThrow(/options\.dir must be a directory path/);
+    expect(() => jsonlEventStore(undefined as never)).toThrow(
+      /\[checkpoint\] jsonlEventStore\(options\)/,
+    );
+    expect(() => jsonlEventStore({ dir: "x", lockTimeoutMs: -1 })).toThrow(/lockTimeoutMs/);
+    const store = newStore();
+    expect(
+      (await rejection(store.append("run_x", [start("run_x")], { expectedSeq: -1 }))).message,
+    ).toMatch(/expectedSeq must be/);
+    expect(
+      (await rejection(store.append("run_x", [start("run_x")], { expectedSeq: 0.5 }))).code,
+    ).toBe("invalid_argument");
+    expect(
+      (await rejection(store.append("run_x", "nope" as never, { expectedSeq: 0 }))).message,
+    ).toMatch(/events must be an array/);
+    expect(
+      (
+        await rejection(
+          store.append("run_x", [{ ...start("run_x"), at: Number.NaN }], { expectedSeq: 0 }),
+        )
+      ).message,
+    ).toMatch(/finite number `at`/);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(
+      (
+        await rejection(
+          store.append("run_x", [{ ...start("run_x"), context: cyclic } as never], {
+            expectedSeq: 0,
+          }),
+        )
+      ).message,
+    ).toMatch(/cannot be stored as JSON/);
+    expect((await rejection(store.list({ limit: -1 }))).code).toBe("invalid_argument");
+    expect((await rejection(store.list({ status: 3 } as never))).code).toBe("invalid_argument");
+    expect(existsSync(store.fileOf("run_x"))).toBe(false);
+  });
+
+  it("refuses to be used after close, and closing twice is safe", async () => {
+    const store = newStore();
+    await store.close();
+    await store.close();
+    expect(
+      (await rejection(store.append("run_closed", [start("run_closed")], { expectedSeq: 0 }))).code,
+    ).toBe("store_closed");
+    expect((await rejection(store.read("run_closed"))).code).toBe("store_closed");
+  });
+});
+
+describe("jsonlEventStore: torn tails and damage", () => {
+  it("cuts a torn tail off at the next append, leaving only complete lines", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-torn-"));
+    const first = newStore({ dir });
+    await first.append("run_torn", [start("run_torn"), retry(1)], { expectedSeq: 0 });
+    await first.close();
+    const file = first.fileOf("run_torn");
+    const complete = readFileSync(file);
+    writeFileSync(
+      file,
+      Buffer.concat([
+        complete,
+        Buffer.from('{"seq":2,"at":5,"type":"model-re\u00e9', "utf8").subarray(0, 30),
+      ]),
+    );
+    const second = newStore({ dir });
+    expect(await second.read("run_torn")).toHaveLength(2);
+    // read() does not change the file; the append cuts the tail off under the lock.
+    expect(readFileSync(file).length).toBeGreaterThan(complete.length);
+    await second.append("run_torn", [retry(2)], { expectedSeq: 2 });
+    const lines = readFileSync(file, "utf8").split("\n");
+    expect(lines).toHaveLength(4);
+    expect(lines.slice(0, 3).map((line) => JSON.parse(line).seq)).toEqual([0, 1, 2]);
+  });
+
+  it("recovers the longest complete prefix from a log cut at any byte (property)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-cut-"));
+    const writer = newStore({ dir });
+    const messages = fc.sample(fc.string({ unit: "grapheme", maxLength: 40 }), {
+      numRuns: 12,
+      seed: 7,
+    });
+    const events = [
+      start("run_cut"),
+      ...messages.map((message, index) => retry(index + 1, message)),
+    ];
+    await writer.append("run_cut", events, { expectedSeq: 0 });
+    await writer.close();
+    const original = readFileSync(writer.fileOf("run_cut"));
+    const lineEnds: number[] = [];
+    for (let index = 0; index < original.length; index += 1)
+      if (original[index] === 0x0a) lineEnds.push(index + 1);
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: original.length }), async (cut) => {
+        round += 1;
+        const runId = `run_cut_${round}`;
+        const file = join(dir, `${runId}.jsonl`);
+        writeFileSync(file, original.subarray(0, cut));
+        const store = jsonlEventStore({ dir });
+        try {
+          const kept = lineEnds.filter((end) => end <= cut).length;
+          const read = await store.read(runId);
+          expect(read).toHaveLength(kept);
+          expect(read.map((event) => event.seq)).toEqual([...Array(kept).keys()]);
+          await store.append(runId, kept === 0 ? [start(runId)] : [retry(999)], {
+            expectedSeq: kept,
+          });
+          const again = await jsonlEventStore({ dir }).read(runId);
+          expect(again).toHaveLength(kept + 1);
+          expect(readFileSync(file, "utf8").endsWith("\n")).toBe(true);
+        } finally {
+          await store.close();
+          await rm(file);
+        }
+      }),
+      { numRuns: 60, seed: 42 },
+    );
+  });
+
+  it("names the file and line of a damaged line in the middle, and refuses to append after it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-damage-"));
+    const first = newStore({ dir });
+    await first.append("run_damaged", [start("run_damaged"), retry(1), retry(2), retry(3)], {
+      expectedSeq: 0,
+    });
+    await first.close();
+    const file = first.fileOf("run_damaged");
+    const lines = readFileSync(file, "utf8").split("\n");
+    lines[2] = lines[2]!.replace('"seq":2', '"seq":7');
+    writeFileSync(file, lines.join("\n"));
+    const second = newStore({ dir });
+    const error = await rejection(second.read("run_damaged"));
+    expect(CorruptLogError.isInstance(error) && error.code === "corrupt_log").toBe(true);
+    expect(error.message).toContain(`${file}:3: the event has seq 7, expected 2`);
+    const appendError = await rejection(
+      second.append("run_damaged", [retry(4)], { expectedSeq: 4 }),
+    );
+    expect(appendError.code).toBe("corrupt_log");
+    // list() trusts a summary file for the bytes it covers; without one it reads the log.
+    rmSync(join(dir, "run_damaged.summary.json"));
+    const listError = await rejection(newStore({ dir }).list());
+    expect(listError.code).toBe("corrupt_log");
+    expect(readFileSync(file, "utf8")).toBe(lines.join("\n"));
+  });
+
+  it("treats invalid UTF-8 and an empty line as damage", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-utf8-"));
+    const store = newStore({ dir });
+    await store.append("run_utf8", [start("run_utf8"), retry(1, "é")], { expectedSeq: 0 });
+    const file = store.fileOf("run_utf8");
+    const bytes = readFileSync(file);
+    const at = bytes.indexOf(Buffer.from("é"));
+    bytes[at + 1] = 0x41; // a lead byte followed by ASCII: not UTF-8
+    writeFileSync(file, bytes);
+    expect((await rejection(newStore({ dir }).read("run_utf8"))).message).toContain(
+      `${file}:2: the line is not valid UTF-8`,
+    );
+    writeFileSync(
+      join(dir, "run_blank.jsonl"),
+      `${JSON.stringify({ seq: 0, at: 1, type: "run-start" })}\n\n`,
+    );
+    expect((await rejection(newStore({ dir }).read("run_blank"))).message).toContain(
+      "run_blank.jsonl:2: the line is not valid JSON",
+    );
+  });
+
+  it("reports a file that shrank under a writer", async () => {
+    const store = newStore();
+    await store.append("run_shrink", [start("run_shrink"), retry(1)], { expectedSeq: 0 });
+    truncateSync(store.fileOf("run_shrink"), 10);
+    const error = await rejection(store.append("run_shrink", [retry(2)], { expectedSeq: 2 }));
+    expect(error.message).toMatch(/shrank from \d+ to 10 bytes/);
+  });
+});
+
+describe("jsonlEventStore: durability and group commit", () => {
+  it("resolves every append only after an fsync that covered its bytes, sharing fsyncs between appends", async () => {
+    const store = newStore();
+    await store.append("run_group", [start("run_group")], { expectedSeq: 0 });
+    const probe = await open(store.fileOf("run_group"), "r");
+    const prototype = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+    await probe.close();
+    const original = prototype.datasync;
+    let syncs = 0;
+    let syncedBytes = 0;
+    prototype.datasync = async function (this: { fd: number }) {
+      const size = fstatSync(this.fd).size;
+      await original.call(this);
+      syncs += 1;
+      syncedBytes = Math.max(syncedBytes, size);
+    };
+    try {
+      const coveredAtResolve: number[] = [];
+      const appends = Array.from({ length: 200 }, (_, index) =>
+        store.append("run_group", [retry(index + 1)], { expectedSeq: index + 1 }).then((result) => {
+          coveredAtResolve[index] = syncedBytes;
+          return result;
+        }),
+      );
+      await Promise.all(appends);
+      const text = readFileSync(store.fileOf("run_group"));
+      const ends: number[] = [];
+      for (let index = 0; index < text.length; index += 1)
+        if (text[index] === 0x0a) ends.push(index + 1);
+      expect(ends).toHaveLength(201);
+      for (let index = 0; index < 200; index += 1)
+        expect(coveredAtResolve[index]).toBeGreaterThanOrEqual(ends[index + 1]!);
+      expect(syncs).toBeLessThan(20);
+    } finally {
+      prototype.datasync = original;
+    }
+  });
+
+  it("fsyncs the directory when it creates a log", async () => {
+    const store = newStore();
+    const probe = await open(store.dir, "r");
+    const prototype = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const original = prototype.sync;
+    let directorySyncs = 0;
+    prototype.sync = async function (this: { fd: number }) {
+      if (fstatSync(this.fd).isDirectory()) directorySyncs += 1;
+      return original.call(this);
+    };
+    try {
+      await store.append("run_dir", [start("run_dir")], { expectedSeq: 0 });
+      expect(directorySyncs).toBe(1);
+      await store.append("run_dir", [retry(1)], { expectedSeq: 1 });
+      expect(directorySyncs).toBe(1);
+    } finally {
+      prototype.sync = original;
+    }
+  });
+});
+
+describe("jsonlEventStore: the lock", () => {
+  const lockFile = (store: JsonlEventStore, runId: string) => join(store.dir, `${runId}.lock`);
+
+  it("breaks the lock of a process that died holding it", async () => {
+    const store = newStore();
+    const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], {
+      encoding: "utf8",
+    });
+    const deadPid = Number(child.stdout);
+    writeFileSync(
+      lockFile(store, "run_stale"),
+      JSON.stringify({ pid: deadPid, host: hostname(), token: "dead" }),
+    );
+    expect(await store.append("run_stale", [start("run_stale")], { expectedSeq: 0 })).toEqual({
+      nextSeq: 1,
+    });
+    expect(existsSync(lockFile(store, "run_stale"))).toBe(false);
+  });
+
+  it("breaks a lock this process leaked, but waits for a live holder and then says who holds it", async () => {
+    const store = newStore({ lockTimeoutMs: 150 });
+    writeFileSync(
+      lockFile(store, "run_leaked"),
+      JSON.stringify({ pid: process.pid, host: hostname(), token: "not-held" }),
+    );
+    expect(await store.append("run_leaked", [start("run_leaked")], { expectedSeq: 0 })).toEqual({
+      nextSeq: 1,
+    });
+    // pid 1 is alive (init); a holder on this host that is alive is waited for, never broken.
+    writeFileSync(
+      lockFile(store, "run_held"),
+      JSON.stringify({ pid: 1, host: hostname(), token: "live" }),
+    );
+    const error = await rejection(
+      store.append("run_held", [start("run_held")], { expectedSeq: 0 }),
+    );
+    expect(error.code).toBe("run_locked");
+    expect(error.message).toContain("is held by process 1 on");
+    expect(error.message).toContain(lockFile(store, "run_held"));
+    expect(await store.read("run_held")).toEqual([]);
+  });
+
+  it("fences two stores that write one run through the same directory, with no lost or doubled event", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-race-"));
+    const writers = [newStore({ dir }), newStore({ dir }), newStore({ dir })];
+    await writers[0]!.append("run_race", [start("run_race")], { expectedSeq: 0 });
+    let written = 0;
+    let conflicts = 0;
+    await Promise.all(
+      writers.map(async (store, writer) => {
+        for (let index = 0; index < 15; index += 1) {
+          for (;;) {
+            const length = (await store.read("run_race")).length;
+            try {
+              await store.append("run_race", [retry(writer * 100 + index)], {
+                expectedSeq: length,
+              });
+              written += 1;
+              break;
+            } catch (error) {
+              if (
+                !(
+                  AppendConflictError.isInstance(error) &&
+                  (error as LoopguardError).code === "append_conflict"
+                )
+              )
+                throw error;
+              conflicts += 1;
+            }
+          }
+        }
+      }),
+    );
+    const events = await newStore({ dir }).read("run_race");
+    expect(written).toBe(45);
+    expect(events).toHaveLength(46);
+    expect(
+      new Set(events.slice(1).map((event) => (event as { attempt: number }).attempt)).size,
+    ).toBe(45);
+    expect(conflicts).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("jsonlEventStore: summaries", () => {
+  it("lists from summary files, and reads only the log past what a stale summary covers", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-summary-"));
+    const first = newStore({ dir, summaryIntervalMs: 60_000 });
+    await first.append("run_sum", [start("run_sum", 10)], { expectedSeq: 0 });
+    const summaryFile = join(dir, "run_sum.summary.json");
+    const saved = JSON.parse(readFileSync(summaryFile, "utf8"));
+    expect(saved).toMatchObject({
+      version: 1,
+      bytes: readFileSync(first.fileOf("run_sum")).length,
+      summary: { runId: "run_sum", events: 1, status: "running" },
+    });
+    // A retry changes no status: the summary file is left behind (as after a crash).
+    await first.append("run_sum", [retry(1)], { expectedSeq: 1 });
+    expect(JSON.parse(readFileSync(summaryFile, "utf8")).summary.events).toBe(1);
+    const second = newStore({ dir });
+    expect((await second.list())[0]).toMatchObject({
+      runId: "run_sum",
+      events: 2,
+      updatedAt: 1001,
+    });
+    // A summary file that claims to cover more than the log is ignored.
+    writeFileSync(summaryFile, JSON.stringify({ ...saved, bytes: 10_000_000 }));
+    expect((await newStore({ dir }).list())[0]).toMatchObject({ runId: "run_sum", events: 2 });
+    // close() brings summary files up to date.
+    await first.close();
+    expect(JSON.parse(readFileSync(summaryFile, "utf8")).summary.events).toBe(2);
+  });
+
+  it("ignores files that are not logs, and an empty log", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-other-"));
+    writeFileSync(join(dir, "notes.txt"), "hello");
+    writeFileSync(join(dir, "empty.jsonl"), "");
+    writeFileSync(join(dir, "torn.jsonl"), '{"seq":0,"at"');
+    expect(await newStore({ dir }).list()).toEqual([]);
+  });
+});
