@@ -62,6 +62,8 @@ export interface PostgresEventStore extends EventStore {
   epochOf(runId: string): Promise<number>;
   /** A view of the store whose appends to `runId` are fenced by `epoch`. */
   fenced(runId: string, epoch: number): FencedEventStore;
+  /** Ends the pool when the store opened it; safe to call twice. */
+  close(): Promise<void>;
 }
 
 /**

@@ -1,0 +1,165 @@
+/**
+ * The run queue on pg-boss 10: the structural type of the few pg-boss calls the workers make,
+ * the lazy import of the optional `pg-boss` peer, and the queue's settings (one queued and
+ * one active job per run: the `stately` policy with the run id as singleton key).
+ */
+import { InvalidArgumentError, type JsonValue } from "@loopguard/core";
+import { MissingPeerError } from "./postgres-errors.js";
+import { type PgQueryable, quoteSchema } from "./postgres-pool.js";
+
+/** The data of one job: the run to advance, and its task for the first slice. */
+export interface RunJobData {
+  runId: string;
+  /** The task of a run that has no log yet; the first slice writes its `run-start`. */
+  task?: string;
+  /** Roles and attributes of the run, for its `run-start`. */
+  context?: { roles?: string[]; attributes?: Record<string, JsonValue> };
+}
+
+/** A pg-boss job as `fetch` returns it. */
+export interface QueueJob {
+  id: string;
+  name: string;
+  data: unknown;
+}
+
+/** How pg-boss runs SQL: its `db` option, here over our own pool or transaction client. */
+export interface QueueDb {
+  executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/** The pg-boss 10 calls the workers use (a `PgBoss` instance satisfies it). */
+export interface QueueClient {
+  start(): Promise<unknown>;
+  stop(options?: {
+    graceful?: boolean;
+    close?: boolean;
+    wait?: boolean;
+    timeout?: number;
+  }): Promise<void>;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  createQueue(name: string, options?: Record<string, unknown>): Promise<void>;
+  updateQueue(name: string, options?: Record<string, unknown>): Promise<void>;
+  send(name: string, data: object, options: Record<string, unknown>): Promise<string | null>;
+  fetch(name: string, options?: Record<string, unknown>): Promise<QueueJob[]>;
+  complete(name: string, id: string, data?: object, options?: { db?: QueueDb }): Promise<unknown>;
+  fail(name: string, id: string, data?: object, options?: { db?: QueueDb }): Promise<unknown>;
+}
+
+/** Settings of the run queue shared by `createWorker`, `submitRun` and `approveRun`. */
+export interface RunQueueOptions {
+  /** The pg-boss queue name. Default `loopguard-runs`. */
+  queue?: string;
+  /** The schema pg-boss keeps its tables in. Default `<schema>_boss` (e.g. `loopguard_boss`). */
+  bossSchema?: string;
+  /** How long a job may stay active before pg-boss gives it to another worker. Default 30 000 ms; whole seconds. */
+  leaseMs?: number;
+  /** Lease expiries (crashed or paused workers) a run survives before its job fails. Default 20. */
+  retryLimit?: number;
+}
+
+/** Resolved queue settings. */
+export interface ResolvedQueueOptions {
+  queue: string;
+  bossSchema: string;
+  leaseMs: number;
+  retryLimit: number;
+}
+
+/** Checks queue settings and fills in defaults. */
+export function resolveQueueOptions(
+  options: RunQueueOptions,
+  schema: string,
+  where: string,
+): ResolvedQueueOptions {
+  const queue = options.queue ?? "loopguard-runs";
+  if (typeof queue !== "string" || !/^[A-Za-z0-9_.-]{1,100}$/.test(queue)) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: queue ${JSON.stringify(queue)} must be 1 to 100 letters, digits, "_", "." or "-"`,
+    );
+  }
+  const bossSchema = options.bossSchema ?? `${schema}_boss`;
+  quoteSchema(bossSchema, `${where} (bossSchema)`);
+  const leaseMs = options.leaseMs ?? 30_000;
+  if (!Number.isInteger(leaseMs) || leaseMs < 1_000 || leaseMs % 1_000 !== 0) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: leaseMs must be a whole number of seconds in milliseconds (pg-boss leases are in seconds), at least 1000, got ${JSON.stringify(leaseMs)}`,
+    );
+  }
+  const retryLimit = options.retryLimit ?? 20;
+  if (!Number.isInteger(retryLimit) || retryLimit < 0)
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: retryLimit must be a non-negative integer, got ${JSON.stringify(retryLimit)}`,
+    );
+  return { queue, bossSchema, leaseMs, retryLimit };
+}
+
+/** The options of every job of the queue (and of the queue itself). */
+export function jobSettings(settings: ResolvedQueueOptions): Record<string, unknown> {
+  return {
+    expireInSeconds: settings.leaseMs / 1000,
+    retryLimit: settings.retryLimit,
+    retryDelay: 0,
+    retryBackoff: false,
+  };
+}
+
+/** pg-boss's `db` option over a pool or a transaction's client. */
+export function queueDb(queryable: PgQueryable): QueueDb {
+  return { executeSql: (text, values) => queryable.query(text, values) };
+}
+
+/** Options of `openQueue`. */
+export interface OpenQueueOptions {
+  /** Runs pg-boss's maintenance (lease expiry) on this instance; workers do, submitters do not. */
+  supervise: boolean;
+  /** How often pg-boss checks for expired leases. Default 5 000 ms; whole seconds, at least 1000. */
+  maintenanceIntervalMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * Starts a pg-boss 10 instance on our pool (no second pool) and creates the run queue with the
+ * `stately` policy: at most one queued and one active job per singleton key (the run id).
+ */
+export async function openQueue(
+  db: PgQueryable,
+  settings: ResolvedQueueOptions,
+  options: OpenQueueOptions,
+  where: string,
+): Promise<QueueClient> {
+  let PgBoss: new (config: Record<string, unknown>) => QueueClient;
+  try {
+    const module = (await import("pg-boss")) as unknown as { default?: unknown };
+    PgBoss = (module.default ?? module) as typeof PgBoss;
+  } catch (error) {
+    throw new MissingPeerError("pg-boss", where, { cause: error });
+  }
+  const maintenanceIntervalMs = options.maintenanceIntervalMs ?? 5_000;
+  const boss = new PgBoss({
+    db: queueDb(db),
+    schema: settings.bossSchema,
+    supervise: options.supervise,
+    schedule: false,
+    migrate: true,
+    maintenanceIntervalSeconds: Math.max(1, Math.round(maintenanceIntervalMs / 1000)),
+  });
+  boss.on("error", (error) => options.onError?.(error));
+  await boss.start();
+  await ensureQueue(boss, settings);
+  return boss;
+}
+
+const created = new WeakMap<object, Set<string>>();
+
+/** Creates the run queue once per pg-boss instance (idempotent in the database too). */
+export async function ensureQueue(
+  boss: QueueClient,
+  settings: ResolvedQueueOptions,
+): Promise<void> {
+  const names = created.get(boss) ?? new Set<string>();
+  created.set(boss, names);
+  if (names.has(settings.queue)) return;
+  await boss.createQueue(settings.queue, { policy: "stately", ...jobSettings(settings) });
+  names.add(settings.queue);
+}

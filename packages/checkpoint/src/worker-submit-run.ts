@@ -1,0 +1,184 @@
+import { randomBytes } from "node:crypto";
+import {
+  type Agent,
+  type ApprovalAnswer,
+  type EventStore,
+  InvalidArgumentError,
+  type JsonValue,
+  type RunResult,
+} from "@loopguard/core";
+import { type PostgresEventStore, postgresEventStore } from "./postgres-event-store.js";
+import {
+  ensureQueue,
+  jobSettings,
+  openQueue,
+  type QueueClient,
+  type ResolvedQueueOptions,
+  type RunJobData,
+  type RunQueueOptions,
+  resolveQueueOptions,
+} from "./worker-queue.js";
+
+/** Where runs are queued: a started pg-boss, or how to reach the database. */
+export interface RunQueueTarget extends RunQueueOptions {
+  /** A started pg-boss 10 instance on the workers' database; else one is started for the call. */
+  boss?: QueueClient;
+  /** The event store (needed by `approveRun`; its pool carries the queue when `boss` is absent). */
+  store?: PostgresEventStore;
+  /** Opens a store on this database for the call (closed after it). */
+  connectionString?: string;
+  /** The store's schema. Default `loopguard`. */
+  schema?: string;
+}
+
+/** Options of `submitRun`. */
+export interface SubmitRunOptions {
+  /** The run's id. Default `run_<16 hex>`. Submitting an id that already has a log re-queues that run. */
+  runId?: string;
+  /** Roles and attributes recorded in the run's `run-start`. */
+  context?: { roles?: string[]; attributes?: Record<string, JsonValue> };
+}
+
+/** What `submitRun` did. */
+export interface SubmitRunResult {
+  runId: string;
+  /** The job's id, or `null` when a job for this run was already queued (it will advance the run). */
+  jobId: string | null;
+}
+
+/**
+ * Queues a new run for the workers. It writes nothing to the run's log: the first worker that
+ * takes the job writes the `run-start` (with `expectedSeq` 0, so exactly once however many
+ * times the job is delivered), using its own agent's model, tools and policy digests.
+ *
+ * @example
+ * const { runId } = await submitRun({ connectionString: process.env.DATABASE_URL }, "Order A1001 arrived broken, refund please");
+ * // in a server, reuse one pg-boss: await submitRun({ boss }, task)
+ */
+export async function submitRun(
+  target: RunQueueTarget,
+  task: string,
+  options: SubmitRunOptions = {},
+): Promise<SubmitRunResult> {
+  const where = "submitRun";
+  if (typeof task !== "string" || task.trim() === "")
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}(target, task): task must be a non-empty string describing what the agent should do`,
+    );
+  if (!options || typeof options !== "object")
+    throw new InvalidArgumentError(`[checkpoint] ${where}: options must be an object`);
+  const runId = options.runId ?? `run_${randomBytes(8).toString("hex")}`;
+  checkRunId(runId, where);
+  const data: RunJobData = {
+    runId,
+    task,
+    ...(options.context ? { context: options.context } : {}),
+  };
+  const jobId = await withQueue(target, where, false, async (boss, settings) =>
+    boss.send(settings.queue, data, { ...jobSettings(settings), singletonKey: runId }),
+  );
+  return { runId, jobId };
+}
+
+/** Options of `approveRun`. */
+export interface ApproveRunOptions {
+  /** The agent factory the workers use; it records the answer through a store view fenced to this call's claim. */
+  agent: (store: EventStore) => Agent;
+}
+
+/**
+ * Answers a parked approval from any process and re-queues the run, so another worker
+ * finishes it. It first claims the run (raising its fencing epoch, so any stale worker is
+ * fenced off), records the answer with `agent.approve(runId, answer, { resume: false })`, and
+ * queues a job once no approval is left open.
+ *
+ * @example
+ * await approveRun({ connectionString: process.env.DATABASE_URL }, runId, { decision: "approve", approver: "ana@acme.com" }, { agent: makeAgent });
+ */
+export async function approveRun(
+  target: RunQueueTarget,
+  runId: string,
+  answer: ApprovalAnswer,
+  options: ApproveRunOptions,
+): Promise<RunResult> {
+  const where = "approveRun";
+  checkRunId(runId, where);
+  if (!options || typeof options.agent !== "function")
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: options.agent must be the agent factory (store) => Agent the workers use`,
+    );
+  return withQueue(target, where, true, async (boss, settings, store) => {
+    const epoch = await store.claim(runId);
+    const agent = options.agent(store.fenced(runId, epoch));
+    const result = await agent.approve(runId, answer, { resume: false });
+    if (result.status !== "awaiting_approval") {
+      await boss.send(settings.queue, { runId } satisfies RunJobData, {
+        ...jobSettings(settings),
+        singletonKey: runId,
+      });
+    }
+    return result;
+  });
+}
+
+async function withQueue<T>(
+  target: RunQueueTarget,
+  where: string,
+  needsStore: boolean,
+  work: (
+    boss: QueueClient,
+    settings: ResolvedQueueOptions,
+    store: PostgresEventStore,
+  ) => Promise<T>,
+): Promise<T> {
+  if (!target || typeof target !== "object")
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}(target, ...): target must be { boss } or { connectionString } or { store }`,
+    );
+  if (target.store && target.connectionString)
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: pass store or connectionString, not both`,
+    );
+  if (!target.boss && !target.store && !target.connectionString)
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: pass boss (a started pg-boss), store or connectionString`,
+    );
+  if (needsStore && !target.store && !target.connectionString)
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: pass store or connectionString: the answer is written to the run's log`,
+    );
+  const ownsStore = !target.store && target.connectionString !== undefined;
+  const store =
+    target.store ??
+    (target.connectionString !== undefined
+      ? postgresEventStore({
+          connectionString: target.connectionString,
+          schema: target.schema ?? "loopguard",
+          max: 2,
+        })
+      : undefined);
+  const settings = resolveQueueOptions(
+    target,
+    store?.schema ?? target.schema ?? "loopguard",
+    where,
+  );
+  let boss = target.boss;
+  const ownsBoss = boss === undefined;
+  try {
+    if (!boss) boss = await openQueue(await store!.pool(), settings, { supervise: false }, where);
+    else await ensureQueue(boss, settings);
+    return await work(boss, settings, store as PostgresEventStore);
+  } finally {
+    if (ownsBoss)
+      await boss?.stop({ graceful: false, close: false, wait: true }).catch(() => undefined);
+    if (ownsStore) await store?.close();
+  }
+}
+
+function checkRunId(runId: unknown, where: string): asserts runId is string {
+  if (typeof runId !== "string" || !/^[A-Za-z0-9_.:-]{1,128}$/.test(runId)) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: runId ${JSON.stringify(runId)} is invalid: use 1 to 128 letters, digits, "_", ".", ":" or "-"`,
+    );
+  }
+}
