@@ -31,6 +31,7 @@ import { acquireFileLock } from "./file-lock.js";
 import { encodeEventBody, lineOf, parseLog } from "./jsonl-log.js";
 import { assertRunId, isValidRunId } from "./run-id.js";
 import { StoreClosedError, StoreWriteError } from "./store-errors.js";
+import { validateFilter } from "./validate-filter.js";
 
 /** Options of `jsonlEventStore`. */
 export interface JsonlEventStoreOptions {
@@ -52,6 +53,8 @@ export interface JsonlEventStore extends EventStore {
   readonly dir: string;
   /** The log file of a run (which may not exist yet). */
   fileOf(runId: string): string;
+  /** Waits for writes in flight and brings summary files up to date; safe to call twice. */
+  close(): Promise<void>;
 }
 
 interface PendingAppend {
@@ -439,36 +442,6 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       return closing;
     },
   };
-}
-
-/** Checks a ListFilter, so a typo is an error rather than an unfiltered list. */
-export function validateFilter(filter: ListFilter): void {
-  if (typeof filter !== "object" || filter === null)
-    throw new InvalidArgumentError("[checkpoint] list(filter): filter must be an object");
-  const { status, agentId, updatedAfter, limit } = filter;
-  if (
-    status !== undefined &&
-    typeof status !== "string" &&
-    !(Array.isArray(status) && status.every((item) => typeof item === "string"))
-  ) {
-    throw new InvalidArgumentError(
-      "[checkpoint] list(filter): status must be a status or an array of statuses",
-    );
-  }
-  if (agentId !== undefined && typeof agentId !== "string")
-    throw new InvalidArgumentError("[checkpoint] list(filter): agentId must be a string");
-  if (
-    updatedAfter !== undefined &&
-    (typeof updatedAfter !== "number" || Number.isNaN(updatedAfter))
-  ) {
-    throw new InvalidArgumentError(
-      "[checkpoint] list(filter): updatedAfter must be a time in milliseconds since the epoch",
-    );
-  }
-  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0))
-    throw new InvalidArgumentError(
-      "[checkpoint] list(filter): limit must be a non-negative integer",
-    );
 }
 
 async function createDirectory(dir: string): Promise<void> {

@@ -1,0 +1,332 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type {
+  AppendOptions,
+  AppendResult,
+  EventStore,
+  ListFilter,
+  RunSummary,
+  StoredEvent,
+  StoredEventInput,
+} from "@loopguard/core";
+import {
+  AppendConflictError,
+  CorruptLogError,
+  filterSummaries,
+  InvalidArgumentError,
+  summarize,
+} from "@loopguard/core";
+import type BetterSqlite3 from "better-sqlite3";
+import { encodeEventBody, lineOf } from "./jsonl-log.js";
+import { assertRunId } from "./run-id.js";
+import { loadSqliteDriver } from "./sqlite-driver.js";
+import { StoreClosedError } from "./store-errors.js";
+import { validateFilter } from "./validate-filter.js";
+
+/** The part of a better-sqlite3 `Database` the store uses (so these types need no `@types` package). */
+export interface SqliteDatabase {
+  readonly name: string;
+  readonly open: boolean;
+  prepare(source: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  exec(source: string): unknown;
+  transaction(fn: (...args: never[]) => unknown): unknown;
+  close(): unknown;
+}
+
+/** Options of `sqliteEventStore`: a database file, or a better-sqlite3 database you opened. */
+export type SqliteEventStoreOptions =
+  | {
+      /** The database file (created with its directory if missing). */
+      path: string;
+      /** How long a write waits for another connection's lock. Default 5 000 ms. */
+      busyTimeoutMs?: number;
+    }
+  | {
+      /** A better-sqlite3 database you opened; the store never closes it. */
+      database: SqliteDatabase;
+      busyTimeoutMs?: number;
+    };
+
+/** The SQLite event store. */
+export interface SqliteEventStore extends EventStore {
+  readonly name: "sqlite";
+  /** Closes the database if the store opened it; safe to call twice. */
+  close(): Promise<void>;
+}
+
+interface Prepared {
+  db: BetterSqlite3.Database;
+  ownsDatabase: boolean;
+  where: string;
+  append: (
+    runId: string,
+    expectedSeq: number,
+    bodies: string[],
+    events: readonly StoredEventInput[],
+  ) => number;
+  readRows: BetterSqlite3.Statement<[string], { seq: number; body: string }>;
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS loopguard_events (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  at REAL NOT NULL,
+  type TEXT NOT NULL,
+  body TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS loopguard_runs (
+  run_id TEXT PRIMARY KEY,
+  agent_id TEXT,
+  status TEXT NOT NULL,
+  updated_at REAL NOT NULL,
+  summary TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS loopguard_runs_by_update ON loopguard_runs (updated_at DESC, run_id);
+`;
+
+/**
+ * An EventStore in one SQLite database, on better-sqlite3 (an optional peer dependency,
+ * loaded on first use). WAL mode and `synchronous=FULL`: `append` returns only after its
+ * transaction was fsynced. The `expectedSeq` fence is checked inside a `BEGIN IMMEDIATE`
+ * transaction, so it holds across connections and processes; summaries for `list` live in
+ * the same transaction, in `loopguard_runs`. better-sqlite3 is synchronous: an append blocks
+ * the event loop for its commit (one fsync).
+ *
+ * @example
+ * const agent = createAgent({ model, tools, store: sqliteEventStore({ path: ".loopguard/runs.db" }) });
+ */
+export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventStore {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError(
+      '[checkpoint] sqliteEventStore(options): pass { path: ".loopguard/runs.db" } or { database } (a better-sqlite3 Database)',
+    );
+  }
+  const hasPath = "path" in options && options.path !== undefined;
+  const hasDatabase = "database" in options && options.database !== undefined;
+  if (hasPath === hasDatabase) {
+    throw new InvalidArgumentError(
+      "[checkpoint] sqliteEventStore(options): pass exactly one of path (a database file) and database (a better-sqlite3 Database)",
+    );
+  }
+  if (
+    hasPath &&
+    (typeof (options as { path: unknown }).path !== "string" ||
+      (options as { path: string }).path.trim() === "")
+  ) {
+    throw new InvalidArgumentError(
+      '[checkpoint] sqliteEventStore(options): path must be a file path, or ":memory:"',
+    );
+  }
+  if (hasDatabase) {
+    const database = (options as { database: SqliteDatabase }).database;
+    if (
+      typeof database?.prepare !== "function" ||
+      typeof database.transaction !== "function" ||
+      typeof database.pragma !== "function"
+    ) {
+      throw new InvalidArgumentError(
+        "[checkpoint] sqliteEventStore(options): database must be a better-sqlite3 Database",
+      );
+    }
+  }
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
+  if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new InvalidArgumentError(
+      `[checkpoint] sqliteEventStore: busyTimeoutMs must be a non-negative integer, got ${String(options.busyTimeoutMs)}`,
+    );
+  }
+  let ready: Promise<Prepared> | undefined;
+  let closed = false;
+
+  const prepare = async (): Promise<Prepared> => {
+    let db: BetterSqlite3.Database;
+    let ownsDatabase = false;
+    if (hasDatabase) {
+      db = (options as { database: SqliteDatabase }).database as unknown as BetterSqlite3.Database;
+    } else {
+      const Database = await loadSqliteDriver();
+      const path = (options as { path: string }).path;
+      const file = path === ":memory:" ? path : resolve(path);
+      if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
+      db = new Database(file);
+      ownsDatabase = true;
+    }
+    const where = db.name;
+    try {
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = FULL");
+      db.exec(schema);
+    } catch (error) {
+      if (ownsDatabase) db.close();
+      throw error;
+    }
+    const nextSeqOf = db.prepare<[string], { next: number }>(
+      "SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM loopguard_events WHERE run_id = ?",
+    );
+    const insert = db.prepare<[string, number, number, string, string]>(
+      "INSERT INTO loopguard_events (run_id, seq, at, type, body) VALUES (?, ?, ?, ?, ?)",
+    );
+    const summaryOf = db.prepare<[string], { summary: string }>(
+      "SELECT summary FROM loopguard_runs WHERE run_id = ?",
+    );
+    const upsert = db.prepare<[string, string | null, string, number, string]>(
+      "INSERT INTO loopguard_runs (run_id, agent_id, status, updated_at, summary) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, updated_at = excluded.updated_at, summary = excluded.summary",
+    );
+    const appendInTransaction = db.transaction(
+      (
+        runId: string,
+        expectedSeq: number,
+        bodies: string[],
+        events: readonly StoredEventInput[],
+      ) => {
+        const length = nextSeqOf.get(runId)!.next;
+        if (expectedSeq !== length) throw new AppendConflictError(runId, expectedSeq, length);
+        if (bodies.length === 0) return length;
+        const stored: StoredEvent[] = [];
+        for (let index = 0; index < bodies.length; index += 1) {
+          const event = events[index]!;
+          const line = lineOf(length + index, bodies[index]!);
+          insert.run(runId, length + index, event.at, event.type, line.slice(0, -1));
+          stored.push({ ...event, seq: length + index } as StoredEvent);
+        }
+        const previous = summaryOf.get(runId);
+        const summary = summarize(
+          previous ? (JSON.parse(previous.summary) as RunSummary) : undefined,
+          runId,
+          stored,
+        );
+        upsert.run(
+          runId,
+          summary.agentId ?? null,
+          summary.status,
+          summary.updatedAt,
+          JSON.stringify(summary),
+        );
+        return length + bodies.length;
+      },
+    );
+    return {
+      db,
+      ownsDatabase,
+      where,
+      // BEGIN IMMEDIATE: the write lock is taken before the fence is read, so two writers
+      // cannot both see the same length.
+      append: (runId, expectedSeq, bodies, events) =>
+        appendInTransaction.immediate(runId, expectedSeq, bodies, events),
+      readRows: db.prepare<[string], { seq: number; body: string }>(
+        "SELECT seq, body FROM loopguard_events WHERE run_id = ? ORDER BY seq",
+      ),
+    };
+  };
+
+  const open = (): Promise<Prepared> => {
+    if (closed) return Promise.reject(new StoreClosedError("sqliteEventStore"));
+    ready ??= prepare().catch((error: unknown) => {
+      ready = undefined;
+      throw error;
+    });
+    return ready;
+  };
+
+  return {
+    name: "sqlite",
+
+    async append(
+      runId: string,
+      events: readonly StoredEventInput[],
+      appendOptions: AppendOptions,
+    ): Promise<AppendResult> {
+      assertRunId(runId, "sqliteEventStore.append");
+      if (!Array.isArray(events))
+        throw new InvalidArgumentError(
+          `[checkpoint] append to run ${runId}: events must be an array`,
+        );
+      const expectedSeq = appendOptions?.expectedSeq;
+      if (!Number.isSafeInteger(expectedSeq) || expectedSeq < 0) {
+        throw new InvalidArgumentError(
+          `[checkpoint] append to run ${runId}: options.expectedSeq must be the log's length (a non-negative integer), got ${String(expectedSeq)}`,
+        );
+      }
+      const bodies = events.map((event, index) => encodeEventBody(event, runId, index));
+      const store = await open();
+      return { nextSeq: store.append(runId, expectedSeq, bodies, events) };
+    },
+
+    async read(runId: string): Promise<StoredEvent[]> {
+      assertRunId(runId, "sqliteEventStore.read");
+      const store = await open();
+      const rows = store.readRows.all(runId);
+      return rows.map((row, index) => {
+        const fail = (what: string, cause?: unknown): never => {
+          throw new CorruptLogError(
+            `[checkpoint] ${store.where}: run ${runId} event ${row.seq} (table loopguard_events): ${what}; loopguard never skips a damaged event: restore the database from a backup or repair the row by hand`,
+            cause === undefined ? undefined : { cause },
+          );
+        };
+        if (row.seq !== index) fail(`expected event ${index} here: the log has a gap`);
+        let event: unknown;
+        try {
+          event = JSON.parse(row.body);
+        } catch (error) {
+          fail(`the stored body is not valid JSON (${(error as Error).message})`, error);
+        }
+        if (typeof event !== "object" || event === null || Array.isArray(event))
+          return fail("the stored body is not a JSON object");
+        const record = event as Record<string, unknown>;
+        if (
+          record.seq !== row.seq ||
+          typeof record.type !== "string" ||
+          typeof record.at !== "number"
+        ) {
+          return fail(
+            "the stored body is not an event with this seq, a string type and a number at",
+          );
+        }
+        return record as unknown as StoredEvent;
+      });
+    },
+
+    async list(filter: ListFilter = {}): Promise<RunSummary[]> {
+      validateFilter(filter);
+      const store = await open();
+      const clauses: string[] = [];
+      const parameters: Array<string | number> = [];
+      if (filter.status !== undefined) {
+        const statuses = typeof filter.status === "string" ? [filter.status] : [...filter.status];
+        if (statuses.length === 0) return [];
+        clauses.push(`status IN (${statuses.map(() => "?").join(", ")})`);
+        parameters.push(...statuses);
+      }
+      if (filter.agentId !== undefined) {
+        clauses.push("agent_id = ?");
+        parameters.push(filter.agentId);
+      }
+      if (filter.updatedAfter !== undefined) {
+        clauses.push("updated_at > ?");
+        parameters.push(filter.updatedAfter);
+      }
+      let sql = `SELECT summary FROM loopguard_runs${clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""} ORDER BY updated_at DESC, run_id`;
+      if (filter.limit !== undefined) {
+        sql += " LIMIT ?";
+        parameters.push(filter.limit);
+      }
+      const rows = store.db.prepare(sql).all(...parameters) as Array<{ summary: string }>;
+      // filterSummaries gives the exact order every store shares (ties by run id).
+      return filterSummaries(
+        rows.map((row) => JSON.parse(row.summary) as RunSummary),
+        filter,
+      );
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      const store = await ready?.catch(() => undefined);
+      if (store?.ownsDatabase && store.db.open) store.db.close();
+    },
+  };
+}
