@@ -20,12 +20,16 @@ const segmentPattern = /^[^.[\]]+$/;
  */
 export function argPath(text: string): ArgPath {
   if (typeof text !== "string" || text.length === 0 || text.length > 256) {
-    throw new InvalidArgumentError(`[policy] argument path ${JSON.stringify(text)} is invalid: use a non-empty dotted path such as "amount" or "refund.amount"`);
+    throw new InvalidArgumentError(
+      `[policy] argument path ${JSON.stringify(text)} is invalid: use a non-empty dotted path such as "amount" or "refund.amount"`,
+    );
   }
   const segments: string[] = [];
   for (const part of text.replace(/\[(\d+)\]/g, ".$1").split(".")) {
     if (!segmentPattern.test(part)) {
-      throw new InvalidArgumentError(`[policy] argument path ${JSON.stringify(text)} is invalid: segment ${JSON.stringify(part)} is empty or has a bracket; write "items.0.sku" or "items[0].sku"`);
+      throw new InvalidArgumentError(
+        `[policy] argument path ${JSON.stringify(text)} is invalid: segment ${JSON.stringify(part)} is empty or has a bracket; write "items.0.sku" or "items[0].sku"`,
+      );
     }
     segments.push(part);
   }

@@ -17,7 +17,10 @@ export class PolicyValidationError extends LoopguardError {
 /** A frozen policy was asked to change. */
 export class PolicyFrozenError extends LoopguardError {
   constructor(what: string) {
-    super("policy_frozen", `[policy] ${what}: this policy is frozen; build a new policy (and a new agent) to change the rules`);
+    super(
+      "policy_frozen",
+      `[policy] ${what}: this policy is frozen; build a new policy (and a new agent) to change the rules`,
+    );
   }
 }
 

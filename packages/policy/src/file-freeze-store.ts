@@ -44,15 +44,29 @@ export type FreezeFile = v.InferOutput<typeof freezeFileSchema>;
  * const store = fileFreezeStore({ path: ".loopguard/freeze.json" });
  * await store.freeze({ reason: "refund bug in production", by: "alice" });
  */
-export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & { readonly path: string } {
-  if (options === null || typeof options !== "object" || typeof options.path !== "string" || options.path.trim() === "") {
-    throw new InvalidArgumentError("[policy] fileFreezeStore({ path }): path must be the freeze file, e.g. \".loopguard/freeze.json\"");
+export function fileFreezeStore(
+  options: FileFreezeStoreOptions,
+): FreezeStore & { readonly path: string } {
+  if (
+    options === null ||
+    typeof options !== "object" ||
+    typeof options.path !== "string" ||
+    options.path.trim() === ""
+  ) {
+    throw new InvalidArgumentError(
+      '[policy] fileFreezeStore({ path }): path must be the freeze file, e.g. ".loopguard/freeze.json"',
+    );
   }
   const cacheMs = options.cacheMs ?? 250;
   if (typeof cacheMs !== "number" || !Number.isFinite(cacheMs) || cacheMs < 0) {
-    throw new InvalidArgumentError(`[policy] fileFreezeStore({ cacheMs }): cacheMs must be a number of milliseconds >= 0, got ${describeValue(cacheMs)}`);
+    throw new InvalidArgumentError(
+      `[policy] fileFreezeStore({ cacheMs }): cacheMs must be a number of milliseconds >= 0, got ${describeValue(cacheMs)}`,
+    );
   }
-  if (options.now !== undefined && typeof options.now !== "function") throw new InvalidArgumentError("[policy] fileFreezeStore({ now }): now must be a function returning epoch milliseconds");
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidArgumentError(
+      "[policy] fileFreezeStore({ now }): now must be a function returning epoch milliseconds",
+    );
   const now = options.now ?? Date.now;
   const path = resolve(options.path);
   let cached: { status: FreezeStatus; checkedMs: number; signature: string } | undefined;
@@ -68,7 +82,10 @@ export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & 
         cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
         return cached.status;
       }
-      throw new FreezeStoreError(`[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`, { cause: error });
+      throw new FreezeStoreError(
+        `[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`,
+        { cause: error },
+      );
     }
     if (cached && cached.signature === signature) {
       cached.checkedMs = now();
@@ -82,7 +99,10 @@ export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & 
         cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
         return cached.status;
       }
-      throw new FreezeStoreError(`[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`, { cause: error });
+      throw new FreezeStoreError(
+        `[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`,
+        { cause: error },
+      );
     }
     const status = parseFreezeFile(text, path);
     cached = { status, checkedMs: now(), signature };
@@ -93,11 +113,17 @@ export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & 
     await mkdir(dirname(path), { recursive: true });
     const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
-      await writeFile(temporary, `${JSON.stringify(content, null, 2)}\n`, { encoding: "utf8", mode: 0o644 });
+      await writeFile(temporary, `${JSON.stringify(content, null, 2)}\n`, {
+        encoding: "utf8",
+        mode: 0o644,
+      });
       await rename(temporary, path);
     } catch (error) {
       await unlink(temporary).catch(() => undefined);
-      throw new FreezeStoreError(`[policy] cannot write the freeze file ${path}: ${(error as Error).message}`, { cause: error });
+      throw new FreezeStoreError(
+        `[policy] cannot write the freeze file ${path}: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     cached = undefined;
   };
@@ -114,13 +140,32 @@ export function fileFreezeStore(options: FileFreezeStoreOptions): FreezeStore & 
       return pending;
     },
     async freeze(request: FreezeRequest) {
-      if (request === null || typeof request !== "object" || typeof request.reason !== "string" || request.reason.trim() === "" || (request.by !== undefined && typeof request.by !== "string")) {
-        throw new InvalidArgumentError("[policy] freeze({ reason, by }): give a non-empty reason and who is freezing, e.g. { reason: \"refund bug\", by: \"alice\" }");
+      if (
+        request === null ||
+        typeof request !== "object" ||
+        typeof request.reason !== "string" ||
+        request.reason.trim() === "" ||
+        (request.by !== undefined && typeof request.by !== "string")
+      ) {
+        throw new InvalidArgumentError(
+          '[policy] freeze({ reason, by }): give a non-empty reason and who is freezing, e.g. { reason: "refund bug", by: "alice" }',
+        );
       }
-      await write({ version: 1, frozen: true, reason: request.reason, ...(request.by ? { by: request.by } : {}), at: new Date(now()).toISOString() });
+      await write({
+        version: 1,
+        frozen: true,
+        reason: request.reason,
+        ...(request.by ? { by: request.by } : {}),
+        at: new Date(now()).toISOString(),
+      });
     },
     async unfreeze(unfreezeOptions: { by?: string } = {}) {
-      await write({ version: 1, frozen: false, ...(typeof unfreezeOptions.by === "string" ? { by: unfreezeOptions.by } : {}), at: new Date(now()).toISOString() });
+      await write({
+        version: 1,
+        frozen: false,
+        ...(typeof unfreezeOptions.by === "string" ? { by: unfreezeOptions.by } : {}),
+        at: new Date(now()).toISOString(),
+      });
     },
   };
 }
@@ -131,14 +176,24 @@ export function parseFreezeFile(text: string, path: string): FreezeStatus {
   try {
     data = JSON.parse(text);
   } catch (error) {
-    throw new FreezeStoreError(`[policy] the freeze file ${path} is not valid JSON; rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`, { cause: error });
+    throw new FreezeStoreError(
+      `[policy] the freeze file ${path} is not valid JSON; rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`,
+      { cause: error },
+    );
   }
   const parsed = v.safeParse(freezeFileSchema, data);
   if (!parsed.success) {
     const issue = parsed.issues[0];
     const where = issue.path?.map((item) => String(item.key)).join(".") ?? "(root)";
-    throw new FreezeStoreError(`[policy] the freeze file ${path} is not a version 1 freeze file (${where}: ${issue.message}); rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`);
+    throw new FreezeStoreError(
+      `[policy] the freeze file ${path} is not a version 1 freeze file (${where}: ${issue.message}); rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`,
+    );
   }
   const file = parsed.output;
-  return { frozen: file.frozen, ...(file.reason !== undefined ? { reason: file.reason } : {}), ...(file.by !== undefined ? { by: file.by } : {}), ...(file.at !== undefined ? { at: Date.parse(file.at) } : {}) };
+  return {
+    frozen: file.frozen,
+    ...(file.reason !== undefined ? { reason: file.reason } : {}),
+    ...(file.by !== undefined ? { by: file.by } : {}),
+    ...(file.at !== undefined ? { at: Date.parse(file.at) } : {}),
+  };
 }

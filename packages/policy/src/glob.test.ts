@@ -25,21 +25,44 @@ describe("compileGlob", () => {
   });
 
   it("rejects malformed globs with a clear error", () => {
-    expect(() => compileGlob("send_{email")).toThrow(/\[policy\] tool glob "send_\{email" is invalid: it has a "\{" without a matching "\}"/);
+    expect(() => compileGlob("send_{email")).toThrow(
+      /\[policy\] tool glob "send_\{email" is invalid: it has a "\{" without a matching "\}"/,
+    );
     expect(() => compileGlob("a}")).toThrow(/without a matching/);
     expect(() => compileGlob("")).toThrow(/non-empty/);
-    expect(() => compileGlob("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}")).toThrow(/more than 256 alternatives/);
+    expect(() => compileGlob("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}{m,n}{o,p}{q,r}")).toThrow(
+      /more than 256 alternatives/,
+    );
   });
 
   it("agrees with a reference regular expression on random globs and names", () => {
     const alphabet = fc.constantFrom("a", "b", "_");
-    const piece = fc.oneof(alphabet, fc.constant("*"), fc.constant("?"), fc.tuple(alphabet, alphabet).map(([x, y]) => `{${x},${y}${x}}`));
+    const piece = fc.oneof(
+      alphabet,
+      fc.constant("*"),
+      fc.constant("?"),
+      fc.tuple(alphabet, alphabet).map(([x, y]) => `{${x},${y}${x}}`),
+    );
     fc.assert(
-      fc.property(fc.array(piece, { minLength: 1, maxLength: 8 }), fc.string({ unit: alphabet, maxLength: 12 }), (pieces, name) => {
-        const glob = pieces.join("");
-        const source = pieces.map((item) => (item === "*" ? ".*" : item === "?" ? "." : item.startsWith("{") ? `(?:${item.slice(1, -1).replace(",", "|")})` : item)).join("");
-        expect(compileGlob(glob).test(name)).toBe(new RegExp(`^(?:${source})$`, "s").test(name));
-      }),
+      fc.property(
+        fc.array(piece, { minLength: 1, maxLength: 8 }),
+        fc.string({ unit: alphabet, maxLength: 12 }),
+        (pieces, name) => {
+          const glob = pieces.join("");
+          const source = pieces
+            .map((item) =>
+              item === "*"
+                ? ".*"
+                : item === "?"
+                  ? "."
+                  : item.startsWith("{")
+                    ? `(?:${item.slice(1, -1).replace(",", "|")})`
+                    : item,
+            )
+            .join("");
+          expect(compileGlob(glob).test(name)).toBe(new RegExp(`^(?:${source})$`, "s").test(name));
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -22,7 +22,9 @@ const maxAlternatives = 256;
  */
 export function compileGlob(pattern: string): GlobMatcher {
   if (typeof pattern !== "string" || pattern.length === 0 || pattern.length > 512) {
-    throw new InvalidArgumentError(`[policy] tool glob ${JSON.stringify(pattern)} is invalid: use a non-empty string of at most 512 characters such as "send_*"`);
+    throw new InvalidArgumentError(
+      `[policy] tool glob ${JSON.stringify(pattern)} is invalid: use a non-empty string of at most 512 characters such as "send_*"`,
+    );
   }
   const alternatives = expandBraces(pattern);
   const unique = [...new Set(alternatives)];
@@ -50,14 +52,25 @@ export function compileGlob(pattern: string): GlobMatcher {
 export function compileGlobs(patterns: string | readonly string[], what: string): GlobMatcher {
   const list = typeof patterns === "string" ? [patterns] : patterns;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new InvalidArgumentError(`[policy] ${what} must be a tool glob or a non-empty array of globs, got ${JSON.stringify(patterns)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${what} must be a tool glob or a non-empty array of globs, got ${JSON.stringify(patterns)}`,
+    );
   }
   for (const item of list) {
-    if (typeof item !== "string") throw new InvalidArgumentError(`[policy] ${what} must hold only strings, got ${JSON.stringify(item)}`);
+    if (typeof item !== "string")
+      throw new InvalidArgumentError(
+        `[policy] ${what} must hold only strings, got ${JSON.stringify(item)}`,
+      );
   }
-  if (list.length === 1) return compileGlob(list[0]!);
-  const matcher = compileGlob(`{${list.map(escapeForGroup).join(",")}}`);
-  return { pattern: list.join(","), test: matcher.test };
+  try {
+    if (list.length === 1) return compileGlob(list[0]!);
+    const matcher = compileGlob(`{${list.map(escapeForGroup).join(",")}}`);
+    return { pattern: list.join(","), test: matcher.test };
+  } catch (error) {
+    if (error instanceof InvalidArgumentError)
+      throw new InvalidArgumentError(error.message.replace(/^\[policy\] /, `[policy] ${what}: `));
+    throw error;
+  }
 }
 
 function escapeForGroup(pattern: string): string {
@@ -96,7 +109,9 @@ function literalOf(alternative: string): string | undefined {
 /** Expands `{a,b}` groups (nested allowed) into plain alternatives, keeping escapes. */
 function expandBraces(pattern: string): string[] {
   const fail = (why: string): never => {
-    throw new InvalidArgumentError(`[policy] tool glob ${JSON.stringify(pattern)} is invalid: ${why}`);
+    throw new InvalidArgumentError(
+      `[policy] tool glob ${JSON.stringify(pattern)} is invalid: ${why}`,
+    );
   };
   const parse = (start: number, inGroup: boolean): { alternatives: string[]; end: number } => {
     let current: string[] = [""];
@@ -114,8 +129,10 @@ function expandBraces(pattern: string): string[] {
       if (char === "{") {
         const group = parse(index + 1, true);
         const next: string[] = [];
-        for (const prefix of current) for (const alternative of group.alternatives) next.push(prefix + alternative);
-        if (next.length + done.length > maxAlternatives) fail(`its {..} groups expand to more than ${maxAlternatives} alternatives`);
+        for (const prefix of current)
+          for (const alternative of group.alternatives) next.push(prefix + alternative);
+        if (next.length + done.length > maxAlternatives)
+          fail(`its {..} groups expand to more than ${maxAlternatives} alternatives`);
         current = next;
         index = group.end + 1;
         continue;
@@ -127,13 +144,13 @@ function expandBraces(pattern: string): string[] {
         continue;
       }
       if (char === "}") {
-        if (!inGroup) fail("it has a \"}\" without a matching \"{\"");
+        if (!inGroup) fail('it has a "}" without a matching "{"');
         return { alternatives: [...done, ...current], end: index };
       }
       current = current.map((prefix) => prefix + char);
       index += 1;
     }
-    if (inGroup) fail("it has a \"{\" without a matching \"}\"");
+    if (inGroup) fail('it has a "{" without a matching "}"');
     return { alternatives: [...done, ...current], end: index };
   };
   return parse(0, false).alternatives;
@@ -164,7 +181,8 @@ function compileAlternative(alternative: string): (name: string) => boolean {
   const last = segments[segments.length - 1]!;
   const middle = segments.slice(1, -1).filter((segment) => segment.length > 0);
   if (first.length === 0 && last.length === 0 && middle.length === 0) return matchAll;
-  const minLength = first.length + last.length + middle.reduce((sum, segment) => sum + segment.length, 0);
+  const minLength =
+    first.length + last.length + middle.reduce((sum, segment) => sum + segment.length, 0);
   return (name) => {
     if (name.length < minLength) return false;
     if (!segmentAt(name, 0, first)) return false;

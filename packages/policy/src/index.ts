@@ -8,12 +8,28 @@ export type { GlobMatcher } from "./glob.js";
 export { compileGlob } from "./glob.js";
 export type { KillSwitchGate, KillSwitchOptions } from "./kill-switch.js";
 export { killSwitch } from "./kill-switch.js";
-export type { ConditionJson, LoadedPolicy, LoadPolicyOptions, PolicyDocument } from "./load-policy.js";
+export type {
+  ConditionJson,
+  LoadedPolicy,
+  LoadPolicyOptions,
+  PolicyDocument,
+} from "./load-policy.js";
 export { loadPolicy, loadPolicyFile, policyDocumentSchema } from "./load-policy.js";
 export type { PolicyGate, PolicyJson, PolicyOptions } from "./policy.js";
 export { policy } from "./policy.js";
 export type { DomainOptions, Predicate, WhenFunction } from "./predicate.js";
-export { all, any, argDomainNotIn, argGt, argIn, argLt, argMatches, argNotIn, isPredicate, not } from "./predicate.js";
+export {
+  all,
+  any,
+  argDomainNotIn,
+  argGt,
+  argIn,
+  argLt,
+  argMatches,
+  argNotIn,
+  isPredicate,
+  not,
+} from "./predicate.js";
 export type { RateLimit, RateLimitGate, RateLimitOptions } from "./rate-limit.js";
 export { rateLimit } from "./rate-limit.js";
 export type { Effect, Rule, RuleInput, RuleOptions } from "./rule.js";

@@ -1,4 +1,11 @@
-import { canonicalJson, type GateDecision, type Gate, InvalidArgumentError, sha256, type ToolCall } from "@loopguard/core";
+import {
+  canonicalJson,
+  type Gate,
+  type GateDecision,
+  InvalidArgumentError,
+  sha256,
+  type ToolCall,
+} from "@loopguard/core";
 import type { FreezeStore } from "./freeze-store.js";
 
 /** Options of `killSwitch()`. */
@@ -30,7 +37,9 @@ const allowDecision = Object.freeze({ type: "allow" as const });
 export function killSwitch(options: KillSwitchOptions): KillSwitchGate {
   const store = options?.store;
   if (!store || typeof store.status !== "function" || typeof store.name !== "string") {
-    throw new InvalidArgumentError("[policy] killSwitch({ store }): store must be a FreezeStore such as fileFreezeStore({ path: \".loopguard/freeze.json\" })");
+    throw new InvalidArgumentError(
+      '[policy] killSwitch({ store }): store must be a FreezeStore such as fileFreezeStore({ path: ".loopguard/freeze.json" })',
+    );
   }
   const digest = sha256(canonicalJson({ kind: "kill_switch", store: store.name }));
   return {
@@ -43,7 +52,9 @@ export function killSwitch(options: KillSwitchOptions): KillSwitchGate {
       try {
         status = await store.status();
         if (status === null || typeof status !== "object" || typeof status.frozen !== "boolean") {
-          throw new TypeError(`status() returned ${JSON.stringify(status)}; expected { frozen: boolean }`);
+          throw new TypeError(
+            `status() returned ${JSON.stringify(status)}; expected { frozen: boolean }`,
+          );
         }
       } catch (error) {
         return {
@@ -59,7 +70,11 @@ export function killSwitch(options: KillSwitchOptions): KillSwitchGate {
         reason: "kill_switch",
         message: `All agents are frozen${status.by ? ` by ${status.by}` : ""}${typeof status.at === "number" && Number.isFinite(status.at) ? ` since ${new Date(status.at).toISOString()}` : ""}${status.reason ? `: ${status.reason}` : ""}. No tool calls are allowed.`,
         fixHints: ["Stop calling tools and tell the user the service is paused by an operator."],
-        details: { ...(status.reason ? { freezeReason: status.reason } : {}), ...(status.by ? { by: status.by } : {}), ...(typeof status.at === "number" && Number.isFinite(status.at) ? { at: status.at } : {}) },
+        details: {
+          ...(status.reason ? { freezeReason: status.reason } : {}),
+          ...(status.by ? { by: status.by } : {}),
+          ...(typeof status.at === "number" && Number.isFinite(status.at) ? { at: status.at } : {}),
+        },
       };
     },
   };

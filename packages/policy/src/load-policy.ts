@@ -1,9 +1,21 @@
 import { readFile } from "node:fs/promises";
-import { type Gate, InvalidArgumentError, LoopguardError, type JsonValue } from "@loopguard/core";
+import { type Gate, InvalidArgumentError, type JsonValue, LoopguardError } from "@loopguard/core";
 import * as v from "valibot";
 import { PolicyValidationError } from "./errors.js";
-import { type PolicyGate, createPolicyGate } from "./policy.js";
-import { type Predicate, all, any, argDomainNotIn, argGt, argIn, argLt, argMatches, argNotIn, deepFreeze, not } from "./predicate.js";
+import { createPolicyGate, type PolicyGate } from "./policy.js";
+import {
+  all,
+  any,
+  argDomainNotIn,
+  argGt,
+  argIn,
+  argLt,
+  argMatches,
+  argNotIn,
+  deepFreeze,
+  not,
+  type Predicate,
+} from "./predicate.js";
 import { type RateLimit, type RateLimitGate, rateLimit } from "./rate-limit.js";
 import { type Rule, toRule } from "./rule.js";
 import { type RunGuardGate, resolveRunGuardOptions, runGuard } from "./run-guard.js";
@@ -11,7 +23,10 @@ import { weekdays } from "./time-window.js";
 
 const operators = ["gt", "lt", "in", "notIn", "matches", "domainNotIn"] as const;
 const scalar = v.union([v.string(), v.pipe(v.number(), v.finite()), v.boolean(), v.null()]);
-const globs = v.union([v.pipe(v.string(), v.minLength(1)), v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1))]);
+const globs = v.union([
+  v.pipe(v.string(), v.minLength(1)),
+  v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1)),
+]);
 const argPathSchema = v.pipe(v.string(), v.minLength(1));
 
 const operatorSchemas = {
@@ -32,9 +47,18 @@ const operatorSchemas = {
         }
       }, "expected a valid regular expression"),
     ),
-    flags: v.optional(v.pipe(v.string(), v.regex(/^(?!.*(.).*\1)[imsu]*$/, 'expected flags from "imsu", each at most once'))),
+    flags: v.optional(
+      v.pipe(
+        v.string(),
+        v.regex(/^(?!.*(.).*\1)[imsu]*$/, 'expected flags from "imsu", each at most once'),
+      ),
+    ),
   }),
-  domainNotIn: v.strictObject({ arg: argPathSchema, domainNotIn: v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1)), subdomains: v.optional(v.boolean()) }),
+  domainNotIn: v.strictObject({
+    arg: argPathSchema,
+    domainNotIn: v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1)),
+    subdomains: v.optional(v.boolean()),
+  }),
 };
 
 /** A condition in a policy document. */
@@ -49,23 +73,40 @@ export type ConditionJson =
   | { any: ConditionJson[] }
   | { not: ConditionJson };
 
-const condition: v.GenericSchema<ConditionJson> = v.lazy((input): v.GenericSchema<ConditionJson> => {
-  if (input === null || typeof input !== "object" || Array.isArray(input)) {
-    return v.custom<ConditionJson>(() => false, `expected a condition object such as { "arg": "amount", "gt": 500 }, got ${received(input)}`);
-  }
-  const keys = Object.keys(input);
-  if ("all" in input) return v.strictObject({ all: v.pipe(v.array(condition), v.minLength(1)) }) as v.GenericSchema<ConditionJson>;
-  if ("any" in input) return v.strictObject({ any: v.pipe(v.array(condition), v.minLength(1)) }) as v.GenericSchema<ConditionJson>;
-  if ("not" in input) return v.strictObject({ not: condition }) as v.GenericSchema<ConditionJson>;
-  const present = operators.filter((operator) => keys.includes(operator));
-  if (!("arg" in input) || present.length !== 1) {
-    const what = present.length > 1 ? `only one operator per condition (found ${present.join(", ")}); combine them with "all"` : `"arg" with one of ${operators.join(", ")}, or "all", "any", "not"`;
-    return v.custom<ConditionJson>(() => false, `expected ${what}, got ${received(input)}`);
-  }
-  return operatorSchemas[present[0]!] as v.GenericSchema<ConditionJson>;
-});
+const condition: v.GenericSchema<ConditionJson> = v.lazy(
+  (input): v.GenericSchema<ConditionJson> => {
+    if (input === null || typeof input !== "object" || Array.isArray(input)) {
+      return v.custom<ConditionJson>(
+        () => false,
+        `expected a condition object such as { "arg": "amount", "gt": 500 }, got ${received(input)}`,
+      );
+    }
+    const keys = Object.keys(input);
+    if ("all" in input)
+      return v.strictObject({
+        all: v.pipe(v.array(condition), v.minLength(1)),
+      }) as v.GenericSchema<ConditionJson>;
+    if ("any" in input)
+      return v.strictObject({
+        any: v.pipe(v.array(condition), v.minLength(1)),
+      }) as v.GenericSchema<ConditionJson>;
+    if ("not" in input) return v.strictObject({ not: condition }) as v.GenericSchema<ConditionJson>;
+    const present = operators.filter((operator) => keys.includes(operator));
+    if (!("arg" in input) || present.length !== 1) {
+      const what =
+        present.length > 1
+          ? `only one operator per condition (found ${present.join(", ")}); combine them with "all"`
+          : `"arg" with one of ${operators.join(", ")}, or "all", "any", "not"`;
+      return v.custom<ConditionJson>(() => false, `expected ${what}, got ${received(input)}`);
+    }
+    return operatorSchemas[present[0]!] as v.GenericSchema<ConditionJson>;
+  },
+);
 
-const clock = v.pipe(v.string(), v.regex(/^([01]\d|2[0-4]):[0-5]\d$/, 'expected a 24-hour time "HH:MM"'));
+const clock = v.pipe(
+  v.string(),
+  v.regex(/^([01]\d|2[0-4]):[0-5]\d$/, 'expected a 24-hour time "HH:MM"'),
+);
 
 const ruleSchema = v.strictObject({
   effect: v.picklist(["allow", "ask", "deny"]),
@@ -74,14 +115,21 @@ const ruleSchema = v.strictObject({
   roles: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1))),
   window: v.optional(
     v.strictObject({
-      days: v.optional(v.pipe(v.array(v.picklist(weekdays as ["sun", "mon", "tue", "wed", "thu", "fri", "sat"])), v.minLength(1))),
+      days: v.optional(
+        v.pipe(
+          v.array(v.picklist(weekdays as ["sun", "mon", "tue", "wed", "thu", "fri", "sat"])),
+          v.minLength(1),
+        ),
+      ),
       start: clock,
       end: clock,
       timeZone: v.optional(v.pipe(v.string(), v.minLength(1))),
     }),
   ),
   id: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(128))),
-  reason: v.optional(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_]{0,63}$/, "expected a snake_case reason code"))),
+  reason: v.optional(
+    v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_]{0,63}$/, "expected a snake_case reason code")),
+  ),
   message: v.optional(v.string()),
   fixHints: v.optional(v.array(v.string())),
 });
@@ -95,7 +143,11 @@ const rateLimitSchema = v.strictObject({
 });
 
 const runGuardSchema = v.strictObject({
-  haltOn: v.optional(v.array(v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_]{0,63}$/, "expected a snake_case reason code")))),
+  haltOn: v.optional(
+    v.array(
+      v.pipe(v.string(), v.regex(/^[a-z][a-z0-9_]{0,63}$/, "expected a snake_case reason code")),
+    ),
+  ),
   irreversibleTools: v.optional(v.array(v.pipe(v.string(), v.minLength(1)))),
   detectLoops: v.optional(v.boolean()),
   loopRepeats: v.optional(v.pipe(v.number(), v.integer(), v.minValue(2), v.maxValue(100))),
@@ -155,28 +207,58 @@ export function loadPolicy(input: string | object, options: LoadPolicyOptions = 
     try {
       data = JSON.parse(input);
     } catch (error) {
-      throw new PolicyValidationError([`(root): expected a JSON policy document, got text that is not JSON (${(error as Error).message})`], { cause: error });
+      throw new PolicyValidationError(
+        [
+          `(root): expected a JSON policy document, got text that is not JSON (${(error as Error).message})`,
+        ],
+        { cause: error },
+      );
     }
   } else if (input === null || typeof input !== "object") {
-    throw new PolicyValidationError([`(root): expected a policy document object or JSON text, got ${received(input)}`]);
+    throw new PolicyValidationError([
+      `(root): expected a policy document object or JSON text, got ${received(input)}`,
+    ]);
   }
   const parsed = v.safeParse(policyDocumentSchema, data);
-  if (!parsed.success) throw new PolicyValidationError(parsed.issues.flatMap((issue) => formatIssue(issue)));
+  if (!parsed.success)
+    throw new PolicyValidationError(parsed.issues.flatMap((issue) => formatIssue(issue)));
   const document = deepFreeze(structuredClone(parsed.output));
   try {
     const rules: Rule[] = document.rules.map((rule, index) => {
       const where = `rules[${index}]`;
       const { when, ...rest } = rule;
-      return toRule({ ...(rest as unknown as Rule), ...(when ? { when: predicateOf(when, `${where}.when`) } : {}) } as never, where).rule;
+      return toRule(
+        {
+          ...(rest as unknown as Rule),
+          ...(when ? { when: predicateOf(when, `${where}.when`) } : {}),
+        } as never,
+        where,
+      ).rule;
     });
-    const rateLimitGate = document.rateLimits && document.rateLimits.length > 0 ? rateLimit(document.rateLimits as readonly RateLimit[], options.now ? { now: options.now } : {}) : undefined;
+    const rateLimitGate =
+      document.rateLimits && document.rateLimits.length > 0
+        ? rateLimit(
+            document.rateLimits as readonly RateLimit[],
+            options.now ? { now: options.now } : {},
+          )
+        : undefined;
     const guard = document.runGuard ? runGuard(document.runGuard as never) : undefined;
     const extra = (): Record<string, JsonValue> => ({
       ...(rateLimitGate ? { rateLimits: rateLimitGate.limits as unknown as JsonValue } : {}),
-      ...(document.runGuard ? { runGuard: resolveRunGuardOptions(document.runGuard as never) as unknown as JsonValue } : {}),
+      ...(document.runGuard
+        ? { runGuard: resolveRunGuardOptions(document.runGuard as never) as unknown as JsonValue }
+        : {}),
     });
-    const policyGate = createPolicyGate(rules, { default: document.default, ...(options.now ? { now: options.now } : {}) }, { digestExtra: extra }).freeze();
-    const gates: Gate[] = [policyGate, ...(rateLimitGate ? [rateLimitGate] : []), ...(guard ? [guard] : [])];
+    const policyGate = createPolicyGate(
+      rules,
+      { default: document.default, ...(options.now ? { now: options.now } : {}) },
+      { digestExtra: extra },
+    ).freeze();
+    const gates: Gate[] = [
+      policyGate,
+      ...(rateLimitGate ? [rateLimitGate] : []),
+      ...(guard ? [guard] : []),
+    ];
     return Object.freeze({
       gates: Object.freeze(gates),
       policy: policyGate,
@@ -187,7 +269,9 @@ export function loadPolicy(input: string | object, options: LoadPolicyOptions = 
     });
   } catch (error) {
     if (LoopguardError.isInstance(error) && error.code === "invalid_argument") {
-      throw new PolicyValidationError([(error as Error).message.replace(/^\[policy\] /, "")], { cause: error });
+      throw new PolicyValidationError([(error as Error).message.replace(/^\[policy\] /, "")], {
+        cause: error,
+      });
     }
     throw error;
   }
@@ -199,25 +283,40 @@ export function loadPolicy(input: string | object, options: LoadPolicyOptions = 
  * @example
  * const { gates } = await loadPolicyFile("policy.json");
  */
-export async function loadPolicyFile(path: string, options: LoadPolicyOptions = {}): Promise<LoadedPolicy> {
-  if (typeof path !== "string" || path.trim() === "") throw new InvalidArgumentError("[policy] loadPolicyFile(path): path must be the policy JSON file, e.g. \"policy.json\"");
+export async function loadPolicyFile(
+  path: string,
+  options: LoadPolicyOptions = {},
+): Promise<LoadedPolicy> {
+  if (typeof path !== "string" || path.trim() === "")
+    throw new InvalidArgumentError(
+      '[policy] loadPolicyFile(path): path must be the policy JSON file, e.g. "policy.json"',
+    );
   let text: string;
   try {
     text = await readFile(path, "utf8");
   } catch (error) {
-    throw new PolicyValidationError([`${path}: cannot read the policy file (${(error as Error).message})`], { cause: error });
+    throw new PolicyValidationError(
+      [`${path}: cannot read the policy file (${(error as Error).message})`],
+      { cause: error },
+    );
   }
   try {
     return loadPolicy(text, options);
   } catch (error) {
-    if (error instanceof PolicyValidationError) throw new PolicyValidationError(error.issues.map((issue) => `${path}: ${issue}`), { cause: error });
+    if (error instanceof PolicyValidationError)
+      throw new PolicyValidationError(
+        error.issues.map((issue) => `${path}: ${issue}`),
+        { cause: error },
+      );
     throw error;
   }
 }
 
 function predicateOf(json: ConditionJson, where: string): Predicate {
-  if ("all" in json) return all(...json.all.map((item, index) => predicateOf(item, `${where}.all[${index}]`)));
-  if ("any" in json) return any(...json.any.map((item, index) => predicateOf(item, `${where}.any[${index}]`)));
+  if ("all" in json)
+    return all(...json.all.map((item, index) => predicateOf(item, `${where}.all[${index}]`)));
+  if ("any" in json)
+    return any(...json.any.map((item, index) => predicateOf(item, `${where}.any[${index}]`)));
   if ("not" in json) return not(predicateOf(json.not, `${where}.not`));
   try {
     if ("gt" in json) return argGt(json.arg, json.gt);
@@ -227,7 +326,11 @@ function predicateOf(json: ConditionJson, where: string): Predicate {
     if ("matches" in json) return argMatches(json.arg, new RegExp(json.matches, json.flags ?? ""));
     return argDomainNotIn(json.arg, json.domainNotIn, json.subdomains ? { subdomains: true } : {});
   } catch (error) {
-    if (LoopguardError.isInstance(error)) throw new PolicyValidationError([`${where}: ${(error as Error).message.replace(/^\[policy\] /, "")}`], { cause: error });
+    if (LoopguardError.isInstance(error))
+      throw new PolicyValidationError(
+        [`${where}: ${(error as Error).message.replace(/^\[policy\] /, "")}`],
+        { cause: error },
+      );
     throw error;
   }
 }
@@ -237,17 +340,33 @@ type Issue = v.BaseIssue<unknown>;
 function formatIssue(issue: Issue): string[] {
   // A union reports its options' issues; show the one that got furthest.
   if (issue.type === "union" && issue.issues && issue.issues.length > 0) {
-    const deepest = [...issue.issues].sort((a, b) => (b.path?.length ?? 0) - (a.path?.length ?? 0))[0]!;
+    const deepest = [...issue.issues].sort(
+      (a, b) => (b.path?.length ?? 0) - (a.path?.length ?? 0),
+    )[0]!;
     if ((deepest.path?.length ?? 0) > (issue.path?.length ?? 0)) return formatIssue(deepest);
   }
   const path = pathOf(issue.path);
-  if (issue.type === "custom" || issue.type === "check" || issue.type === "regex") return [`${path}: ${issue.message}${issue.type === "custom" ? "" : `, got ${issue.received}`}`];
+  if (issue.type === "custom" || issue.type === "check" || issue.type === "regex")
+    return [`${path}: ${issue.message}${issue.type === "custom" ? "" : `, got ${issue.received}`}`];
   if (issue.expected === "never") return [`${path}: unknown key; remove it`];
-  if (issue.received === "undefined") return [`${path}: missing; expected ${article(issue.expected ?? "a value")}`];
-  if (issue.type === "min_length" || issue.type === "max_length" || issue.type === "min_value" || issue.type === "max_value" || issue.type === "gt_value" || issue.type === "integer" || issue.type === "finite") {
+  if (issue.received === "undefined" && (issue.type === "object" || issue.type === "strict_object"))
+    return [`${path}: missing; this key is required`];
+  if (issue.received === "undefined")
+    return [`${path}: missing; expected ${article(issue.expected ?? "a value")}`];
+  if (
+    issue.type === "min_length" ||
+    issue.type === "max_length" ||
+    issue.type === "min_value" ||
+    issue.type === "max_value" ||
+    issue.type === "gt_value" ||
+    issue.type === "integer" ||
+    issue.type === "finite"
+  ) {
     return [`${path}: expected ${describeRequirement(issue)}, got ${issue.received}`];
   }
-  return [`${path}: expected ${article(issue.expected ?? "a different value")}, got ${issue.received}`];
+  return [
+    `${path}: expected ${article(issue.expected ?? "a different value")}, got ${issue.received}`,
+  ];
 }
 
 function describeRequirement(issue: Issue): string {
@@ -281,10 +400,20 @@ function pathOf(path: Issue["path"]): string {
 }
 
 function article(expected: string): string {
-  const names: Record<string, string> = { number: "a number", string: "a string", boolean: "a boolean", Array: "an array", Object: "an object", null: "null" };
+  const names: Record<string, string> = {
+    number: "a number",
+    string: "a string",
+    boolean: "a boolean",
+    Array: "an array",
+    Object: "an object",
+    null: "null",
+  };
   if (names[expected]) return names[expected]!;
-  if (expected.includes("|")) return `one of ${expected}`;
-  if (expected.startsWith('"') || /^\d/.test(expected)) return expected;
+  if (expected.includes("|")) {
+    const options = expected.replace(/^\((.*)\)$/, "$1").split(" | ");
+    if (options.every((option) => option.startsWith('"'))) return `one of ${options.join(", ")}`;
+    return options.map((option) => names[option] ?? option).join(" or ");
+  }
   return expected;
 }
 

@@ -1,4 +1,14 @@
-import { type AllowDecision, type AskDecision, canonicalJson, type DenyDecision, type Gate, InvalidArgumentError, type JsonValue, sha256, type ToolCall } from "@loopguard/core";
+import {
+  type AllowDecision,
+  type AskDecision,
+  canonicalJson,
+  type DenyDecision,
+  type Gate,
+  InvalidArgumentError,
+  type JsonValue,
+  sha256,
+  type ToolCall,
+} from "@loopguard/core";
 import { PolicyFrozenError } from "./errors.js";
 import { describeValue } from "./predicate.js";
 import { type CompiledRule, type Effect, type Rule, type RuleInput, toRule } from "./rule.js";
@@ -74,16 +84,30 @@ export function policy(rules: readonly RuleInput[], options: PolicyOptions = {})
 }
 
 /** `policy()` with the settings of a loaded document folded into its digest. */
-export function createPolicyGate(rules: readonly RuleInput[], options: PolicyOptions, internals: PolicyInternals): PolicyGate {
+export function createPolicyGate(
+  rules: readonly RuleInput[],
+  options: PolicyOptions,
+  internals: PolicyInternals,
+): PolicyGate {
   if (!Array.isArray(rules)) {
-    throw new InvalidArgumentError(`[policy] policy(rules, options): rules must be an array of allow(), ask() or deny() rules, got ${describeValue(rules)}`);
+    throw new InvalidArgumentError(
+      `[policy] policy(rules, options): rules must be an array of allow(), ask() or deny() rules, got ${describeValue(rules)}`,
+    );
   }
-  if (options === null || typeof options !== "object") throw new InvalidArgumentError("[policy] policy(rules, options): options must be an object such as { default: \"deny\" }");
+  if (options === null || typeof options !== "object")
+    throw new InvalidArgumentError(
+      '[policy] policy(rules, options): options must be an object such as { default: "deny" }',
+    );
   const fallback = options.default ?? "allow";
   if (!effects.includes(fallback)) {
-    throw new InvalidArgumentError(`[policy] policy(rules, { default }): default must be "allow", "ask" or "deny", got ${describeValue(fallback)}`);
+    throw new InvalidArgumentError(
+      `[policy] policy(rules, { default }): default must be "allow", "ask" or "deny", got ${describeValue(fallback)}`,
+    );
   }
-  if (options.now !== undefined && typeof options.now !== "function") throw new InvalidArgumentError("[policy] policy(rules, { now }): now must be a function returning epoch milliseconds");
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidArgumentError(
+      "[policy] policy(rules, { now }): now must be a function returning epoch milliseconds",
+    );
   const now = options.now ?? Date.now;
   const list: Rule[] = [];
   const compiledList: CompiledRule[] = [];
@@ -96,7 +120,11 @@ export function createPolicyGate(rules: readonly RuleInput[], options: PolicyOpt
   const addAll = (inputs: readonly RuleInput[]) => {
     const additions = inputs.map((input, index) => toRule(input, `rules[${list.length + index}]`));
     for (const { rule, compiled } of additions) {
-      labels.set(compiled, rule.id ?? `${rule.effect} ${typeof rule.tool === "string" ? rule.tool : rule.tool.join(",")} (rules[${list.length}])`);
+      labels.set(
+        compiled,
+        rule.id ??
+          `${rule.effect} ${typeof rule.tool === "string" ? rule.tool : rule.tool.join(",")} (rules[${list.length}])`,
+      );
       list.push(rule);
       compiledList.push(compiled);
     }
@@ -109,14 +137,19 @@ export function createPolicyGate(rules: readonly RuleInput[], options: PolicyOpt
     let found = byTool.get(tool);
     if (!found) {
       found = { deny: [], ask: [], allow: [] };
-      for (const entry of compiledList) if (entry.tool.test(tool)) found[entry.rule.effect].push(entry);
+      for (const entry of compiledList)
+        if (entry.tool.test(tool)) found[entry.rule.effect].push(entry);
       if (byTool.size >= 1024) byTool.clear();
       byTool.set(tool, found);
     }
     return found;
   };
 
-  const toJSON = (): PolicyJson => ({ version: 1, default: fallback, rules: list.map((rule) => rule.toJSON()) });
+  const toJSON = (): PolicyJson => ({
+    version: 1,
+    default: fallback,
+    rules: list.map((rule) => rule.toJSON()),
+  });
 
   const gate: PolicyGate = {
     name: "policy",
@@ -192,7 +225,14 @@ export function createPolicyGate(rules: readonly RuleInput[], options: PolicyOpt
         if (evaluate(entry).matched) return allowDecision;
       }
       if (fallback === "allow") return allowDecision;
-      return defaultDecision(call, fallback, missedOn, missedRule, missedRule ? labels.get(missedRule) : undefined, allowError);
+      return defaultDecision(
+        call,
+        fallback,
+        missedOn,
+        missedRule,
+        missedRule ? labels.get(missedRule) : undefined,
+        allowError,
+      );
     },
   };
   return gate;
@@ -202,31 +242,56 @@ function whenText(entry: CompiledRule): string {
   return entry.when ? ` when ${entry.when.description}` : "";
 }
 
-function denyFor(call: ToolCall, entry: CompiledRule, label: string, error: string | undefined): DenyDecision {
+function denyFor(
+  call: ToolCall,
+  entry: CompiledRule,
+  label: string,
+  error: string | undefined,
+): DenyDecision {
   const rule = entry.rule;
-  const message = rule.message ?? `The policy does not allow ${call.tool}${whenText(entry)}${error ? ` (the condition could not be checked: ${error}, so the rule applied)` : ""}.`;
+  const message =
+    rule.message ??
+    `The policy does not allow ${call.tool}${whenText(entry)}${error ? ` (the condition could not be checked: ${error}, so the rule applied)` : ""}.`;
   return {
     type: "deny",
     reason: rule.reason ?? "policy_deny",
     message,
-    fixHints: rule.fixHints ? [...rule.fixHints] : entry.when
-      ? [`Change the call so that it no longer holds that ${entry.when.description}, or tell the user this is not allowed.`]
-      : [`Do not call ${call.tool}; continue without it or tell the user it is not allowed.`],
+    fixHints: rule.fixHints
+      ? [...rule.fixHints]
+      : entry.when
+        ? [
+            `Change the call so that it no longer holds that ${entry.when.description}, or tell the user this is not allowed.`,
+          ]
+        : [`Do not call ${call.tool}; continue without it or tell the user it is not allowed.`],
     details: { rule: label, ...(error ? { predicateError: error } : {}) },
   };
 }
 
-function askFor(call: ToolCall, entry: CompiledRule, label: string, error: string | undefined): AskDecision {
+function askFor(
+  call: ToolCall,
+  entry: CompiledRule,
+  label: string,
+  error: string | undefined,
+): AskDecision {
   const rule = entry.rule;
   return {
     type: "ask",
     reason: rule.reason ?? "policy_ask",
-    message: rule.message ?? `A person must approve ${call.tool}${whenText(entry)}${error ? ` (the condition could not be checked: ${error})` : ""}.`,
+    message:
+      rule.message ??
+      `A person must approve ${call.tool}${whenText(entry)}${error ? ` (the condition could not be checked: ${error})` : ""}.`,
     details: { rule: label, ...(error ? { predicateError: error } : {}) },
   };
 }
 
-function defaultDecision(call: ToolCall, fallback: "ask" | "deny", missedOn: "role" | "window" | undefined, missed: CompiledRule | undefined, label: string | undefined, allowError: string | undefined): DenyDecision | AskDecision {
+function defaultDecision(
+  call: ToolCall,
+  fallback: "ask" | "deny",
+  missedOn: "role" | "window" | undefined,
+  missed: CompiledRule | undefined,
+  label: string | undefined,
+  allowError: string | undefined,
+): DenyDecision | AskDecision {
   const near = missed && label ? { rule: label } : {};
   const errorDetail = allowError ? { predicateError: allowError } : {};
   if (fallback === "ask") {
@@ -242,7 +307,9 @@ function defaultDecision(call: ToolCall, fallback: "ask" | "deny", missedOn: "ro
       type: "deny",
       reason: "role_not_allowed",
       message: `${call.tool} is allowed only for the roles ${[...missed.roles].join(", ")}, and this run has ${call.run?.roles.length ? `the roles ${call.run.roles.join(", ")}` : "no role"}.`,
-      fixHints: [`Do not call ${call.tool}; hand the request to someone with the ${[...missed.roles].join(" or ")} role, or tell the user.`],
+      fixHints: [
+        `Do not call ${call.tool}; hand the request to someone with the ${[...missed.roles].join(" or ")} role, or tell the user.`,
+      ],
       details: { default: "deny", ...near, ...errorDetail },
     };
   }
@@ -251,7 +318,9 @@ function defaultDecision(call: ToolCall, fallback: "ask" | "deny", missedOn: "ro
       type: "deny",
       reason: "outside_time_window",
       message: `${call.tool} is allowed only during ${missed.window.description}, and it is outside that window now.`,
-      fixHints: [`Do not call ${call.tool} now; tell the user it can be done during ${missed.window.description}.`],
+      fixHints: [
+        `Do not call ${call.tool} now; tell the user it can be done during ${missed.window.description}.`,
+      ],
       details: { default: "deny", ...near, ...errorDetail },
     };
   }

@@ -1,8 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { callOf } from "./__fixtures__/calls.js";
-import { all, any, argDomainNotIn, argGt, argIn, argLt, argMatches, argNotIn, not } from "./predicate.js";
+import {
+  all,
+  any,
+  argDomainNotIn,
+  argGt,
+  argIn,
+  argLt,
+  argMatches,
+  argNotIn,
+  not,
+} from "./predicate.js";
 
-const test = (predicate: ReturnType<typeof argGt>, args: Record<string, unknown>) => predicate.test(args, callOf("tool", args));
+const test = (predicate: ReturnType<typeof argGt>, args: Record<string, unknown>) =>
+  predicate.test(args, callOf("tool", args));
 
 describe("argument predicates", () => {
   it("argGt and argLt compare numbers, at nested paths too", () => {
@@ -16,7 +27,9 @@ describe("argument predicates", () => {
   });
 
   it("argGt cannot decide on a missing or non-number value (the rule fails closed)", () => {
-    expect(() => test(argGt("amount", 500), {})).toThrow(/expected a number at "amount", got nothing/);
+    expect(() => test(argGt("amount", 500), {})).toThrow(
+      /expected a number at "amount", got nothing/,
+    );
     expect(() => test(argGt("amount", 500), { amount: "600" })).toThrow(/got "600"/);
     expect(() => test(argGt("refund.amount", 500), { refund: null })).toThrow(/expected a number/);
     expect(() => test(argGt("amount", 500), { amount: Number.NaN })).toThrow(/expected a number/);
@@ -107,12 +120,24 @@ describe("argument predicates", () => {
     expect(test(all(big, jpy), { amount: 600, currency: "EUR" })).toBe(false);
     expect(test(any(big, jpy), { amount: 1, currency: "JPY" })).toBe(true);
     expect(test(not(jpy), { currency: "EUR" })).toBe(true);
-    expect(test(any((args) => args.vip === true), { vip: true })).toBe(true);
-    expect(all(big, jpy).toJSON()).toEqual({ all: [{ arg: "amount", gt: 500 }, { arg: "currency", in: ["JPY"] }] });
+    expect(
+      test(
+        any((args) => args.vip === true),
+        { vip: true },
+      ),
+    ).toBe(true);
+    expect(all(big, jpy).toJSON()).toEqual({
+      all: [
+        { arg: "amount", gt: 500 },
+        { arg: "currency", in: ["JPY"] },
+      ],
+    });
   });
 
   it("validates its inputs", () => {
-    expect(() => argGt("amount", "500" as never)).toThrow(/\[policy\] argGt\("amount", \.\.\.\): the bound must be a finite number, got "500"/);
+    expect(() => argGt("amount", "500" as never)).toThrow(
+      /\[policy\] argGt\("amount", \.\.\.\): the bound must be a finite number, got "500"/,
+    );
     expect(() => argIn("x", "abc" as never)).toThrow(/must be an array or a Set/);
     expect(() => argMatches("x", "drop" as never)).toThrow(/must be a RegExp/);
     expect(() => all()).toThrow(/at least one condition/);

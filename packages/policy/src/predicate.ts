@@ -30,12 +30,21 @@ export class PredicateUndecidable extends Error {
 
 function make(description: string, json: JsonValue, test: Predicate["test"]): Predicate {
   const frozenJson = deepFreeze(json);
-  return Object.freeze({ [predicateBrand]: true as const, test, description, toJSON: () => frozenJson });
+  return Object.freeze({
+    [predicateBrand]: true as const,
+    test,
+    description,
+    toJSON: () => frozenJson,
+  });
 }
 
 /** Whether a value is a predicate built by this package. */
 export function isPredicate(value: unknown): value is Predicate {
-  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[predicateBrand] === true;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[predicateBrand] === true
+  );
 }
 
 /** Turns a `when` (predicate or function) into a predicate. */
@@ -43,26 +52,37 @@ export function toPredicate(when: Predicate | WhenFunction, where: string): Pred
   if (isPredicate(when)) return when;
   if (typeof when === "function") {
     const source = Function.prototype.toString.call(when);
-    return make(`a custom condition (${when.name || "anonymous"})`, { fn: source }, (args, call) => {
-      const result = when(args, call);
-      if (typeof result !== "boolean") throw new PredicateUndecidable(`the condition returned ${typeof result}, not a boolean`);
-      return result;
-    });
+    return make(
+      `a custom condition (${when.name || "anonymous"})`,
+      { fn: source },
+      (args, call) => {
+        const result = when(args, call);
+        if (typeof result !== "boolean")
+          throw new PredicateUndecidable(`the condition returned ${typeof result}, not a boolean`);
+        return result;
+      },
+    );
   }
-  throw new InvalidArgumentError(`[policy] ${where}: when must be a predicate (argGt, argIn, all, ...) or a function (args, call) => boolean, got ${describeValue(when)}`);
+  throw new InvalidArgumentError(
+    `[policy] ${where}: when must be a predicate (argGt, argIn, all, ...) or a function (args, call) => boolean, got ${describeValue(when)}`,
+  );
 }
 
 function numberAt(path: ArgPath, args: Record<string, unknown>): number {
   const value = path.read(args);
   if (typeof value !== "number" || Number.isNaN(value)) {
-    throw new PredicateUndecidable(`expected a number at "${path.text}", got ${describeValue(value)}`);
+    throw new PredicateUndecidable(
+      `expected a number at "${path.text}", got ${describeValue(value)}`,
+    );
   }
   return value;
 }
 
 function checkNumber(name: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isFinite(value)) {
-    throw new InvalidArgumentError(`[policy] ${name}: the bound must be a finite number, got ${describeValue(value)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${name}: the bound must be a finite number, got ${describeValue(value)}`,
+    );
   }
   return value;
 }
@@ -77,7 +97,11 @@ function checkNumber(name: string, value: unknown): number {
 export function argGt(path: string, bound: number): Predicate {
   const compiled = argPath(path);
   const limit = checkNumber(`argGt(${JSON.stringify(path)}, ...)`, bound);
-  return make(`"${path}" is more than ${limit}`, { arg: path, gt: limit }, (args) => numberAt(compiled, args) > limit);
+  return make(
+    `"${path}" is more than ${limit}`,
+    { arg: path, gt: limit },
+    (args) => numberAt(compiled, args) > limit,
+  );
 }
 
 /**
@@ -90,19 +114,40 @@ export function argGt(path: string, bound: number): Predicate {
 export function argLt(path: string, bound: number): Predicate {
   const compiled = argPath(path);
   const limit = checkNumber(`argLt(${JSON.stringify(path)}, ...)`, bound);
-  return make(`"${path}" is less than ${limit}`, { arg: path, lt: limit }, (args) => numberAt(compiled, args) < limit);
+  return make(
+    `"${path}" is less than ${limit}`,
+    { arg: path, lt: limit },
+    (args) => numberAt(compiled, args) < limit,
+  );
 }
 
 type Scalar = string | number | boolean | null;
 
-function scalarSet(name: string, values: Iterable<Scalar> | readonly Scalar[]): { set: ReadonlySet<Scalar>; list: Scalar[] } {
-  if (values === null || typeof values !== "object" || typeof (values as Iterable<Scalar>)[Symbol.iterator] !== "function" || typeof values === "string") {
-    throw new InvalidArgumentError(`[policy] ${name}: values must be an array or a Set of strings, numbers, booleans or null, got ${describeValue(values)}`);
+function scalarSet(
+  name: string,
+  values: Iterable<Scalar> | readonly Scalar[],
+): { set: ReadonlySet<Scalar>; list: Scalar[] } {
+  if (
+    values === null ||
+    typeof values !== "object" ||
+    typeof (values as Iterable<Scalar>)[Symbol.iterator] !== "function" ||
+    typeof values === "string"
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] ${name}: values must be an array or a Set of strings, numbers, booleans or null, got ${describeValue(values)}`,
+    );
   }
   const list: Scalar[] = [];
   for (const value of values as Iterable<unknown>) {
-    if (value !== null && typeof value !== "string" && typeof value !== "boolean" && !(typeof value === "number" && Number.isFinite(value))) {
-      throw new InvalidArgumentError(`[policy] ${name}: values must be strings, finite numbers, booleans or null, got ${describeValue(value)}`);
+    if (
+      value !== null &&
+      typeof value !== "string" &&
+      typeof value !== "boolean" &&
+      !(typeof value === "number" && Number.isFinite(value))
+    ) {
+      throw new InvalidArgumentError(
+        `[policy] ${name}: values must be strings, finite numbers, booleans or null, got ${describeValue(value)}`,
+      );
     }
     list.push(value);
   }
@@ -129,7 +174,11 @@ function sortScalars(values: Scalar[]): Scalar[] {
 export function argIn(path: string, values: Iterable<Scalar>): Predicate {
   const compiled = argPath(path);
   const { set, list } = scalarSet(`argIn(${JSON.stringify(path)}, ...)`, values);
-  return make(`"${path}" is one of ${list.map((value) => JSON.stringify(value)).join(", ")}`, { arg: path, in: list }, (args) => set.has(compiled.read(args) as Scalar));
+  return make(
+    `"${path}" is one of ${list.map((value) => JSON.stringify(value)).join(", ")}`,
+    { arg: path, in: list },
+    (args) => set.has(compiled.read(args) as Scalar),
+  );
 }
 
 /**
@@ -142,7 +191,11 @@ export function argIn(path: string, values: Iterable<Scalar>): Predicate {
 export function argNotIn(path: string, values: Iterable<Scalar>): Predicate {
   const compiled = argPath(path);
   const { set, list } = scalarSet(`argNotIn(${JSON.stringify(path)}, ...)`, values);
-  return make(`"${path}" is not one of ${list.map((value) => JSON.stringify(value)).join(", ")}`, { arg: path, notIn: list }, (args) => !set.has(compiled.read(args) as Scalar));
+  return make(
+    `"${path}" is not one of ${list.map((value) => JSON.stringify(value)).join(", ")}`,
+    { arg: path, notIn: list },
+    (args) => !set.has(compiled.read(args) as Scalar),
+  );
 }
 
 /**
@@ -157,16 +210,22 @@ export function argNotIn(path: string, values: Iterable<Scalar>): Predicate {
 export function argMatches(path: string, pattern: RegExp): Predicate {
   const compiled = argPath(path);
   if (!(pattern instanceof RegExp)) {
-    throw new InvalidArgumentError(`[policy] argMatches(${JSON.stringify(path)}, pattern): pattern must be a RegExp, got ${describeValue(pattern)}`);
+    throw new InvalidArgumentError(
+      `[policy] argMatches(${JSON.stringify(path)}, pattern): pattern must be a RegExp, got ${describeValue(pattern)}`,
+    );
   }
   const flags = pattern.flags.replace(/[gy]/g, "");
   const regex = new RegExp(pattern.source, flags);
-  return make(`"${path}" matches /${regex.source}/${flags}`, { arg: path, matches: regex.source, ...(flags ? { flags } : {}) }, (args) => {
-    const value = compiled.read(args);
-    if (typeof value === "string") return regex.test(value);
-    if (typeof value === "number") return regex.test(String(value));
-    throw new PredicateUndecidable(`expected a string at "${path}", got ${describeValue(value)}`);
-  });
+  return make(
+    `"${path}" matches /${regex.source}/${flags}`,
+    { arg: path, matches: regex.source, ...(flags ? { flags } : {}) },
+    (args) => {
+      const value = compiled.read(args);
+      if (typeof value === "string") return regex.test(value);
+      if (typeof value === "number") return regex.test(String(value));
+      throw new PredicateUndecidable(`expected a string at "${path}", got ${describeValue(value)}`);
+    },
+  );
 }
 
 /** Options of `argDomainNotIn`. */
@@ -187,19 +246,33 @@ export interface DomainOptions {
  * @example
  * deny("send_email", { when: argDomainNotIn("to", ["acme-shop.com"]) })
  */
-export function argDomainNotIn(path: string, domains: Iterable<string>, options: DomainOptions = {}): Predicate {
+export function argDomainNotIn(
+  path: string,
+  domains: Iterable<string>,
+  options: DomainOptions = {},
+): Predicate {
   const compiled = argPath(path);
   const name = `argDomainNotIn(${JSON.stringify(path)}, ...)`;
-  if (domains === null || typeof domains !== "object" || typeof (domains as Iterable<string>)[Symbol.iterator] !== "function") {
-    throw new InvalidArgumentError(`[policy] ${name}: domains must be an array of domains such as ["acme-shop.com"], got ${describeValue(domains)}`);
+  if (
+    domains === null ||
+    typeof domains !== "object" ||
+    typeof (domains as Iterable<string>)[Symbol.iterator] !== "function"
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] ${name}: domains must be an array of domains such as ["acme-shop.com"], got ${describeValue(domains)}`,
+    );
   }
   const allowed = new Set<string>();
   for (const domain of domains) {
     const host = typeof domain === "string" ? normaliseHost(domain) : undefined;
-    if (!host) throw new InvalidArgumentError(`[policy] ${name}: ${describeValue(domain)} is not a domain; write it as "acme-shop.com"`);
+    if (!host)
+      throw new InvalidArgumentError(
+        `[policy] ${name}: ${describeValue(domain)} is not a domain; write it as "acme-shop.com"`,
+      );
     allowed.add(host);
   }
-  if (allowed.size === 0) throw new InvalidArgumentError(`[policy] ${name}: domains must not be empty`);
+  if (allowed.size === 0)
+    throw new InvalidArgumentError(`[policy] ${name}: domains must not be empty`);
   const subdomains = options.subdomains === true;
   const inside = (host: string): boolean => {
     if (allowed.has(host)) return true;
@@ -256,7 +329,9 @@ function hostOfOne(text: string): string | undefined {
   // "Ann Lee <ann@acme-shop.com>": only the address inside the brackets counts.
   const bracket = /^[^<>@]*<([^<>]+)>$/.exec(text);
   const address = bracket ? bracket[1]!.trim() : text;
-  const email = emailPattern.exec(address.toLowerCase().startsWith("mailto:") ? address.slice(7) : address);
+  const email = emailPattern.exec(
+    address.toLowerCase().startsWith("mailto:") ? address.slice(7) : address,
+  );
   if (email) return normaliseHost(email[1]!);
   if (bracket) return undefined;
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return undefined;
@@ -279,9 +354,15 @@ function normaliseHost(host: string): string | undefined {
   }
 }
 
-function checkPredicates(name: string, predicates: readonly (Predicate | WhenFunction)[]): Predicate[] {
-  if (predicates.length === 0) throw new InvalidArgumentError(`[policy] ${name}() needs at least one condition`);
-  return predicates.map((predicate, index) => toPredicate(predicate, `${name}() condition ${index}`));
+function checkPredicates(
+  name: string,
+  predicates: readonly (Predicate | WhenFunction)[],
+): Predicate[] {
+  if (predicates.length === 0)
+    throw new InvalidArgumentError(`[policy] ${name}() needs at least one condition`);
+  return predicates.map((predicate, index) =>
+    toPredicate(predicate, `${name}() condition ${index}`),
+  );
 }
 
 /**
@@ -292,10 +373,14 @@ function checkPredicates(name: string, predicates: readonly (Predicate | WhenFun
  */
 export function all(...predicates: (Predicate | WhenFunction)[]): Predicate {
   const list = checkPredicates("all", predicates);
-  return make(list.map((predicate) => predicate.description).join(" and "), { all: list.map((predicate) => predicate.toJSON()) }, (args, call) => {
-    for (const predicate of list) if (!predicate.test(args, call)) return false;
-    return true;
-  });
+  return make(
+    list.map((predicate) => predicate.description).join(" and "),
+    { all: list.map((predicate) => predicate.toJSON()) },
+    (args, call) => {
+      for (const predicate of list) if (!predicate.test(args, call)) return false;
+      return true;
+    },
+  );
 }
 
 /**
@@ -306,10 +391,14 @@ export function all(...predicates: (Predicate | WhenFunction)[]): Predicate {
  */
 export function any(...predicates: (Predicate | WhenFunction)[]): Predicate {
   const list = checkPredicates("any", predicates);
-  return make(list.map((predicate) => predicate.description).join(" or "), { any: list.map((predicate) => predicate.toJSON()) }, (args, call) => {
-    for (const predicate of list) if (predicate.test(args, call)) return true;
-    return false;
-  });
+  return make(
+    list.map((predicate) => predicate.description).join(" or "),
+    { any: list.map((predicate) => predicate.toJSON()) },
+    (args, call) => {
+      for (const predicate of list) if (predicate.test(args, call)) return true;
+      return false;
+    },
+  );
 }
 
 /**
@@ -321,7 +410,11 @@ export function any(...predicates: (Predicate | WhenFunction)[]): Predicate {
  */
 export function not(predicate: Predicate | WhenFunction): Predicate {
   const inner = toPredicate(predicate, "not()");
-  return make(`not (${inner.description})`, { not: inner.toJSON() }, (args, call) => !inner.test(args, call));
+  return make(
+    `not (${inner.description})`,
+    { not: inner.toJSON() },
+    (args, call) => !inner.test(args, call),
+  );
 }
 
 /** A short, safe rendering of a value for messages. */

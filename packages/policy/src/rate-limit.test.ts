@@ -5,15 +5,24 @@ import { rateLimit } from "./rate-limit.js";
 describe("rateLimit", () => {
   it("is a token bucket per tool glob", () => {
     let now = 0;
-    const gate = rateLimit({ tool: "send_*", capacity: 2, refillPerSecond: 0.5 }, { now: () => now });
+    const gate = rateLimit(
+      { tool: "send_*", capacity: 2, refillPerSecond: 0.5 },
+      { now: () => now },
+    );
     expect(gate.name).toBe("rate_limit");
     expect(gate.step).toBe("2.1");
     const run = runOf();
     expect(gate.check(callOf("send_email", {}, run)).type).toBe("allow");
     expect(gate.check(callOf("send_sms", {}, run)).type).toBe("allow");
     const refused = gate.check(callOf("send_email", {}, run));
-    expect(refused).toMatchObject({ type: "deny", reason: "rate_limited", details: { retryAfterMs: 2000 } });
-    expect(refused.type === "deny" && refused.message).toMatch(/next call is possible in about 2 s/);
+    expect(refused).toMatchObject({
+      type: "deny",
+      reason: "rate_limited",
+      details: { retryAfterMs: 2000 },
+    });
+    expect(refused.type === "deny" && refused.message).toMatch(
+      /next call is possible in about 2 s/,
+    );
     expect(gate.check(callOf("lookup_order", {}, run)).type).toBe("allow");
     now = 1999;
     expect(gate.check(callOf("send_email", {}, run)).type).toBe("deny");
@@ -26,11 +35,20 @@ describe("rateLimit", () => {
   });
 
   it("keeps one bucket per agent with perAgent, and per tool with perTool", () => {
-    const gate = rateLimit([{ tool: "send_email", perAgent: true, capacity: 1, refillPerSecond: 0.001 }, { tool: "lookup_*", perTool: true, capacity: 1, refillPerSecond: 0.001 }], { now: () => 0 });
+    const gate = rateLimit(
+      [
+        { tool: "send_email", perAgent: true, capacity: 1, refillPerSecond: 0.001 },
+        { tool: "lookup_*", perTool: true, capacity: 1, refillPerSecond: 0.001 },
+      ],
+      { now: () => 0 },
+    );
     const ann = runOf([], "ann");
     const bob = runOf([], "bob");
     expect(gate.check(callOf("send_email", {}, ann)).type).toBe("allow");
-    expect(gate.check(callOf("send_email", {}, ann))).toMatchObject({ type: "deny", message: expect.stringContaining("for agent ann") });
+    expect(gate.check(callOf("send_email", {}, ann))).toMatchObject({
+      type: "deny",
+      message: expect.stringContaining("for agent ann"),
+    });
     expect(gate.check(callOf("send_email", {}, bob)).type).toBe("allow");
     expect(gate.check(callOf("lookup_order", {}, ann)).type).toBe("allow");
     expect(gate.check(callOf("lookup_customer", {}, ann)).type).toBe("allow");
@@ -38,7 +56,10 @@ describe("rateLimit", () => {
   });
 
   it("gives the token back when a later step refuses the call, and does not charge a recheck twice", async () => {
-    const gate = rateLimit({ tool: "issue_refund", capacity: 1, refillPerSecond: 0.001 }, { now: () => 0 });
+    const gate = rateLimit(
+      { tool: "issue_refund", capacity: 1, refillPerSecond: 0.001 },
+      { now: () => 0 },
+    );
     const run = runOf();
     const first = callOf("issue_refund", {}, run);
     expect(gate.check(first).type).toBe("allow");
@@ -52,9 +73,15 @@ describe("rateLimit", () => {
   });
 
   it("validates its limits", () => {
-    expect(() => rateLimit({ tool: "x", capacity: 0, refillPerSecond: 1 })).toThrow(/\[policy\] rateLimit.capacity must be a positive integer/);
-    expect(() => rateLimit({ tool: "x", capacity: 1, refillPerSecond: 0 })).toThrow(/refillPerSecond must be a positive number/);
+    expect(() => rateLimit({ tool: "x", capacity: 0, refillPerSecond: 1 })).toThrow(
+      /\[policy\] rateLimit.capacity must be a positive integer/,
+    );
+    expect(() => rateLimit({ tool: "x", capacity: 1, refillPerSecond: 0 })).toThrow(
+      /refillPerSecond must be a positive number/,
+    );
     expect(() => rateLimit([])).toThrow(/at least one limit/);
-    expect(rateLimit({ tool: "x", capacity: 1, refillPerSecond: 1 }).digest()).not.toBe(rateLimit({ tool: "x", capacity: 2, refillPerSecond: 1 }).digest());
+    expect(rateLimit({ tool: "x", capacity: 1, refillPerSecond: 1 }).digest()).not.toBe(
+      rateLimit({ tool: "x", capacity: 2, refillPerSecond: 1 }).digest(),
+    );
   });
 });

@@ -1,5 +1,15 @@
-import { type CallOutcome, canonicalJson, type DenyDecision, type Gate, type GateDecision, InvalidArgumentError, type JsonValue, sha256, type ToolCall } from "@loopguard/core";
-import { type GlobMatcher, compileGlobs } from "./glob.js";
+import {
+  type CallOutcome,
+  canonicalJson,
+  type DenyDecision,
+  type Gate,
+  type GateDecision,
+  InvalidArgumentError,
+  type JsonValue,
+  sha256,
+  type ToolCall,
+} from "@loopguard/core";
+import { compileGlobs, type GlobMatcher } from "./glob.js";
 import { describeValue } from "./predicate.js";
 
 /** One token bucket: `capacity` calls at once, refilled at `refillPerSecond`. */
@@ -61,20 +71,36 @@ const maxCharged = 4096;
  * @example
  * rateLimit({ tool: "send_email", perAgent: true, capacity: 5, refillPerSecond: 5 / 60 })
  */
-export function rateLimit(limits: RateLimit | readonly RateLimit[], options: RateLimitOptions = {}): RateLimitGate {
+export function rateLimit(
+  limits: RateLimit | readonly RateLimit[],
+  options: RateLimitOptions = {},
+): RateLimitGate {
   const list = Array.isArray(limits) ? (limits as readonly RateLimit[]) : [limits as RateLimit];
-  if (list.length === 0) throw new InvalidArgumentError("[policy] rateLimit(limits): give at least one limit such as { tool: \"send_email\", capacity: 5, refillPerSecond: 0.1 }");
-  const compiled: CompiledLimit[] = list.map((limit, index) => compileLimit(limit, list.length === 1 ? "rateLimit" : `rateLimit[${index}]`, index));
-  if (options.now !== undefined && typeof options.now !== "function") throw new InvalidArgumentError("[policy] rateLimit(limits, { now }): now must be a function returning epoch milliseconds");
+  if (list.length === 0)
+    throw new InvalidArgumentError(
+      '[policy] rateLimit(limits): give at least one limit such as { tool: "send_email", capacity: 5, refillPerSecond: 0.1 }',
+    );
+  const compiled: CompiledLimit[] = list.map((limit, index) =>
+    compileLimit(limit, list.length === 1 ? "rateLimit" : `rateLimit[${index}]`, index),
+  );
+  if (options.now !== undefined && typeof options.now !== "function")
+    throw new InvalidArgumentError(
+      "[policy] rateLimit(limits, { now }): now must be a function returning epoch milliseconds",
+    );
   const now = options.now ?? Date.now;
   const buckets = new Map<string, Bucket>();
   const charged = new Map<string, string[]>();
   const normalised = compiled.map((entry) => entry.limit);
-  const digest = sha256(canonicalJson({ kind: "rate_limit", limits: normalised as unknown as JsonValue }));
+  const digest = sha256(
+    canonicalJson({ kind: "rate_limit", limits: normalised as unknown as JsonValue }),
+  );
 
   const refill = (bucket: Bucket, limit: RateLimit, at: number) => {
     if (at > bucket.updatedMs) {
-      bucket.tokens = Math.min(limit.capacity, bucket.tokens + ((at - bucket.updatedMs) / 1000) * limit.refillPerSecond);
+      bucket.tokens = Math.min(
+        limit.capacity,
+        bucket.tokens + ((at - bucket.updatedMs) / 1000) * limit.refillPerSecond,
+      );
       bucket.updatedMs = at;
     }
   };
@@ -110,7 +136,8 @@ export function rateLimit(limits: RateLimit | readonly RateLimit[], options: Rat
           const waitMs = Math.ceil(((1 - bucket.tokens) / entry.limit.refillPerSecond) * 1000);
           if (!blocked || waitMs > blocked.waitMs) blocked = { entry, waitMs };
         }
-        (keys ??= []).push(key);
+        if (keys) keys.push(key);
+        else keys = [key];
       }
       if (!keys) return allowDecision;
       if (blocked) return refusal(call, blocked.entry.limit, blocked.waitMs);
@@ -141,8 +168,14 @@ function refusal(call: ToolCall, limit: RateLimit, waitMs: number): DenyDecision
     type: "deny",
     reason: "rate_limited",
     message: `The rate limit of ${scope} is reached (${limit.capacity} at once, ${formatRate(limit.refillPerSecond)}); the next call is possible in about ${seconds} s.`,
-    fixHints: [`Do not call ${call.tool} again right now; finish with what you have or tell the user to try again in about ${seconds} s.`],
-    details: { retryAfterMs: waitMs, capacity: limit.capacity, refillPerSecond: limit.refillPerSecond },
+    fixHints: [
+      `Do not call ${call.tool} again right now; finish with what you have or tell the user to try again in about ${seconds} s.`,
+    ],
+    details: {
+      retryAfterMs: waitMs,
+      capacity: limit.capacity,
+      refillPerSecond: limit.refillPerSecond,
+    },
   };
 }
 
@@ -154,17 +187,30 @@ function formatRate(perSecond: number): string {
 
 function compileLimit(limit: RateLimit, where: string, index: number): CompiledLimit {
   if (limit === null || typeof limit !== "object") {
-    throw new InvalidArgumentError(`[policy] ${where}: a limit must be an object such as { tool: "send_email", capacity: 5, refillPerSecond: 0.1 }, got ${describeValue(limit)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${where}: a limit must be an object such as { tool: "send_email", capacity: 5, refillPerSecond: 0.1 }, got ${describeValue(limit)}`,
+    );
   }
   const tool = compileGlobs(limit.tool, `${where}.tool`);
   if (!Number.isInteger(limit.capacity) || limit.capacity < 1) {
-    throw new InvalidArgumentError(`[policy] ${where}.capacity must be a positive integer (the largest burst), got ${describeValue(limit.capacity)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${where}.capacity must be a positive integer (the largest burst), got ${describeValue(limit.capacity)}`,
+    );
   }
-  if (typeof limit.refillPerSecond !== "number" || !Number.isFinite(limit.refillPerSecond) || limit.refillPerSecond <= 0) {
-    throw new InvalidArgumentError(`[policy] ${where}.refillPerSecond must be a positive number of tokens per second (0.1 = one call per 10 s), got ${describeValue(limit.refillPerSecond)}`);
+  if (
+    typeof limit.refillPerSecond !== "number" ||
+    !Number.isFinite(limit.refillPerSecond) ||
+    limit.refillPerSecond <= 0
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] ${where}.refillPerSecond must be a positive number of tokens per second (0.1 = one call per 10 s), got ${describeValue(limit.refillPerSecond)}`,
+    );
   }
   for (const flag of ["perAgent", "perTool"] as const) {
-    if (limit[flag] !== undefined && typeof limit[flag] !== "boolean") throw new InvalidArgumentError(`[policy] ${where}.${flag} must be a boolean, got ${describeValue(limit[flag])}`);
+    if (limit[flag] !== undefined && typeof limit[flag] !== "boolean")
+      throw new InvalidArgumentError(
+        `[policy] ${where}.${flag} must be a boolean, got ${describeValue(limit[flag])}`,
+      );
   }
   const normalised: RateLimit = Object.freeze({
     tool: typeof limit.tool === "string" ? limit.tool : Object.freeze([...limit.tool]),

@@ -1,7 +1,13 @@
 import { InvalidArgumentError, type JsonValue } from "@loopguard/core";
-import { type GlobMatcher, compileGlobs } from "./glob.js";
-import { type Predicate, type WhenFunction, deepFreeze, describeValue, toPredicate } from "./predicate.js";
-import { type CompiledWindow, type TimeWindow, compileWindow } from "./time-window.js";
+import { compileGlobs, type GlobMatcher } from "./glob.js";
+import {
+  deepFreeze,
+  describeValue,
+  type Predicate,
+  toPredicate,
+  type WhenFunction,
+} from "./predicate.js";
+import { type CompiledWindow, compileWindow, type TimeWindow } from "./time-window.js";
 
 /** What a rule does to the calls it matches. The most restrictive matching rule wins: deny over ask over allow. */
 export type Effect = "allow" | "ask" | "deny";
@@ -60,33 +66,65 @@ export function compiledRule(rule: Rule): CompiledRule | undefined {
   return compiled.get(rule);
 }
 
-function makeRule(effect: Effect, tool: string | readonly string[], options: RuleOptions | undefined, where: string): Rule {
+function makeRule(
+  effect: Effect,
+  tool: string | readonly string[],
+  options: RuleOptions | undefined,
+  where: string,
+): Rule {
   if (options !== undefined && (options === null || typeof options !== "object")) {
-    throw new InvalidArgumentError(`[policy] ${where}: options must be an object such as { when: argGt("amount", 500) }, got ${describeValue(options)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${where}: options must be an object such as { when: argGt("amount", 500) }, got ${describeValue(options)}`,
+    );
   }
   const settings = options ?? {};
-  const matcher = compileGlobs(tool, `${where}: tool`);
+  const matcher = compileGlobs(tool, `${where}.tool`);
   const toolValue = typeof tool === "string" ? tool : deepFreeze([...tool]);
   const when = settings.when !== undefined ? toPredicate(settings.when, where) : undefined;
   let roles: readonly string[] | undefined;
   if (settings.roles !== undefined) {
-    if (!Array.isArray(settings.roles) || settings.roles.length === 0 || settings.roles.some((role) => typeof role !== "string" || role.length === 0)) {
-      throw new InvalidArgumentError(`[policy] ${where}: roles must be a non-empty array of role names such as ["support"], got ${describeValue(settings.roles)}`);
+    if (
+      !Array.isArray(settings.roles) ||
+      settings.roles.length === 0 ||
+      settings.roles.some((role) => typeof role !== "string" || role.length === 0)
+    ) {
+      throw new InvalidArgumentError(
+        `[policy] ${where}: roles must be a non-empty array of role names such as ["support"], got ${describeValue(settings.roles)}`,
+      );
     }
     roles = deepFreeze([...new Set(settings.roles)].sort());
   }
-  const window = settings.window !== undefined ? compileWindow(settings.window, `${where}: window`) : undefined;
-  if (settings.id !== undefined && (typeof settings.id !== "string" || settings.id.length === 0 || settings.id.length > 128)) {
-    throw new InvalidArgumentError(`[policy] ${where}: id must be a non-empty string of at most 128 characters, got ${describeValue(settings.id)}`);
+  const window =
+    settings.window !== undefined ? compileWindow(settings.window, `${where}.window`) : undefined;
+  if (
+    settings.id !== undefined &&
+    (typeof settings.id !== "string" || settings.id.length === 0 || settings.id.length > 128)
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] ${where}: id must be a non-empty string of at most 128 characters, got ${describeValue(settings.id)}`,
+    );
   }
-  if (settings.reason !== undefined && (typeof settings.reason !== "string" || !reasonPattern.test(settings.reason))) {
-    throw new InvalidArgumentError(`[policy] ${where}: reason must be a snake_case code such as "refund_too_large", got ${describeValue(settings.reason)}`);
+  if (
+    settings.reason !== undefined &&
+    (typeof settings.reason !== "string" || !reasonPattern.test(settings.reason))
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] ${where}: reason must be a snake_case code such as "refund_too_large", got ${describeValue(settings.reason)}`,
+    );
   }
   if (settings.message !== undefined && typeof settings.message !== "string") {
-    throw new InvalidArgumentError(`[policy] ${where}: message must be a string, got ${describeValue(settings.message)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${where}: message must be a string, got ${describeValue(settings.message)}`,
+    );
   }
-  if (settings.fixHints !== undefined && (!Array.isArray(settings.fixHints) || settings.fixHints.some((hint) => typeof hint !== "string"))) {
-    throw new InvalidArgumentError(`[policy] ${where}: fixHints must be an array of strings, got ${describeValue(settings.fixHints)}`);
+  if (
+    settings.fixHints !== undefined &&
+    (!Array.isArray(settings.fixHints) ||
+      settings.fixHints.some((hint) => typeof hint !== "string"))
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] ${where}: fixHints must be an array of strings, got ${describeValue(settings.fixHints)}`,
+    );
   }
   const fixHints = settings.fixHints ? deepFreeze([...settings.fixHints]) : undefined;
   const json = deepFreeze({
@@ -112,7 +150,13 @@ function makeRule(effect: Effect, tool: string | readonly string[], options: Rul
     ...(fixHints ? { fixHints } : {}),
     toJSON: () => json,
   });
-  compiled.set(rule, { rule, tool: matcher, when, roles: roles ? new Set(roles) : undefined, window });
+  compiled.set(rule, {
+    rule,
+    tool: matcher,
+    when,
+    roles: roles ? new Set(roles) : undefined,
+    window,
+  });
   return rule;
 }
 
@@ -155,10 +199,14 @@ export function toRule(input: RuleInput, where: string): { rule: Rule; compiled:
     if (existing) return { rule: existing.rule, compiled: existing };
     const { effect, tool, ...options } = input as { effect: unknown; tool: unknown } & RuleOptions;
     if (effect !== "allow" && effect !== "ask" && effect !== "deny") {
-      throw new InvalidArgumentError(`[policy] ${where}.effect must be "allow", "ask" or "deny", got ${describeValue(effect)}`);
+      throw new InvalidArgumentError(
+        `[policy] ${where}.effect must be "allow", "ask" or "deny", got ${describeValue(effect)}`,
+      );
     }
     const rule = makeRule(effect, tool as string, options, where);
     return { rule, compiled: compiled.get(rule)! };
   }
-  throw new InvalidArgumentError(`[policy] ${where} must be a rule made with allow(), ask() or deny(), got ${describeValue(input)}`);
+  throw new InvalidArgumentError(
+    `[policy] ${where} must be a rule made with allow(), ask() or deny(), got ${describeValue(input)}`,
+  );
 }

@@ -1,5 +1,16 @@
-import { canonicalJson, type DenyDecision, defaultHaltOn, digestOf, type GateDecision, type HaltingGate, InvalidArgumentError, type RunState, sha256, type ToolCall } from "@loopguard/core";
-import { type GlobMatcher, compileGlobs } from "./glob.js";
+import {
+  canonicalJson,
+  type DenyDecision,
+  defaultHaltOn,
+  digestOf,
+  type GateDecision,
+  type HaltingGate,
+  InvalidArgumentError,
+  type RunState,
+  sha256,
+  type ToolCall,
+} from "@loopguard/core";
+import { compileGlobs, type GlobMatcher } from "./glob.js";
 import { describeValue } from "./predicate.js";
 
 /** Options of `runGuard()`. */
@@ -64,7 +75,10 @@ const reasonPattern = /^[a-z][a-z0-9_]{0,63}$/;
  */
 export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
   const settings = resolveRunGuardOptions(options);
-  const irreversible: GlobMatcher | undefined = settings.irreversibleTools.length > 0 ? compileGlobs(settings.irreversibleTools, "runGuard({ irreversibleTools })") : undefined;
+  const irreversible: GlobMatcher | undefined =
+    settings.irreversibleTools.length > 0
+      ? compileGlobs(settings.irreversibleTools, "runGuard({ irreversibleTools })")
+      : undefined;
   const haltOn = new Set(settings.haltOn);
   const period = settings.maxLoopPeriod;
   const needed = new Int32Array(period + 1);
@@ -75,7 +89,13 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
   const stateOf = (run: RunState): LoopState => {
     let state = run.scratch.get(scratchKey) as LoopState | undefined;
     if (!state || state.seen > run.calls.length || state.refusalsSeen > run.refusals.length) {
-      state = { seen: 0, ring: new Array<string>(period).fill(""), streak: new Int32Array(period + 1), refusalsSeen: 0, warned: false };
+      state = {
+        seen: 0,
+        ring: new Array<string>(period).fill(""),
+        streak: new Int32Array(period + 1),
+        refusalsSeen: 0,
+        warned: false,
+      };
       run.scratch.set(scratchKey, state);
     }
     for (; state.seen < run.calls.length; state.seen += 1) {
@@ -83,7 +103,8 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
       const key = `${call.tool}\u0000${call.argsDigest}`;
       const index = state.seen;
       for (let p = 1; p <= period; p += 1) {
-        state.streak[p] = index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
+        state.streak[p] =
+          index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
       }
       state.ring[index % period] = key;
     }
@@ -114,7 +135,8 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
       const key = `${call.tool}\u0000${digestOf(call.args)}`;
       let tripped = 0;
       for (let p = 1; p <= period; p += 1) {
-        const streak = index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
+        const streak =
+          index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
         if (streak >= needed[p]!) {
           tripped = p;
           break;
@@ -128,7 +150,9 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
           type: "deny",
           reason: "loop_detected",
           message: `This run repeated ${block} ${settings.loopRepeats} times in a row again after a warning, so it was halted.`,
-          fixHints: ["Stop calling tools and tell the user what you tried and why it did not work."],
+          fixHints: [
+            "Stop calling tools and tell the user what you tried and why it did not work.",
+          ],
           halt: true,
           details: { ...details, halted: true },
         };
@@ -146,31 +170,53 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
     },
     haltOnRefusal(call, decision) {
       if (haltOn.has(decision.reason)) return true;
-      return irreversible !== undefined && irreversible.test(call.tool);
+      return irreversible?.test(call.tool) === true;
     },
   };
 }
 
 /** Validates RunGuard options and fills in the defaults; throws a clear error on a bad setting. */
-export function resolveRunGuardOptions(options: RunGuardOptions): Readonly<Required<RunGuardOptions>> {
-  if (options === null || typeof options !== "object") throw new InvalidArgumentError("[policy] runGuard(options): options must be an object such as { irreversibleTools: [\"issue_refund\"] }");
+export function resolveRunGuardOptions(
+  options: RunGuardOptions,
+): Readonly<Required<RunGuardOptions>> {
+  if (options === null || typeof options !== "object")
+    throw new InvalidArgumentError(
+      '[policy] runGuard(options): options must be an object such as { irreversibleTools: ["issue_refund"] }',
+    );
   const haltOn = options.haltOn ?? defaultHaltOn;
-  if (!Array.isArray(haltOn) || haltOn.some((reason) => typeof reason !== "string" || !reasonPattern.test(reason))) {
-    throw new InvalidArgumentError(`[policy] runGuard({ haltOn }): haltOn must be an array of snake_case reason codes such as ["kill_switch", "policy_indeterminate"], got ${describeValue(haltOn)}`);
+  if (
+    !Array.isArray(haltOn) ||
+    haltOn.some((reason) => typeof reason !== "string" || !reasonPattern.test(reason))
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] runGuard({ haltOn }): haltOn must be an array of snake_case reason codes such as ["kill_switch", "policy_indeterminate"], got ${describeValue(haltOn)}`,
+    );
   }
   const irreversibleTools = options.irreversibleTools ?? [];
-  if (!Array.isArray(irreversibleTools) || irreversibleTools.some((glob) => typeof glob !== "string" || glob.length === 0)) {
-    throw new InvalidArgumentError(`[policy] runGuard({ irreversibleTools }): irreversibleTools must be an array of tool globs such as ["issue_refund", "delete_*"], got ${describeValue(irreversibleTools)}`);
+  if (
+    !Array.isArray(irreversibleTools) ||
+    irreversibleTools.some((glob) => typeof glob !== "string" || glob.length === 0)
+  ) {
+    throw new InvalidArgumentError(
+      `[policy] runGuard({ irreversibleTools }): irreversibleTools must be an array of tool globs such as ["issue_refund", "delete_*"], got ${describeValue(irreversibleTools)}`,
+    );
   }
   const detectLoops = options.detectLoops ?? true;
-  if (typeof detectLoops !== "boolean") throw new InvalidArgumentError(`[policy] runGuard({ detectLoops }): detectLoops must be a boolean, got ${describeValue(detectLoops)}`);
+  if (typeof detectLoops !== "boolean")
+    throw new InvalidArgumentError(
+      `[policy] runGuard({ detectLoops }): detectLoops must be a boolean, got ${describeValue(detectLoops)}`,
+    );
   const loopRepeats = options.loopRepeats ?? 5;
   if (!Number.isInteger(loopRepeats) || loopRepeats < 2 || loopRepeats > 100) {
-    throw new InvalidArgumentError(`[policy] runGuard({ loopRepeats }): loopRepeats must be an integer from 2 to 100 (default 5), got ${describeValue(loopRepeats)}`);
+    throw new InvalidArgumentError(
+      `[policy] runGuard({ loopRepeats }): loopRepeats must be an integer from 2 to 100 (default 5), got ${describeValue(loopRepeats)}`,
+    );
   }
   const maxLoopPeriod = options.maxLoopPeriod ?? 5;
   if (!Number.isInteger(maxLoopPeriod) || maxLoopPeriod < 1 || maxLoopPeriod > 10) {
-    throw new InvalidArgumentError(`[policy] runGuard({ maxLoopPeriod }): maxLoopPeriod must be an integer from 1 to 10 (default 5), got ${describeValue(maxLoopPeriod)}`);
+    throw new InvalidArgumentError(
+      `[policy] runGuard({ maxLoopPeriod }): maxLoopPeriod must be an integer from 1 to 10 (default 5), got ${describeValue(maxLoopPeriod)}`,
+    );
   }
   return Object.freeze({
     haltOn: Object.freeze([...new Set(haltOn)].sort()),

@@ -5,7 +5,10 @@ const at = (iso: string) => Date.parse(iso);
 
 describe("time windows", () => {
   it("reads the local time of the zone, across daylight saving changes", () => {
-    const paris = compileWindow({ start: "09:00", end: "17:00", timeZone: "Europe/Paris" }, "window");
+    const paris = compileWindow(
+      { start: "09:00", end: "17:00", timeZone: "Europe/Paris" },
+      "window",
+    );
     // Winter: UTC+1.
     expect(paris.contains(at("2026-01-15T07:59:00Z"))).toBe(false);
     expect(paris.contains(at("2026-01-15T08:00:00Z"))).toBe(true);
@@ -15,13 +18,19 @@ describe("time windows", () => {
     expect(paris.contains(at("2026-07-15T07:00:00Z"))).toBe(true);
     expect(paris.contains(at("2026-07-15T06:59:00Z"))).toBe(false);
     expect(paris.contains(at("2026-07-15T15:00:00Z"))).toBe(false);
-    const newYork = compileWindow({ start: "09:00", end: "17:00", timeZone: "America/New_York" }, "window");
+    const newYork = compileWindow(
+      { start: "09:00", end: "17:00", timeZone: "America/New_York" },
+      "window",
+    );
     expect(newYork.contains(at("2026-01-15T14:00:00Z"))).toBe(true);
     expect(newYork.contains(at("2026-01-15T13:59:00Z"))).toBe(false);
   });
 
   it("wraps past midnight, and the night belongs to the day it starts on", () => {
-    const night = compileWindow({ days: ["fri"], start: "22:00", end: "06:00", timeZone: "UTC" }, "window");
+    const night = compileWindow(
+      { days: ["fri"], start: "22:00", end: "06:00", timeZone: "UTC" },
+      "window",
+    );
     expect(night.contains(at("2026-12-04T21:59:00Z"))).toBe(false); // Friday 21:59
     expect(night.contains(at("2026-12-04T22:00:00Z"))).toBe(true); // Friday 22:00
     expect(night.contains(at("2026-12-05T03:00:00Z"))).toBe(true); // Saturday 03:00, Friday's night
@@ -31,7 +40,10 @@ describe("time windows", () => {
   });
 
   it("wraps past midnight in a zone that is a day ahead of UTC", () => {
-    const tokyoNight = compileWindow({ days: ["mon"], start: "23:00", end: "01:00", timeZone: "Asia/Tokyo" }, "window");
+    const tokyoNight = compileWindow(
+      { days: ["mon"], start: "23:00", end: "01:00", timeZone: "Asia/Tokyo" },
+      "window",
+    );
     // Monday 23:30 in Tokyo is Monday 14:30 UTC; Tuesday 00:30 in Tokyo is Monday 15:30 UTC.
     expect(tokyoNight.contains(at("2026-11-30T14:30:00Z"))).toBe(true);
     expect(tokyoNight.contains(at("2026-11-30T15:30:00Z"))).toBe(true);
@@ -47,6 +59,8 @@ describe("time windows", () => {
   });
 
   it("rejects bad days", () => {
-    expect(() => compileWindow({ days: ["monday" as never], start: "09:00", end: "17:00" }, "window")).toThrow(/"monday" is not a day/);
+    expect(() =>
+      compileWindow({ days: ["monday" as never], start: "09:00", end: "17:00" }, "window"),
+    ).toThrow(/"monday" is not a day/);
   });
 });

@@ -28,7 +28,15 @@ export interface CompiledWindow {
 }
 
 export const weekdays: readonly Weekday[] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
-const shortNames: Record<string, number> = { Sun: 0, Mon: 1, Tue: 2, Wed: 3, Thu: 4, Fri: 5, Sat: 6 };
+const shortNames: Record<string, number> = {
+  Sun: 0,
+  Mon: 1,
+  Tue: 2,
+  Wed: 3,
+  Thu: 4,
+  Fri: 5,
+  Sat: 6,
+};
 const formatters = new Map<string, Intl.DateTimeFormat>();
 
 /** The local weekday (0 = Sunday) and minute of the day of an instant in a zone. */
@@ -40,7 +48,13 @@ interface LocalTime {
 function formatterFor(timeZone: string): Intl.DateTimeFormat {
   let formatter = formatters.get(timeZone);
   if (!formatter) {
-    formatter = new Intl.DateTimeFormat("en-US", { timeZone, weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+    formatter = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      weekday: "short",
+      hour: "2-digit",
+      minute: "2-digit",
+      hourCycle: "h23",
+    });
     formatters.set(timeZone, formatter);
   }
   return formatter;
@@ -72,7 +86,9 @@ function parseClock(value: unknown, what: string, allow24: boolean): number {
   const match = typeof value === "string" ? /^([01]\d|2[0-4]):([0-5]\d)$/.exec(value) : null;
   const minutes = match ? Number(match[1]) * 60 + Number(match[2]) : Number.NaN;
   if (!match || minutes > 24 * 60 || (minutes === 24 * 60 && !allow24)) {
-    throw new InvalidArgumentError(`[policy] ${what} must be a 24-hour time "HH:MM" such as "09:00"${allow24 ? ' (or "24:00")' : ""}, got ${describeValue(value)}`);
+    throw new InvalidArgumentError(
+      `[policy] ${what} must be a 24-hour time "HH:MM" such as "09:00"${allow24 ? ' (or "24:00")' : ""}, got ${describeValue(value)}`,
+    );
   }
   return minutes;
 }
@@ -85,27 +101,39 @@ function parseClock(value: unknown, what: string, allow24: boolean): number {
  */
 export function compileWindow(window: TimeWindow, where: string): CompiledWindow {
   if (window === null || typeof window !== "object") {
-    throw new InvalidArgumentError(`[policy] ${where}: window must be an object such as { start: "09:00", end: "17:00", timeZone: "Europe/Paris" }`);
+    throw new InvalidArgumentError(
+      `[policy] ${where}: window must be an object such as { start: "09:00", end: "17:00", timeZone: "Europe/Paris" }`,
+    );
   }
   const start = parseClock(window.start, `${where}.start`, false);
   const end = parseClock(window.end, `${where}.end`, true);
-  if (start === end) throw new InvalidArgumentError(`[policy] ${where}: start and end are both ${window.start}; a window must not be empty (use "00:00" to "24:00" for the whole day)`);
+  if (start === end)
+    throw new InvalidArgumentError(
+      `[policy] ${where}: start and end are both ${window.start}; a window must not be empty (use "00:00" to "24:00" for the whole day)`,
+    );
   const timeZone = window.timeZone ?? "UTC";
   try {
     if (typeof timeZone !== "string") throw new RangeError("not a string");
     formatterFor(timeZone);
   } catch {
-    throw new InvalidArgumentError(`[policy] ${where}.timeZone ${describeValue(timeZone)} is not a time zone this Node.js knows; use an IANA name such as "Europe/Paris" or "UTC"`);
+    throw new InvalidArgumentError(
+      `[policy] ${where}.timeZone: ${describeValue(timeZone)} is not a time zone this Node.js knows; use an IANA name such as "Europe/Paris" or "UTC"`,
+    );
   }
   let days: Set<number> | undefined;
   if (window.days !== undefined) {
     if (!Array.isArray(window.days) || window.days.length === 0) {
-      throw new InvalidArgumentError(`[policy] ${where}.days must be a non-empty array of "mon" ... "sun", got ${describeValue(window.days)}`);
+      throw new InvalidArgumentError(
+        `[policy] ${where}.days must be a non-empty array of "mon" ... "sun", got ${describeValue(window.days)}`,
+      );
     }
     days = new Set();
     for (const day of window.days) {
       const index = weekdays.indexOf(day);
-      if (index < 0) throw new InvalidArgumentError(`[policy] ${where}.days: ${describeValue(day)} is not a day; use "mon", "tue", "wed", "thu", "fri", "sat" or "sun"`);
+      if (index < 0)
+        throw new InvalidArgumentError(
+          `[policy] ${where}.days: ${describeValue(day)} is not a day; use "mon", "tue", "wed", "thu", "fri", "sat" or "sun"`,
+        );
       days.add(index);
     }
   }
@@ -113,7 +141,12 @@ export function compileWindow(window: TimeWindow, where: string): CompiledWindow
   const read = localTimeReader(timeZone);
   const wraps = end < start;
   const onDay = (day: number) => days === undefined || days.has(day);
-  const json = { ...(dayList ? { days: dayList } : {}), start: window.start, end: window.end, timeZone };
+  const json = {
+    ...(dayList ? { days: dayList } : {}),
+    start: window.start,
+    end: window.end,
+    timeZone,
+  };
   return {
     description: `${dayList ? `${dayList.join(",")} ` : ""}${window.start}-${window.end} ${timeZone}`,
     toJSON: () => json,
