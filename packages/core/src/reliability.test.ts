@@ -251,7 +251,7 @@ describe("timeouts and cancellation", () => {
     const result = await createAgent({ model, tools: [hanging], store }).run("Where is A1001?");
     const elapsed = performance.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(990);
-    expect(elapsed).toBeLessThan(3_000);
+    expect(elapsed).toBeLessThan(6_000);
     expect(result.status).toBe("completed");
     const toolResult = (await store.read(result.runId)).find(
       (event) => event.type === "tool-call-result",
@@ -318,7 +318,7 @@ describe("timeouts and cancellation", () => {
       answer: "Checking.",
     });
     expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(1_500);
+    expect(elapsed).toBeLessThan(2_500);
     expect(slow.effects).toBe(0);
   });
 
@@ -330,7 +330,7 @@ describe("timeouts and cancellation", () => {
       budget: { wallClockMs: 200 },
     }).run("Hi");
     expect(result).toMatchObject({ status: "stopped", limit: "wallClockMs" });
-    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(performance.now() - started).toBeLessThan(3_000);
   });
 
   it("agent.run(task, { signal }) cancels from outside", async () => {
@@ -343,7 +343,7 @@ describe("timeouts and cancellation", () => {
       tools: [slow],
     }).run("Hi", { signal: controller.signal });
     expect(result).toMatchObject({ status: "stopped", why: "cancelled" });
-    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(performance.now() - started).toBeLessThan(3_000);
     expect(slow.calls).toBe(1);
     expect(slow.effects).toBe(0);
   });
@@ -361,7 +361,7 @@ describe("timeouts and cancellation", () => {
     });
     const result = await agent.run("Hi", { signal: controller.signal });
     expect(result).toMatchObject({ status: "stopped", why: "cancelled" });
-    expect(performance.now() - started).toBeLessThan(1_500);
+    expect(performance.now() - started).toBeLessThan(3_000);
     expect(server.requests).toHaveLength(1);
   });
 });
