@@ -45,7 +45,7 @@ export function buildTraceJson(
       "[loopguard] buildTraceJson(events): events must be the array a store's read(runId) returns",
     );
   const start = events[0];
-  if (!start || start.type !== "run-start") {
+  if (start?.type !== "run-start") {
     throw new InvalidArgumentError(
       `[loopguard] buildTraceJson: a run's log starts with a run-start event, got ${start ? start.type : "no events"}; read the run with store.read(runId)`,
     );

@@ -119,7 +119,7 @@ h1 { font-size:18px; margin:0; font-weight:600; }
 .k-run { background:var(--run); } .k-step { background:var(--step); } .k-model { background:var(--model); } .k-tool { background:var(--tool); } .k-blocked { background:var(--blocked); } .k-flagged { background:var(--flagged); } .k-error { background:repeating-linear-gradient(45deg,var(--error) 0 3px,#f3b4b4 3px 6px); }
 .layout { display:flex; align-items:flex-start; gap:16px; padding:16px 20px; }
 .trace { flex:1 1 auto; min-width:0; background:var(--panel); border:1px solid var(--line); border-radius:10px; overflow:hidden; }
-.head-row, .row { display:grid; grid-template-columns:minmax(240px,2.2fr) 84px 128px minmax(220px,3fr); align-items:center; }
+.head-row, .row { display:grid; grid-template-columns:minmax(300px,2.4fr) 84px 128px minmax(200px,3fr); align-items:center; }
 .head-row { font-size:11px; text-transform:uppercase; letter-spacing:.04em; color:var(--muted); border-bottom:1px solid var(--line); padding:6px 10px; }
 .col-fig { text-align:right; padding-right:12px; font-variant-numeric:tabular-nums; }
 .col-time { position:relative; height:16px; }
@@ -130,8 +130,9 @@ h1 { font-size:18px; margin:0; font-weight:600; }
 .row:hover { background:#f3f5fb; }
 .row[aria-selected="true"] { background:#e8effd; }
 .row:focus-visible { box-shadow:inset 0 0 0 2px var(--focus); }
-.name { display:flex; align-items:center; gap:6px; min-width:0; white-space:nowrap; }
-.name .label { overflow:hidden; text-overflow:ellipsis; }
+.name { display:flex; align-items:center; gap:6px; min-width:0; white-space:nowrap; overflow:hidden; }
+.name .label { flex:0 0 auto; }
+.name .badge { min-width:0; overflow:hidden; text-overflow:ellipsis; flex:0 1 auto; }
 .caret { width:16px; flex:none; text-align:center; color:var(--muted); font-size:10px; }
 .dot { width:8px; height:8px; border-radius:50%; flex:none; }
 .badge { display:inline-block; font-size:11px; font-weight:600; border-radius:999px; padding:1px 8px; border:1px solid transparent; white-space:nowrap; }
@@ -141,16 +142,18 @@ h1 { font-size:18px; margin:0; font-weight:600; }
 .fig.dim { color:#9aa0a6; }
 .lane { position:relative; height:18px; background:linear-gradient(90deg,#f1f1ee 1px,transparent 1px) 0 0/25% 100%; border-radius:3px; }
 .bar { position:absolute; top:3px; height:12px; border-radius:3px; min-width:3px; }
+.note { position:absolute; top:1px; font-size:11px; font-weight:600; white-space:nowrap; padding:0 6px; }
+.note.bad { color:var(--blocked); } .note.warn { color:var(--flagged); }
 .bar.run { background:var(--run); } .bar.step { background:var(--step); opacity:.55; } .bar.model { background:var(--model); } .bar.tool { background:var(--tool); }
 .bar.blocked { background:var(--blocked); } .bar.flagged { box-shadow:0 0 0 2px var(--flagged); } .bar.error:not(.blocked) { background:repeating-linear-gradient(45deg,var(--error) 0 3px,#f3b4b4 3px 6px); }
-.details { flex:0 0 400px; max-width:44vw; background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:12px 14px; position:sticky; top:12px; max-height:calc(100vh - 24px); overflow:auto; }
+.details { flex:0 0 380px; max-width:44vw; background:var(--panel); border:1px solid var(--line); border-radius:10px; padding:12px 14px; position:sticky; top:12px; max-height:calc(100vh - 24px); overflow:auto; }
 .details-head { display:flex; justify-content:space-between; align-items:center; gap:8px; }
 .details h2 { font-size:15px; margin:0; overflow-wrap:anywhere; }
 .details h3 { font-size:12px; text-transform:uppercase; letter-spacing:.04em; color:var(--muted); margin:14px 0 6px; }
 #close { font-size:20px; line-height:1; border:1px solid var(--line); background:var(--bg); border-radius:6px; width:30px; height:30px; cursor:pointer; }
 #close:focus-visible { outline:2px solid var(--focus); }
 table.kv { width:100%; border-collapse:collapse; font-size:12px; }
-table.kv th { text-align:left; font-weight:500; color:var(--muted); padding:3px 8px 3px 0; vertical-align:top; width:42%; overflow-wrap:anywhere; }
+table.kv th { text-align:left; font-weight:500; color:var(--muted); padding:3px 8px 3px 0; vertical-align:top; width:48%; overflow-wrap:anywhere; }
 table.kv td { padding:3px 0; overflow-wrap:anywhere; font-family:ui-monospace,SFMono-Regular,Menlo,monospace; }
 .event { border-left:3px solid var(--line); padding:2px 0 2px 8px; margin-bottom:8px; }
 .event.deny { border-color:var(--blocked); } .event.flag { border-color:var(--flagged); }
@@ -221,8 +224,8 @@ const script = `
     var caret = el("span", "caret", row.children.length ? "▼" : ""); caret.setAttribute("aria-hidden", "true"); name.appendChild(caret);
     var dot = el("span", "dot k-" + (row.blocked ? "blocked" : row.kind)); name.appendChild(dot);
     name.appendChild(el("span", "label", row.name));
-    if (row.blocked) name.appendChild(el("span", "badge b-blocked", "blocked · " + (row.blockReason || "refused")));
-    if (row.flagged) name.appendChild(el("span", "badge b-flagged", "injection " + row.flagged));
+    if (row.blocked) name.appendChild(el("span", "badge b-blocked", "blocked"));
+    if (row.flagged) name.appendChild(el("span", "badge b-flagged", "flagged"));
     if (row.status === "error" && !row.blocked) name.appendChild(el("span", "badge b-error", "error"));
     node.appendChild(name);
     var rolled = row.kind === "run" || row.kind === "step";
@@ -236,6 +239,13 @@ const script = `
     bar.style.width = Math.max(0.3, (row.durationMs / span) * 100) + "%";
     bar.title = row.name + " · " + ms(row.durationMs);
     lane.appendChild(bar);
+    var note = row.blocked ? (row.blockReason || "refused") : row.flagged ? "injection " + row.flagged : row.status === "error" ? (row.statusMessage || "error") : "";
+    if (note) {
+      var left = Math.min(100, ((row.start + row.durationMs) / span) * 100);
+      var label = el("span", "note" + (row.blocked || row.status === "error" ? " bad" : " warn"), note);
+      if (left > 70) { label.style.right = (100 - (row.start / span) * 100) + "%"; label.style.textAlign = "right"; } else label.style.left = "calc(" + left + "% + 6px)";
+      lane.appendChild(label);
+    }
     node.appendChild(lane);
     node.addEventListener("click", function () { focusRow(row.id); open(row.id); });
     tree.appendChild(node);
