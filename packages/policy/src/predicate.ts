@@ -343,9 +343,14 @@ function hostOfOne(text: string): string | undefined {
   }
 }
 
+const asciiHost = /^[a-z0-9](?:[a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}$/;
+
 function normaliseHost(host: string): string | undefined {
   const trimmed = host.trim().toLowerCase().replace(/\.$/, "");
   if (trimmed.length === 0 || trimmed.length > 253 || /[\s/@:?#]/.test(trimmed)) return undefined;
+  // Plain ASCII names are already in canonical form; only others go through the URL parser (punycode).
+  if (asciiHost.test(trimmed) && !trimmed.includes("xn--") && !/^[0-9.]+$/.test(trimmed))
+    return trimmed;
   try {
     const hostname = new URL(`http://${trimmed}/`).hostname;
     return hostname.replace(/\.$/, "") || undefined;

@@ -27,6 +27,7 @@ export interface CompiledWindow {
   toJSON(): JsonValue;
 }
 
+/** The days of the week, Sunday first (the order of `Date.prototype.getDay`). */
 export const weekdays: readonly Weekday[] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
 const shortNames: Record<string, number> = {
   Sun: 0,
