@@ -20,8 +20,8 @@ import { createSideEffectTables, testAgentFactory } from "./fixtures/agent.mjs";
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../../..");
 const LEASE_MS = 3_000;
-const SLICE_MS = 1_000;
-const STEP_DELAY_MS = 250;
+const SLICE_MS = 600;
+const STEP_DELAY_MS = 400;
 
 interface Line {
   worker: string;
@@ -236,7 +236,7 @@ describe.skipIf(!databaseUrl)("workers on pg-boss, across processes", () => {
     });
     console.log(
       `[workers] SIGKILL takeover after ${takeovers.map((ms) => `${ms} ms`).join(", ")} (lease ${LEASE_MS} ms, pg-boss maintenance 1 s, polling 0.5 s); ` +
-        `${lines.filter((line) => line.event === "slice").length} slices, ${lines.filter((line) => line.outcome === "fenced").length} fenced`,
+        `slices by outcome: ${JSON.stringify(Object.fromEntries(["paused", "parked", "ended", "fenced", "conflict", "failed"].map((outcome) => [outcome, lines.filter((line) => line.event === "slice" && line.outcome === outcome).length])))}`,
     );
     for (const ms of takeovers) expect(ms).toBeLessThan(LEASE_MS + 4_000);
 
