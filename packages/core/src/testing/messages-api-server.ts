@@ -260,7 +260,7 @@ export async function messagesApiServer(
         );
       }
       case "message": {
-        await wait(reply.delayMs);
+        await wait(reply.delayMs ?? (reply.message as ScriptedReply).delayMs);
         const message = isFullResponse(reply.message)
           ? reply.message
           : fillReply(reply.message, body as ModelRequest, (body as ModelRequest).model, calls);
