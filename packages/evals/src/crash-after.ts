@@ -12,8 +12,8 @@ export class SimulatedCrashError extends LoopguardError {
 
 /**
  * Wraps a store so the process "dies" right after the Nth durable append: the append lands,
- * then `onCrash` runs (the CLI exits the process there), and every later append rejects,
- * as a dead process would write nothing more.
+ * then `onCrash` runs (the CLI exits the process there), and every later append never
+ * settles, as a dead process writes and hears nothing more; `whenCrashed` resolves at the crash.
  *
  * @example
  * const store = crashAfter(jsonlEventStore({ dir }), 3, () => process.exit(137));
@@ -29,19 +29,26 @@ export function crashAfter(
     );
   let count = 0;
   let crashed = false;
+  let markCrashed: () => void = () => undefined;
+  const whenCrashed = new Promise<void>((resolve) => {
+    markCrashed = resolve;
+  });
   return {
+    whenCrashed,
     name: `${store.name}+crash-after-${appends}`,
     get crashed() {
       return crashed;
     },
     async append(runId, events, options) {
-      if (crashed) throw new SimulatedCrashError(appends);
+      // A dead process never hears back: later appends neither land nor settle.
+      if (crashed) return new Promise(() => undefined);
       const result = await store.append(runId, events, options);
       count += 1;
       if (count >= appends) {
+        // The Nth append is durable; the process dies now and writes nothing more.
         crashed = true;
+        markCrashed();
         onCrash?.();
-        throw new SimulatedCrashError(appends);
       }
       return result;
     },

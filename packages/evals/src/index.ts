@@ -12,6 +12,19 @@ export { formatScorecard } from "./format-scorecard.js";
 export type { Leak, ObservedSurfaces, TraceRenderer } from "./observed-surfaces.js";
 export { findLeaks, observedSurfaces } from "./observed-surfaces.js";
 export type {
+  CorpusRecord,
+  CorpusReport,
+  CorpusSubsetReport,
+  RunCorpusOptions,
+} from "./run-corpus.js";
+export {
+  CorpusFileError,
+  defaultCorpusPath,
+  formatCorpusReport,
+  readCorpus,
+  runCorpus,
+} from "./run-corpus.js";
+export type {
   RunScenariosOptions,
   ScenarioResult,
   ScenarioStatus,

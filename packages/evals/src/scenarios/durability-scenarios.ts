@@ -16,10 +16,11 @@ export const crashResumeExactlyOnce: Scenario = scenario(
     notLive: "needs a deterministic model to compare outcomes",
   },
   async (t) => {
+    const model = () => gullibleModel();
     const referenceDesk = t.desk();
     const referenceStore = memoryEventStore();
     const reference = await t
-      .agent(deskAgentOptions(t, referenceDesk, { store: referenceStore }))
+      .agent(deskAgentOptions(t, referenceDesk, { store: referenceStore, model: model() }))
       .run(task, { runId: "run_reference" });
     const total = (await referenceStore.read("run_reference")).length;
     t.check("reference_completes", reference.status === "completed", reference.status);
@@ -31,16 +32,22 @@ export const crashResumeExactlyOnce: Scenario = scenario(
       const runId = `run_crash_${crashAt}`;
       const first = t.desk({ ledger });
       const crashing = crashAfter(store, crashAt);
-      // A crash while writing run-start rejects run() itself: the process died before it could answer.
-      await t
-        .agent(deskAgentOptions(t, first, { store: crashing }))
+      // The first process is abandoned at the crash, as a killed process would be.
+      const running = t
+        .agent(deskAgentOptions(t, first, { store: crashing, model: model() }))
         .run(task, { runId })
-        .catch(() => undefined);
+        .then(
+          () => undefined,
+          () => undefined,
+        );
+      await Promise.race([running, crashing.whenCrashed]);
       if (!crashing.crashed) break;
       boundaries += 1;
       // A new process: new tools and model, the same store and the same outside world.
       const second = t.desk({ ledger });
-      const resumed = await t.agent(deskAgentOptions(t, second, { store })).resume(runId);
+      const resumed = await t
+        .agent(deskAgentOptions(t, second, { store, model: model() }))
+        .resume(runId);
       const refunds = ledger.refunds.length;
       if (
         resumed.status !== reference.status ||

@@ -18,6 +18,8 @@ export interface GullibleModelOptions {
   refundAmount?: number;
   /** Whether to refund at all. Default `true`. */
   refund?: boolean;
+  /** Make the two first calls in one turn (default) or one per turn. */
+  parallel?: boolean;
   /** The model id (for prices). Default `claude-sonnet-5-5`. */
   model?: string;
 }
