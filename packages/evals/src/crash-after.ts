@@ -22,7 +22,7 @@ export function crashAfter(
   store: EventStore,
   appends: number,
   onCrash?: () => void,
-): EventStore & { readonly crashed: boolean } {
+): EventStore & { readonly crashed: boolean; readonly whenCrashed: Promise<void> } {
   if (!Number.isInteger(appends) || appends < 1)
     throw new InvalidArgumentError(
       `[evals] crashAfter(store, n): n must be a positive integer, got ${String(appends)}`,

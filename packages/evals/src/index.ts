@@ -9,6 +9,8 @@ export type {
 export { fixedApprover, loadPackages, supportDefences } from "./defences.js";
 export type { ScorecardColors } from "./format-scorecard.js";
 export { formatScorecard } from "./format-scorecard.js";
+export type { LiveResult, LiveScorecard } from "./live-scorecard.js";
+export { formatLiveScorecard, liveScorecard, wilsonInterval } from "./live-scorecard.js";
 export type { Leak, ObservedSurfaces, TraceRenderer } from "./observed-surfaces.js";
 export { findLeaks, observedSurfaces } from "./observed-surfaces.js";
 export type {
