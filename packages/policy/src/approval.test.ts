@@ -4,6 +4,7 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { policy } from "./policy.js";
 import { argGt } from "./predicate.js";
+import { rateLimit } from "./rate-limit.js";
 import { ask } from "./rule.js";
 import { runGuard } from "./run-guard.js";
 
@@ -82,6 +83,35 @@ describe("durable approvals with the policy", () => {
     ).rejects.toThrow(/no approval waiting/);
     expect((await second.resume(parked.runId)).status).toBe("completed");
     expect([...made.values()]).toEqual([1]);
+  });
+
+  it("does not charge the rate limit twice for a call re-checked after its approval", async () => {
+    const store = memoryEventStore();
+    const { refund, made } = payments();
+    const limit = rateLimit(
+      { tool: "issue_refund", capacity: 1, refillPerSecond: 0.0001 },
+      { now: () => 0 },
+    );
+    const gates = [askBigRefunds(), limit];
+    const first = createAgent({
+      model: scriptedModel([refundCall(800)]),
+      tools: [refund],
+      store,
+      approval: { durable: true },
+      gates,
+    });
+    const parked = await first.run("refund 800");
+    const second = createAgent({
+      model: scriptedModel([{ content: "Done." }]),
+      tools: [refund],
+      store,
+      approval: { durable: true },
+      gates,
+    });
+    const done = await second.approve(parked.runId, { decision: "approve", approver: "alice" });
+    expect(done.status).toBe("completed");
+    expect(done.blocked).toEqual([]);
+    expect(made.size).toBe(1);
   });
 
   it("does not ask for a small refund", async () => {

@@ -63,7 +63,8 @@ describe("rateLimit", () => {
     const run = runOf();
     const first = callOf("issue_refund", {}, run);
     expect(gate.check(first).type).toBe("allow");
-    expect(gate.check(first).type).toBe("allow"); // the same call, re-checked after an approval
+    expect(gate.check({ ...first, recheck: true }).type).toBe("allow"); // re-checked after a durable approval
+    expect(gate.check(first).type).toBe("deny"); // the same key again, but not a re-check: charged
     expect(gate.check(callOf("issue_refund", {}, run)).type).toBe("deny");
     gate.observe({ call: first, status: "refused", reason: "approval_denied", durationMs: 0 });
     const second = callOf("issue_refund", {}, run);

@@ -118,7 +118,8 @@ export function rateLimit(
     limits: normalised,
     digest: () => digest,
     check(call) {
-      if (charged.has(call.idempotencyKey)) return allowDecision;
+      // Only core's re-check after a durable approval is free; a reused key is charged as usual.
+      if (call.recheck === true && charged.has(call.idempotencyKey)) return allowDecision;
       const at = now();
       let keys: string[] | undefined;
       let blocked: { entry: CompiledLimit; waitMs: number } | undefined;
