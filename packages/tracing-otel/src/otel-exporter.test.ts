@@ -112,21 +112,51 @@ describe("otelExporter", () => {
     expect(String((errors[0] as Error).message)).toMatch(/records nothing/);
   });
 
-  it("fails open: a SpanExporter that throws gives a failed result, not an exception", async () => {
+  it("fails open: a SpanExporter that throws surfaces at forceFlush (batched) or in the result (batch: false)", async () => {
     const core = await recordRun();
-    const exporter = otelExporter({
-      exporter: {
-        export() {
-          throw new Error("boom");
-        },
-        async shutdown() {},
+    const throwing: SpanExporter = {
+      export() {
+        throw new Error("boom");
       },
-    });
-    const result = await exporter.export(core);
+      async shutdown() {},
+    };
+    const batched = otelExporter({ exporter: throwing });
+    expect(await batched.export(core)).toEqual({ code: "success" });
+    await expect(batched.forceFlush?.()).rejects.toThrow(
+      /\[tracing-otel\] the OpenTelemetry exporter threw: boom/,
+    );
+    // Reported once: the next flush has nothing left to throw.
+    await expect(batched.forceFlush?.()).resolves.toBeUndefined();
+    await batched.shutdown();
+    await batched.shutdown();
+    expect((await batched.export(core)).code).toBe("failed");
+
+    const direct = otelExporter({ exporter: throwing, batch: false });
+    const result = await direct.export(core);
     expect(result.code).toBe("failed");
-    await exporter.shutdown();
-    await exporter.shutdown();
-    expect((await exporter.export(core)).code).toBe("failed");
+  });
+
+  it("sends a batch when maxSpans wait, or delayMs after the first", async () => {
+    const core = await recordRun();
+    const sends: number[] = [];
+    const counting: SpanExporter = {
+      export(batch, done) {
+        sends.push(batch.length);
+        done({ code: 0 });
+      },
+      async shutdown() {},
+    };
+    const bySize = otelExporter({ exporter: counting, batch: { maxSpans: 4, delayMs: 60_000 } });
+    for (const span of core) await bySize.export([span]);
+    expect(sends).toEqual([4, 4]);
+    await bySize.forceFlush?.();
+    expect(sends).toEqual([4, 4, core.length - 8]);
+    sends.length = 0;
+    const byTime = otelExporter({ exporter: counting, batch: { delayMs: 5 } });
+    await byTime.export(core.slice(0, 3));
+    expect(sends).toEqual([]);
+    await expect.poll(() => sends, { timeout: 2_000 }).toEqual([3]);
+    expect(() => otelExporter({ exporter: counting, batch: { maxSpans: 0 } })).toThrow(/maxSpans/);
   });
 
   it("validates its options", () => {

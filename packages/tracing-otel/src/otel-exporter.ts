@@ -51,6 +51,14 @@ export interface OtelExporterOptions {
   onError?: (error: unknown) => void;
   /** Where to read `OTEL_*` variables. Default `process.env`. */
   env?: Record<string, string | undefined>;
+  /**
+   * With `exporter`: how spans are grouped into requests. By default they are sent when core
+   * flushes at the end of each run (or its park), when `maxSpans` are waiting, or `delayMs`
+   * after the first waiting span; a failed send is thrown from the next `forceFlush`, which core
+   * reports to `onError`. `false` sends every batch core hands over at once and returns the
+   * outcome as its export result.
+   */
+  batch?: { maxSpans?: number; delayMs?: number } | false;
 }
 
 /** The tracer's instrumentation scope. */
@@ -192,11 +200,19 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     }
   };
 
-  const send = (count: number): Promise<ExportResult> => {
+  const failures: TraceExportError[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const send = (): Promise<ExportResult> => {
     const exporter = config.exporter;
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
     if (!exporter || !collected || collected.length === 0)
       return Promise.resolve({ code: "success" });
     const batch = collected.splice(0, collected.length);
+    const count = batch.length;
     const sent = new Promise<ExportResult>((resolve) => {
       try {
         exporter.export(batch, (result) => {
@@ -227,6 +243,25 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     inFlight.add(sent);
     void sent.finally(() => inFlight.delete(sent));
     return sent;
+  };
+
+  /** Sends in the background; a failure waits for the next forceFlush. */
+  const sendLater = () => {
+    void send().then((result) => {
+      if (result.code === "failed") failures.push(result.error as TraceExportError);
+    });
+  };
+
+  const throwFailures = () => {
+    if (failures.length === 0) return;
+    const errors = failures.splice(0);
+    if (errors.length === 1) throw errors[0];
+    const spans = errors.reduce((sum, error) => sum + error.spanCount, 0);
+    throw new TraceExportError(
+      spans,
+      `[tracing-otel] ${errors.length} sends (${spans} spans) failed; the first: ${errors[0]!.message}`,
+      { cause: errors[0] },
+    );
   };
 
   const flushHeld = () => {
@@ -265,7 +300,15 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
           return { code: "success" };
         }
         emit(spans);
-        return send(spans.length);
+        const batching = config.batch;
+        if (!batching || !collected) return send();
+        if (collected.length >= batching.maxSpans) sendLater();
+        else if (collected.length > 0 && !timer) {
+          timer = setTimeout(sendLater, batching.delayMs);
+          // A pending batch never keeps the process alive; shutdown sends it.
+          timer.unref?.();
+        }
+        return { code: "success" };
       } catch (error) {
         return {
           code: "failed",
@@ -278,11 +321,10 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     },
     async forceFlush() {
       flushHeld();
-      if (collected && collected.length > 0) {
-        const result = await send(collected.length);
-        if (result.code === "failed") throw result.error;
-      }
+      const result = await send();
+      if (result.code === "failed") failures.push(result.error as TraceExportError);
       await Promise.all(inFlight);
+      throwFailures();
       if (owned) await owned.forceFlush();
       else await (provider as { forceFlush?: () => Promise<void> }).forceFlush?.();
       if (config.exporter?.forceFlush) await config.exporter.forceFlush();
@@ -291,11 +333,10 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
       shutdownPromise ??= (async () => {
         try {
           flushHeld();
-          if (collected && collected.length > 0) {
-            const result = await send(collected.length);
-            if (result.code === "failed") reportError(result.error);
-          }
+          const result = await send();
+          if (result.code === "failed") failures.push(result.error as TraceExportError);
           await Promise.all(inFlight);
+          throwFailures();
         } catch (error) {
           reportError(error);
         }
@@ -318,6 +359,7 @@ interface ResolvedOptions {
   captureContent: boolean;
   redact: ContentRedactor | undefined;
   onError: ((error: unknown) => void) | undefined;
+  batch: { maxSpans: number; delayMs: number } | false;
 }
 
 function validate(options: OtelExporterOptions): ResolvedOptions {
@@ -379,7 +421,30 @@ function validate(options: OtelExporterOptions): ResolvedOptions {
     captureContent: options.captureContent ?? captureFromEnv(options.env ?? process.env),
     redact: options.redact,
     onError: options.onError,
+    batch: batchOf(options.batch),
   };
+}
+
+function batchOf(batch: OtelExporterOptions["batch"]): ResolvedOptions["batch"] {
+  if (batch === false) return false;
+  if (batch !== undefined && (typeof batch !== "object" || batch === null)) {
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: batch must be false or { maxSpans, delayMs }",
+    );
+  }
+  const maxSpans = batch?.maxSpans ?? 512;
+  const delayMs = batch?.delayMs ?? 2_000;
+  if (!Number.isInteger(maxSpans) || maxSpans < 1 || maxSpans > 100_000) {
+    throw new InvalidArgumentError(
+      `[tracing-otel] otelExporter: batch.maxSpans must be a whole number from 1 to 100000, got ${String(maxSpans)}`,
+    );
+  }
+  if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > 600_000) {
+    throw new InvalidArgumentError(
+      `[tracing-otel] otelExporter: batch.delayMs must be a whole number of milliseconds from 0 to 600000, got ${String(delayMs)}`,
+    );
+  }
+  return { maxSpans, delayMs };
 }
 
 /** Reads `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`. */
