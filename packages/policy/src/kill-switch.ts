@@ -42,7 +42,7 @@ export function killSwitch(options: KillSwitchOptions): KillSwitchGate {
     );
   }
   const digest = sha256(canonicalJson({ kind: "kill_switch", store: store.name }));
-  return {
+  const gate: KillSwitchGate = {
     name: "kill_switch",
     step: "0",
     store,
@@ -78,4 +78,5 @@ export function killSwitch(options: KillSwitchOptions): KillSwitchGate {
       };
     },
   };
+  return Object.freeze(gate);
 }

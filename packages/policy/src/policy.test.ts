@@ -318,3 +318,38 @@ describe("policy rules", () => {
     expect(() => deny("x", { when: 5 as never })).toThrow(/when must be a predicate/);
   });
 });
+
+describe("tamper resistance", () => {
+  it("freezes gates and every nested part of a rule", () => {
+    const gate = policy([deny("delete_*")]);
+    expect(() => {
+      (gate as { check: unknown }).check = () => ({ type: "allow" });
+    }).toThrow(TypeError);
+    const rule = allow(["a", "b"], {
+      roles: ["support"],
+      window: { days: ["mon"], start: "09:00", end: "17:00" },
+      fixHints: ["x"],
+      when: argIn("k", ["v"]),
+    });
+    const attempts: Array<() => void> = [
+      () => (rule.tool as string[]).push("*"),
+      () => (rule.roles as string[]).push("intern"),
+      () => ((rule.window as { start: string }).start = "00:00"),
+      () => (rule.window!.days as string[]).push("sun"),
+      () => (rule.fixHints as string[]).push("y"),
+      () => ((rule.when as { description: string }).description = "x"),
+      () => ((rule.when!.toJSON() as { in: string[] }).in as string[]).push("w"),
+    ];
+    for (const attempt of attempts) expect(attempt).toThrow(TypeError);
+    expect(policy([rule]).digest()).toBe(
+      policy([
+        allow(["a", "b"], {
+          roles: ["support"],
+          window: { days: ["mon"], start: "09:00", end: "17:00" },
+          fixHints: ["x"],
+          when: argIn("k", ["v"]),
+        }),
+      ]).digest(),
+    );
+  });
+});

@@ -235,7 +235,8 @@ export function createPolicyGate(
       );
     },
   };
-  return gate;
+  // The gate object itself is frozen: no one can swap its check for another.
+  return Object.freeze(gate);
 }
 
 function whenText(entry: CompiledRule): string {

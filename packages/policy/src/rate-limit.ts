@@ -112,7 +112,7 @@ export function rateLimit(
     }
   };
 
-  return {
+  const gate: RateLimitGate = {
     name: "rate_limit",
     step: "2.1",
     limits: normalised,
@@ -160,6 +160,7 @@ export function rateLimit(
       }
     },
   };
+  return Object.freeze(gate);
 }
 
 function refusal(call: ToolCall, limit: RateLimit, waitMs: number): DenyDecision {

@@ -114,7 +114,7 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
     return state;
   };
 
-  return {
+  const gate: RunGuardGate = {
     name: "run_loop",
     step: "2.3",
     settings,
@@ -173,6 +173,7 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
       return irreversible?.test(call.tool) === true;
     },
   };
+  return Object.freeze(gate);
 }
 
 /** Validates RunGuard options and fills in the defaults; throws a clear error on a bad setting. */
