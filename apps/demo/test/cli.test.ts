@@ -1,12 +1,17 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
 const cli = resolve(import.meta.dirname, "../dist/cli.js");
 const dir = mkdtempSync(join(tmpdir(), "loopguard-cli-"));
-const run = (args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: "utf8", env: { ...process.env, NO_COLOR: "1" }, timeout: 30_000 });
+const run = (args: string[]) =>
+  spawnSync(process.execPath, [cli, ...args], {
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1" },
+    timeout: 30_000,
+  });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -28,7 +33,10 @@ describe.skipIf(!existsSync(cli))("the built loopguard CLI", () => {
     const resumed = run(["resume", runId, "--dir", runs]);
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain("completed");
-    const ledger = readFileSync(join(dir, "b", "ledger.jsonl"), "utf8").trim().split("\n").map((line) => JSON.parse(line));
+    const ledger = readFileSync(join(dir, "b", "ledger.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(ledger.filter((effect) => effect.kind === "refund")).toHaveLength(1);
     expect(run(["runs", "--dir", runs]).stdout).toContain(runId);
   });
