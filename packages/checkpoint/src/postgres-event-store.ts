@@ -13,7 +13,6 @@ import {
 import { FencedError } from "./postgres-errors.js";
 import { migrate } from "./postgres-migrations.js";
 import {
-  inTransaction,
   openPool,
   type PgPool,
   type PostgresConnectionOptions,
@@ -82,6 +81,13 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
   const { schema, quoted: s } = validateConnection(options, where);
   let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
   let closed = false;
+  // The last summary this process wrote per run, so an append usually needs one round trip.
+  const summaries = new Map<string, { nextSeq: number; summary: RunSummary }>();
+  const remember = (runId: string, nextSeq: number, summary: RunSummary) => {
+    summaries.delete(runId);
+    summaries.set(runId, { nextSeq, summary });
+    if (summaries.size > 10_000) summaries.delete(summaries.keys().next().value as string);
+  };
 
   const ready = (): Promise<PgPool> => {
     if (closed)
@@ -151,67 +157,96 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
       if (actual !== expectedSeq) throw new AppendConflictError(runId, expectedSeq, actual);
       return { nextSeq: actual };
     }
-    return inTransaction(pool, async (client) => {
-      // Upserting locks the run's row: appends to one run are serialised, and a claim waits for them.
-      const locked = await client.query(
-        `INSERT INTO ${s}.runs (run_id) VALUES ($1) ON CONFLICT (run_id) DO UPDATE SET run_id = excluded.run_id RETURNING epoch, next_seq, summary`,
-        [runId],
+    const seqs: number[] = [];
+    const ats: number[] = [];
+    const types: string[] = [];
+    const bodies: string[] = [];
+    const stored: StoredEvent[] = [];
+    for (const [index, event] of events.entries()) {
+      const { seq: _ignored, ...rest } = event as StoredEventInput & { seq?: unknown };
+      const body = JSON.stringify(rest);
+      const copy = {
+        ...(JSON.parse(body) as StoredEventInput),
+        seq: expectedSeq + index,
+      } as StoredEvent;
+      seqs.push(copy.seq);
+      ats.push(
+        typeof copy.at === "number" && Number.isFinite(copy.at) ? Math.round(copy.at) : Date.now(),
       );
-      const row = locked.rows[0]!;
-      const currentEpoch = Number(row.epoch);
-      const actual = Number(row.next_seq);
+      types.push(copy.type);
+      bodies.push(body);
+      stored.push(copy);
+    }
+    // The summary is a function of the log's prefix, so the one cached (or read) at
+    // next_seq = expectedSeq is the right base whenever the guarded write below succeeds.
+    let previous: RunSummary | undefined;
+    if (expectedSeq > 0) {
+      const cached = summaries.get(runId);
+      if (cached?.nextSeq === expectedSeq) previous = cached.summary;
+      else {
+        const { rows } = await pool.query(
+          `SELECT next_seq, summary FROM ${s}.runs WHERE run_id = $1`,
+          [runId],
+        );
+        if (Number(rows[0]?.next_seq ?? 0) === expectedSeq && typeof rows[0]?.summary === "string")
+          previous = JSON.parse(rows[0].summary) as RunSummary;
+      }
+    }
+    const summary = summarize(previous, runId, stored);
+    const nextSeq = expectedSeq + events.length;
+    // One statement, so one atomic step: the guarded upsert of the run's row (seq and epoch
+    // checked on the row's latest version, under its row lock) and the insert of the events
+    // happen together or not at all. A claim (an UPDATE of the same row) waits for it.
+    const { rows } = await pool.query(
+      `WITH guard AS (
+         INSERT INTO ${s}.runs AS r (run_id, next_seq, status, agent_id, created_at, updated_at, summary)
+         SELECT $1, $7, $8, $9, $10, $11, $12 WHERE $13::integer = 0 AND $2::bigint IS NULL
+         ON CONFLICT (run_id) DO UPDATE SET next_seq = excluded.next_seq, status = excluded.status, agent_id = excluded.agent_id,
+           created_at = excluded.created_at, updated_at = excluded.updated_at, summary = excluded.summary
+         WHERE r.next_seq = $13 AND ($2::bigint IS NULL OR r.epoch = $2)
+         RETURNING r.epoch
+       ), fenced_update AS (
+         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12
+         WHERE run_id = $1 AND NOT ($13::integer = 0 AND $2::bigint IS NULL) AND next_seq = $13 AND ($2::bigint IS NULL OR epoch = $2)
+         RETURNING epoch
+       ), written AS (
+         SELECT epoch FROM guard UNION ALL SELECT epoch FROM fenced_update
+       ), inserted AS (
+         INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body)
+         SELECT $1, input.seq, (SELECT epoch FROM written LIMIT 1), input.at, input.type, input.body
+         FROM unnest($3::integer[], $4::bigint[], $5::text[], $6::text[]) AS input(seq, at, type, body)
+         WHERE EXISTS (SELECT 1 FROM written)
+       )
+       SELECT epoch FROM written`,
+      [
+        runId,
+        epoch ?? null,
+        seqs,
+        ats,
+        types,
+        bodies,
+        nextSeq,
+        summary.status,
+        summary.agentId ?? null,
+        Math.round(summary.createdAt),
+        Math.round(summary.updatedAt),
+        JSON.stringify(summary),
+        expectedSeq,
+      ],
+    );
+    if (rows.length === 0) {
+      summaries.delete(runId);
+      const current = await pool.query(`SELECT epoch, next_seq FROM ${s}.runs WHERE run_id = $1`, [
+        runId,
+      ]);
+      const currentEpoch = Number(current.rows[0]?.epoch ?? 0);
+      const actual = Number(current.rows[0]?.next_seq ?? 0);
       if (epoch !== undefined && currentEpoch !== epoch)
         throw new FencedError(runId, epoch, currentEpoch, expectedSeq, actual);
-      if (actual !== expectedSeq) throw new AppendConflictError(runId, expectedSeq, actual);
-      const seqs: number[] = [];
-      const ats: number[] = [];
-      const types: string[] = [];
-      const bodies: string[] = [];
-      const stored: StoredEvent[] = [];
-      for (const [index, event] of events.entries()) {
-        const { seq: _ignored, ...rest } = event as StoredEventInput & { seq?: unknown };
-        const body = JSON.stringify(rest);
-        const copy = {
-          ...(JSON.parse(body) as StoredEventInput),
-          seq: expectedSeq + index,
-        } as StoredEvent;
-        const at =
-          typeof copy.at === "number" && Number.isFinite(copy.at)
-            ? Math.round(copy.at)
-            : Date.now();
-        seqs.push(copy.seq);
-        ats.push(at);
-        types.push(copy.type);
-        bodies.push(body);
-        stored.push(copy);
-      }
-      const previous =
-        typeof row.summary === "string" ? (JSON.parse(row.summary) as RunSummary) : undefined;
-      const summary = summarize(previous, runId, stored);
-      const nextSeq = expectedSeq + events.length;
-      await client.query(
-        `WITH inserted AS (
-           INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body)
-           SELECT $1, seq, $2, at, type, body FROM unnest($3::integer[], $4::bigint[], $5::text[], $6::text[]) AS input(seq, at, type, body)
-         )
-         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12 WHERE run_id = $1`,
-        [
-          runId,
-          epoch ?? currentEpoch,
-          seqs,
-          ats,
-          types,
-          bodies,
-          nextSeq,
-          summary.status,
-          summary.agentId ?? null,
-          Math.round(summary.createdAt),
-          Math.round(summary.updatedAt),
-          JSON.stringify(summary),
-        ],
-      );
-      return { nextSeq };
-    });
+      throw new AppendConflictError(runId, expectedSeq, actual);
+    }
+    remember(runId, nextSeq, summary);
+    return { nextSeq };
   };
 
   const read = async (runId: string): Promise<StoredEvent[]> => {

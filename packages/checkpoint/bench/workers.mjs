@@ -1,0 +1,163 @@
+// Throughput of the PostgreSQL workers: trivial runs per second with 1, 2 and 4 worker
+// processes on this machine, and the time from a worker's death (SIGKILL) to another worker's
+// takeover of its run. Prints figures; asserts nothing.
+//
+//   eval "$(scripts/postgres.sh start)"
+//   node packages/checkpoint/bench/workers.mjs            # RUNS=400 CONCURRENCY=4 to change
+//
+// A trivial run is one model step (a scripted model, no delay) that ends the run: run-start,
+// model-request, model-response, run-end, i.e. one job, one claim, three appends, one settle.
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { dirname, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "../../..");
+const url = process.env.DATABASE_URL;
+if (!url) {
+  console.error('[bench] DATABASE_URL is not set: run eval "$(scripts/postgres.sh start)" first');
+  process.exit(1);
+}
+const RUNS = Number(process.env.RUNS ?? 400);
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
+
+execFileSync("npx", ["tsc", "-p", "packages/core/tsconfig.build.json"], {
+  cwd: repo,
+  stdio: "inherit",
+});
+execFileSync("npx", ["tsc", "-p", "packages/checkpoint/test/pg/tsconfig.workers.json"], {
+  cwd: repo,
+  stdio: "inherit",
+});
+const { postgresEventStore } = await import("../dist/postgres-event-store.js");
+const { submitRun } = await import("../dist/worker-submit-run.js");
+const { openQueue, resolveQueueOptions } = await import("../dist/worker-queue.js");
+const { createSideEffectTables } = await import("../test/pg/fixtures/agent.mjs");
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+function startWorker(schema, name, extra = {}) {
+  const child = spawn(process.execPath, [resolve(here, "../test/pg/fixtures/worker-process.mjs")], {
+    env: {
+      ...process.env,
+      LG_SCHEMA: schema,
+      WORKER_NAME: name,
+      CONCURRENCY: String(CONCURRENCY),
+      SLICE_MS: "1000",
+      LEASE_MS: "3000",
+      POLLING_MS: "500",
+      QUIET: "1",
+      ...extra,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines = [];
+  const ready = new Promise((done, fail) => {
+    child.once("exit", (code) => fail(new Error(`worker ${name} exited with ${code}`)));
+    createInterface({ input: child.stdout }).on("line", (text) => {
+      const line = JSON.parse(text);
+      lines.push(line);
+      if (line.event === "ready") done();
+    });
+  });
+  return { child, lines, ready };
+}
+
+async function setup(schema) {
+  const store = postgresEventStore({ connectionString: url, schema, max: 4 });
+  const pool = await store.pool();
+  await createSideEffectTables(pool, schema);
+  const settings = resolveQueueOptions({ leaseMs: 3000 }, schema, "bench");
+  const boss = await openQueue(pool, settings, { supervise: false }, "bench");
+  return { store, pool, boss };
+}
+
+async function teardown(schema, { store, boss }, workers) {
+  for (const worker of workers) worker.child.kill("SIGKILL");
+  await boss.stop({ graceful: false, close: false, wait: true });
+  const pool = await store.pool();
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}_boss" CASCADE`);
+  await store.close();
+}
+
+async function throughput(processes) {
+  const schema = `lg_bench_${randomBytes(3).toString("hex")}`;
+  const context = await setup(schema);
+  for (let index = 0; index < RUNS; index += 1)
+    await submitRun({ boss: context.boss, leaseMs: 3000 }, `trivial run ${index}`, {
+      runId: `t${index}`,
+    });
+  const workers = Array.from({ length: processes }, (_, index) => startWorker(schema, `b${index}`));
+  await Promise.all(workers.map((worker) => worker.ready));
+  // Steady state: time from 10 % to 90 % of runs completed (process start-up left out).
+  const marks = new Map();
+  const low = Math.ceil(RUNS * 0.1);
+  const high = Math.floor(RUNS * 0.9);
+  for (;;) {
+    const { rows } = await context.pool.query(
+      `SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`,
+    );
+    const done = rows[0].n;
+    if (done >= low && !marks.has("low")) marks.set("low", [performance.now(), done]);
+    if (done >= high && !marks.has("high")) marks.set("high", [performance.now(), done]);
+    if (done >= RUNS) break;
+    await sleep(20);
+  }
+  const [t0, n0] = marks.get("low");
+  const [t1, n1] = marks.get("high");
+  await teardown(schema, context, workers);
+  return ((n1 - n0) / (t1 - t0)) * 1000;
+}
+
+async function takeover() {
+  const schema = `lg_bench_${randomBytes(3).toString("hex")}`;
+  const context = await setup(schema);
+  const extra = { QUIET: "0", STEP_DELAY_MS: "300", CONCURRENCY: "1" };
+  const workers = [startWorker(schema, "a", extra), startWorker(schema, "b", extra)];
+  await Promise.all(workers.map((worker) => worker.ready));
+  await submitRun({ boss: context.boss, leaseMs: 3000 }, "charge order slow-1", {
+    runId: "slow-1",
+  });
+  let claim;
+  while (!claim) {
+    claim = workers
+      .flatMap((worker) => worker.lines)
+      .find((line) => line.event === "claim" && line.runId === "slow-1");
+    await sleep(5);
+  }
+  const victim = workers.find((worker) => worker.lines.includes(claim));
+  const other = workers.find((worker) => worker !== victim);
+  await sleep(200);
+  const killedAt = Date.now();
+  victim.child.kill("SIGKILL");
+  let next;
+  while (!next) {
+    next = other.lines.find(
+      (line) => line.event === "claim" && line.runId === "slow-1" && line.at >= killedAt,
+    );
+    await sleep(5);
+  }
+  await teardown(schema, context, workers);
+  return next.at - killedAt;
+}
+
+const results = [];
+for (const processes of [1, 2, 4]) {
+  const rate = await throughput(processes);
+  results.push([processes, rate]);
+  console.log(
+    `[bench] ${processes} worker process${processes === 1 ? "" : "es"} x ${CONCURRENCY} slots: ${rate.toFixed(0)} trivial runs/s`,
+  );
+}
+const base = results[0][1];
+console.log("\n| worker processes | trivial runs/s | vs 1 process |\n|---|---|---|");
+for (const [processes, rate] of results)
+  console.log(`| ${processes} | ${rate.toFixed(0)} | ${(rate / base).toFixed(2)}x |`);
+const takeovers = [];
+for (let round = 0; round < 3; round += 1) takeovers.push(await takeover());
+console.log(
+  `\n[bench] SIGKILL to takeover (lease 3 s, maintenance 1 s, polling 0.5 s): ${takeovers.map((ms) => `${ms} ms`).join(", ")}`,
+);
