@@ -22,6 +22,7 @@ export type {
   StoredEventInput,
 } from "./contracts/event-store.js";
 export type { Exporter, ExportResult } from "./contracts/exporter.js";
+export type { FreezeRequest, FreezeStatus, FreezeStore } from "./contracts/freeze-store.js";
 export type {
   AllowDecision,
   AskDecision,
