@@ -196,14 +196,23 @@ export interface Agent {
   shutdown(): Promise<void>;
 }
 
-const breakers = new WeakMap<object, CircuitBreaker>();
+const breakers = new WeakMap<object, Map<string, CircuitBreaker>>();
 
-/** The process-wide breaker of a tool (shared by every run and agent in the process). */
+/**
+ * The process-wide breaker of a tool: shared by every run and agent in the process that uses
+ * the same tool with the same breaker settings (agents with other settings get their own).
+ */
 export function breakerOf(tool: Tool<any, any>, options?: BreakerOptions): CircuitBreaker {
-  let breaker = breakers.get(tool);
+  let byOptions = breakers.get(tool);
+  if (!byOptions) {
+    byOptions = new Map();
+    breakers.set(tool, byOptions);
+  }
+  const key = `${options?.failureThreshold ?? ""}:${options?.cooldownMs ?? ""}:${options?.now ? "clock" : ""}`;
+  let breaker = byOptions.get(key);
   if (!breaker) {
     breaker = new CircuitBreaker(options);
-    breakers.set(tool, breaker);
+    byOptions.set(key, breaker);
   }
   return breaker;
 }
@@ -334,7 +343,7 @@ export function createAgent(options: AgentOptions): Agent {
       else this.fold.current!.apply(event);
       if (config.exporters.length > 0) {
         try {
-          exportSpans(this.spans.push(event));
+          exportSpans(this.spans.push(event, this.fold.current?.messages));
         } catch (error) {
           reportError(error, "span builder");
         }
@@ -370,7 +379,9 @@ export function createAgent(options: AgentOptions): Agent {
       runId: fold.start.runId,
       status: extra.error && !end ? "failed" : fold.status,
       // The host is trusted: it gets the answer with the vault's tokens revealed; the log keeps tokens.
-      answer: config.vault ? config.vault.reveal(end?.answer ?? fold.lastAssistantText) : (end?.answer ?? fold.lastAssistantText),
+      answer: config.vault
+        ? config.vault.reveal(end?.answer ?? fold.lastAssistantText)
+        : (end?.answer ?? fold.lastAssistantText),
       why:
         end?.why ??
         (fold.status === "awaiting_approval"
@@ -494,7 +505,8 @@ export function createAgent(options: AgentOptions): Agent {
       clearTimeout(wallTimer);
       signal?.removeEventListener("abort", onOuterAbort);
       unlisten();
-      exportSpans(writer.fold.current?.end ? [] : writer.spans.finish());
+      // Spans still open (a parked, paused or stopped-early session) are emitted when the run is
+      // resumed or ends, never twice; `loopguard trace` shows them from the log at any time.
       await Promise.all(
         config.exporters.map((exporter) =>
           exporter
@@ -662,78 +674,87 @@ export function createAgent(options: AgentOptions): Agent {
     const state = fold.state;
     const executions: Promise<void>[] = [];
     let parked = false;
-    for (const use of turn.toolUses) {
-      if (turn.results.has(use.id)) continue;
-      const intent = turn.intents.get(use.id);
-      const item = tools.get(use.name);
-      if (intent) {
-        // Admitted before a crash and never finished: re-run with the same idempotency key.
-        executions.push(
-          execute(
-            writer,
-            item!,
-            use,
-            intent.args as Record<string, unknown>,
-            intent.idempotencyKey,
-            signal,
-          ),
-        );
-        continue;
-      }
-      const call: ToolCall = {
-        tool: use.name,
-        args: (use.input ?? {}) as Record<string, unknown>,
-        toolUseId: use.id,
-        idempotencyKey: `${state.runId}:${use.id}`,
-        sensitive: item?.sensitive ?? false,
-        idempotent: item?.idempotent ?? false,
-        run: state,
-        ...(turn.approvals.has(use.id) ? { recheck: true } : {}),
-      };
-      if (typeof use.input !== "object" || use.input === null || Array.isArray(use.input)) {
-        call.args = { __invalid_input__: use.input as JsonValue };
-      }
-      const judgement = await judgeCall({
-        call,
-        tool: item,
-        gates,
-        haltOn: config.haltOn,
-        approve: (ask, _passed) => approvalFor(writer, fold, call, ask, signal),
-        budget: () => toolBudget(fold, item),
-        ...(item ? { breaker: breakerOf(item, config.breaker) } : {}),
-        onError: reportError,
-      });
-      if (judgement.type === "park") {
-        parked = true;
-        continue;
-      }
-      if (judgement.type === "deny") {
+    try {
+      for (const use of turn.toolUses) {
+        if (turn.results.has(use.id)) continue;
+        const intent = turn.intents.get(use.id);
+        const item = tools.get(use.name);
+        if (intent) {
+          // Admitted before a crash and never finished: re-run with the same idempotency key.
+          executions.push(
+            execute(
+              writer,
+              item!,
+              use,
+              intent.args as Record<string, unknown>,
+              intent.idempotencyKey,
+              signal,
+            ),
+          );
+          continue;
+        }
+        const call: ToolCall = {
+          tool: use.name,
+          args: (use.input ?? {}) as Record<string, unknown>,
+          toolUseId: use.id,
+          idempotencyKey: `${state.runId}:${use.id}`,
+          sensitive: item?.sensitive ?? false,
+          idempotent: item?.idempotent ?? false,
+          run: state,
+          ...(turn.approvals.has(use.id) ? { recheck: true } : {}),
+        };
+        if (typeof use.input !== "object" || use.input === null || Array.isArray(use.input)) {
+          call.args = { __invalid_input__: use.input as JsonValue };
+        }
+        const judgement = await judgeCall({
+          call,
+          tool: item,
+          gates,
+          haltOn: config.haltOn,
+          approve: (ask, _passed) => approvalFor(writer, fold, call, ask, signal),
+          budget: () => toolBudget(fold, item),
+          ...(item ? { breaker: breakerOf(item, config.breaker) } : {}),
+          onError: reportError,
+        });
+        if (judgement.type === "park") {
+          parked = true;
+          continue;
+        }
+        if (judgement.type === "deny") {
+          await writer.write({
+            type: "tool-call-refusal",
+            step: turn.step,
+            toolUseId: use.id,
+            tool: use.name,
+            decision: judgement.record,
+            content: refusalText(judgement.record),
+          });
+          observe(call, "refused", judgement.record.reason, 0);
+          continue;
+        }
+        const args = judgement.args as Record<string, JsonValue>;
         await writer.write({
-          type: "tool-call-refusal",
+          type: "tool-call-intent",
           step: turn.step,
           toolUseId: use.id,
           tool: use.name,
+          args,
+          argsDigest: digestOf(args),
+          idempotencyKey: call.idempotencyKey,
           decision: judgement.record,
-          content: refusalText(judgement.record),
+          ...(item!.costUsd > 0 ? { costUsd: item!.costUsd } : {}),
         });
-        observe(call, "refused", judgement.record.reason, 0);
-        continue;
+        executions.push(execute(writer, item!, use, args, call.idempotencyKey, signal, call));
       }
-      const args = judgement.args as Record<string, JsonValue>;
-      await writer.write({
-        type: "tool-call-intent",
-        step: turn.step,
-        toolUseId: use.id,
-        tool: use.name,
-        args,
-        argsDigest: digestOf(args),
-        idempotencyKey: call.idempotencyKey,
-        decision: judgement.record,
-        ...(item!.costUsd > 0 ? { costUsd: item!.costUsd } : {}),
-      });
-      executions.push(execute(writer, item!, use, args, call.idempotencyKey, signal, call));
+    } finally {
+      // Calls already started must settle before the turn ends, even when a later write of
+      // this turn failed: their own failures surface below, never as unhandled rejections.
+      const settled = await Promise.allSettled(executions);
+      const failed = settled.find(
+        (outcome): outcome is PromiseRejectedResult => outcome.status === "rejected",
+      );
+      if (failed) throw failed.reason;
     }
-    await Promise.all(executions);
     return parked && writer.fold.current!.pendingTurn !== undefined;
   }
 
@@ -961,9 +982,22 @@ export function createAgent(options: AgentOptions): Agent {
       throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
     const events = await store.read(runId);
     if (events.length === 0) throw new RunNotFoundError(runId, `the ${store.name} event store`);
-    const fold = foldRun(events, `run ${runId} (${store.name} store)`);
+    const where = `run ${runId} (${store.name} store)`;
+    if (config.exporters.length === 0) {
+      return {
+        writer: new Writer(runId, { current: foldRun(events, where) }, events.length),
+        events,
+      };
+    }
+    // Replay the log into the span builder too, so spans left open by the last process end
+    // (and are exported once) when this one appends its run-resume.
+    const fold = new RunFold(events[0]!, where);
     const writer = new Writer(runId, { current: fold }, events.length);
-    for (const event of events) writer.spans.push(event);
+    writer.spans.push(events[0]!, fold.messages);
+    for (let index = 1; index < events.length; index += 1) {
+      fold.apply(events[index]!);
+      writer.spans.push(events[index]!, fold.messages);
+    }
     return { writer, events };
   }
 
@@ -1080,7 +1114,16 @@ function refusalText(record: DecisionRecord): string {
 }
 
 function shortMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  // The SDK's message embeds the raw JSON body; the API's own message inside it reads better.
+  const body = (error as { error?: { error?: { type?: unknown; message?: unknown } } } | undefined)
+    ?.error?.error;
+  const status = (error as { status?: unknown } | undefined)?.status;
+  const message =
+    body && typeof body.message === "string"
+      ? `${typeof status === "number" ? `${status} ` : ""}${typeof body.type === "string" ? `${body.type}: ` : ""}${body.message}`
+      : error instanceof Error
+        ? error.message
+        : String(error);
   return message.length > 300 ? `${message.slice(0, 297)}...` : message;
 }
 
@@ -1239,8 +1282,13 @@ function validateAgentOptions(options: AgentOptions): ResolvedAgentOptions {
   };
   if (!(approval.timeoutMs > 0) || !(approval.ttlMs > 0))
     fail("approval.timeoutMs and approval.ttlMs must be positive numbers of milliseconds");
-  if (options.vault !== undefined && (typeof options.vault?.tokenize !== "function" || typeof options.vault?.reveal !== "function")) {
-    fail("vault must have tokenize(text) and reveal(value), e.g. createVault() from @loopguard/redact");
+  if (
+    options.vault !== undefined &&
+    (typeof options.vault?.tokenize !== "function" || typeof options.vault?.reveal !== "function")
+  ) {
+    fail(
+      "vault must have tokenize(text) and reveal(value), e.g. createVault() from @loopguard/redact",
+    );
   }
   if (options.approver !== undefined && typeof options.approver !== "function")
     fail("approver must be a function (request) => 'approve' | 'deny' | { decision, approver }");

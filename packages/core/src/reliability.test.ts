@@ -448,7 +448,7 @@ describe("tool retries and circuit breakers", () => {
     expect(refusal.decision.fixHints?.[0]).toMatch(/Do not call this tool again now/);
     expect(refusal.message).toMatch(/paused for 60 s/);
     expect(seenBreakerStates).toEqual(["closed", "closed", "open", "open", "closed", "closed"]);
-    expect(breakerOf(flaky).state).toBe("closed");
+    expect(breakerOf(flaky, breaker).state).toBe("closed");
     const results = (await store.read(result.runId)).filter(
       (event) => event.type === "tool-call-result",
     );
@@ -469,15 +469,12 @@ describe("tool retries and circuit breakers", () => {
       if (call === 3) clock += 1_000;
       return call <= 4 ? callLookup(`toolu_${call}`) : answer();
     });
-    const result = await createAgent({
-      model,
-      tools: [failing],
-      breaker: { failureThreshold: 1, cooldownMs: 1_000, now: () => clock },
-    }).run("Hi");
+    const breaker = { failureThreshold: 1, cooldownMs: 1_000, now: () => clock };
+    const result = await createAgent({ model, tools: [failing], breaker }).run("Hi");
     // 1 fails (opens), 2 refused, 3 is the probe and fails (opens again), 4 refused.
     expect(failing.calls).toBe(2);
     expect(result.blocked.map((call) => call.toolUseId)).toEqual(["toolu_2", "toolu_4"]);
-    expect(breakerOf(failing).state).toBe("open");
+    expect(breakerOf(failing, breaker).state).toBe("open");
   });
 });
 

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { StoredEvent } from "./contracts/event-store.js";
-import type { ToolUseBlock } from "./contracts/model.js";
+import type { Message, ToolUseBlock } from "./contracts/model.js";
+import { RunFold } from "./fold.js";
 
 /** A span attribute value. */
 export type AttributeValue = string | number | boolean | string[];
@@ -56,6 +57,7 @@ export class SpanBuilder {
   #tools = new Map<string, Span>();
   #toolUses = new Map<string, ToolUseBlock>();
   #lastAt = 0;
+  #sent = 0;
 
   constructor(runId: string) {
     this.#runId = runId;
@@ -77,14 +79,19 @@ export class SpanBuilder {
     };
   }
 
-  /** Feeds one event; returns the spans it finished. */
-  push(event: StoredEvent): Span[] {
+  /**
+   * Feeds one event; returns the spans it finished. `conversation` is the run's conversation
+   * as of this event (the fold's messages): model spans then carry the messages each request
+   * added as their input content.
+   */
+  push(event: StoredEvent, conversation?: readonly Message[]): Span[] {
     const done: Span[] = [];
     const at = event.at;
+    const before = this.#lastAt;
     this.#lastAt = Math.max(this.#lastAt, at);
-    const end = (span: Span | undefined) => {
+    const end = (span: Span | undefined, when = at) => {
       if (!span) return;
-      span.endTime = Math.max(span.startTime, at);
+      span.endTime = Math.max(span.startTime, when);
       if (span.status === "unset") span.status = "ok";
       done.push(span);
     };
@@ -105,13 +112,31 @@ export class SpanBuilder {
         this.#run = run;
         break;
       }
-      case "run-resume":
-        this.#run?.events.push({
-          name: "run.resume",
-          time: at,
-          attributes: { "loopguard.from_seq": event.fromSeq },
+      case "run-resume": {
+        // Each process that advances the run gets its own root span: the spans left open by
+        // the previous one (it crashed, paused or parked) end where its log ends. A span is
+        // never emitted twice, so backends see no duplicate ids.
+        for (const span of this.#tools.values()) end(span, before);
+        this.#tools.clear();
+        end(this.#model, before);
+        this.#model = undefined;
+        end(this.#step, before);
+        this.#step = undefined;
+        const previous = this.#run;
+        end(previous, before);
+        const run = this.#span(
+          "run",
+          `run:resume:${event.seq}`,
+          previous?.name ?? "invoke_agent",
+          at,
+        );
+        Object.assign(run.attributes, {
+          ...(previous?.attributes ?? {}),
+          "loopguard.resumed_from_seq": event.fromSeq,
         });
+        this.#run = run;
         break;
+      }
       case "model-request": {
         end(this.#step);
         this.#step = this.#span("step", `step:${event.step}`, `step ${event.step}`, at, this.#run);
@@ -123,7 +148,12 @@ export class SpanBuilder {
           at,
           this.#step,
         );
+        if (conversation) {
+          model.content = { input: conversation.slice(this.#sent) };
+          this.#sent = conversation.length;
+        }
         Object.assign(model.attributes, {
+          "loopguard.model": String(this.#run?.attributes["loopguard.model"] ?? ""),
           "loopguard.step": event.step,
           "loopguard.request.max_tokens": event.maxTokens,
           "loopguard.estimate_usd": event.estimateUsd,
@@ -163,7 +193,7 @@ export class SpanBuilder {
             "loopguard.latency_ms": event.latencyMs,
             "loopguard.attempts": event.attempts,
           });
-          model.content = { output: event.response.content };
+          model.content = { ...model.content, output: event.response.content };
           end(model);
           this.#model = undefined;
         }
@@ -185,6 +215,7 @@ export class SpanBuilder {
         const span = this.#toolSpan(event.toolUseId, event.tool, at);
         span.attributes["loopguard.decision"] = event.decision.passed.join(" ");
         span.attributes["loopguard.idempotency_key"] = event.idempotencyKey;
+        if (event.costUsd) span.attributes["loopguard.tool.cost_usd"] = event.costUsd;
         span.events.push({
           name: "gate.decision",
           time: at,
@@ -347,6 +378,12 @@ export function spansFromEvents(events: readonly StoredEvent[]): Span[] {
   const first = events[0];
   if (!first || first.type !== "run-start") return [];
   const builder = new SpanBuilder(first.runId);
-  const spans = events.flatMap((event) => builder.push(event));
+  const fold = new RunFold(first, `run ${first.runId}`);
+  const spans = builder.push(first, fold.messages);
+  for (let index = 1; index < events.length; index += 1) {
+    const event = events[index]!;
+    fold.apply(event);
+    spans.push(...builder.push(event, fold.messages));
+  }
   return [...spans, ...builder.finish()];
 }
