@@ -345,6 +345,9 @@ describe("jsonlEventStore: the lock", () => {
     expect(await store.append("run_stale", [start("run_stale")], { expectedSeq: 0 })).toEqual({
       nextSeq: 1,
     });
+    // The store keeps the lock while the run is busy, and gives it back when idle or closed.
+    expect(JSON.parse(readFileSync(lockFile(store, "run_stale"), "utf8")).pid).toBe(process.pid);
+    await store.close();
     expect(existsSync(lockFile(store, "run_stale"))).toBe(false);
   });
 

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { fstatSync } from "node:fs";
 import {
   type FileHandle,
   mkdir,
@@ -27,7 +28,7 @@ import {
   InvalidArgumentError,
   summarize,
 } from "@loopguard/core";
-import { acquireFileLock } from "./file-lock.js";
+import { acquireFileLock, type FileLock } from "./file-lock.js";
 import { encodeEventBody, lineOf, parseLog } from "./jsonl-log.js";
 import { assertRunId, isValidRunId } from "./run-id.js";
 import { StoreClosedError, StoreWriteError } from "./store-errors.js";
@@ -39,6 +40,11 @@ export interface JsonlEventStoreOptions {
   dir: string;
   /** How long an append waits for another process's lock on the same run. Default 10 000 ms. */
   lockTimeoutMs?: number;
+  /**
+   * How long a run's lock (and open file) is kept after its last append, so a burst of appends
+   * takes the lock once. Another process waits at most this long for an idle run. Default 100 ms.
+   */
+  lockIdleMs?: number;
   /**
    * How often, at most, a running run's summary file is rewritten. Summaries are rewritten at
    * once when a run starts, ends, waits on or gets an approval, or resumes. Default 1 000 ms.
@@ -82,6 +88,18 @@ interface RunLog {
   /** Log bytes the summary file covers, and when it was written. */
   summaryBytes: number;
   summaryWrittenAt: number;
+  /** The run's lock and open log, held between appends until the run is idle. */
+  lease: Lease | undefined;
+  /** A lease being given back. */
+  releasing: Promise<void> | undefined;
+}
+
+interface Lease {
+  lock: FileLock;
+  handle: FileHandle;
+  /** The log was created under this lease and its directory not yet fsynced. */
+  created: boolean;
+  idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
 
 interface SummaryFile {
@@ -135,6 +153,12 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       `[checkpoint] jsonlEventStore: lockTimeoutMs must be a non-negative number of milliseconds, got ${String(options.lockTimeoutMs)}`,
     );
   }
+  const lockIdleMs = options.lockIdleMs ?? 100;
+  if (!Number.isFinite(lockIdleMs) || lockIdleMs < 0) {
+    throw new InvalidArgumentError(
+      `[checkpoint] jsonlEventStore: lockIdleMs must be a non-negative number of milliseconds, got ${String(options.lockIdleMs)}`,
+    );
+  }
   const summaryIntervalMs = options.summaryIntervalMs ?? 1_000;
   if (!Number.isFinite(summaryIntervalMs) || summaryIntervalMs < 0) {
     throw new InvalidArgumentError(
@@ -172,6 +196,8 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         broken: undefined,
         summaryBytes: -1,
         summaryWrittenAt: 0,
+        lease: undefined,
+        releasing: undefined,
       };
       runs.set(runId, log);
     }
@@ -202,12 +228,19 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     }
   };
 
-  /** One group commit: every append queued for the run is fenced, written and fsynced together. */
-  const commit = async (log: RunLog, batch: PendingAppend[]): Promise<void> => {
+  /**
+   * Takes the run's lease: its lock file and an open handle on its log, kept until the run has
+   * been idle for `lockIdleMs`, so a burst of appends pays for one lock, not one per append.
+   * On a new lease the file is checked against what this instance knows (another writer may
+   * have appended, or died mid-write, while the lock was free).
+   */
+  const takeLease = async (log: RunLog): Promise<Lease> => {
+    clearTimeout(log.lease?.idleTimer);
+    if (log.lease) return log.lease;
+    await log.releasing;
     await ensureDir();
     const lock = await acquireFileLock(lockOf(log.runId), lockTimeoutMs);
     let handle: FileHandle | undefined;
-    let done: Array<{ append: PendingAppend; stored: StoredEvent[] }> = [];
     try {
       let created = false;
       try {
@@ -218,54 +251,83 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         created = true;
       }
       await catchUp(log, handle, (await handle.stat()).size);
-      let seq = log.nextSeq;
-      let text = "";
-      const accepted: Array<{ append: PendingAppend; stored: StoredEvent[] }> = [];
-      for (const append of batch) {
-        if (append.expectedSeq !== seq) {
-          append.reject(new AppendConflictError(log.runId, append.expectedSeq, seq));
-          continue;
-        }
-        const stored = append.events.map(
-          (event, index) => ({ ...event, seq: seq + index }) as StoredEvent,
-        );
-        for (let index = 0; index < append.bodies.length; index += 1)
-          text += lineOf(seq + index, append.bodies[index]!);
-        seq += append.bodies.length;
-        accepted.push({ append, stored });
-      }
-      if (text === "") {
-        // Only empty appends were accepted: nothing to write.
-        for (const { append } of accepted) append.resolve({ nextSeq: seq });
-        return;
-      }
-      const bytes = Buffer.from(text, "utf8");
-      try {
-        await writeFully(handle, bytes, log.size);
-        await handle.datasync();
-        if (created) await syncDirectory(dir);
-      } catch (error) {
-        log.broken = new StoreWriteError(
-          `[checkpoint] writing ${log.file} failed (${(error as Error).message}): what reached the disk is unknown, so this store stops writing run ${log.runId}; fix the disk, then open a new store to resume the run`,
-          { cause: error },
-        );
-        throw log.broken;
-      }
-      log.size += bytes.length;
-      log.nextSeq = seq;
-      for (const { stored } of accepted) log.summary = summarize(log.summary, log.runId, stored);
-      done = accepted;
-    } finally {
+      log.lease = { lock, handle, created, idleTimer: undefined };
+      return log.lease;
+    } catch (error) {
       await handle?.close().catch(() => undefined);
       await lock.release();
+      throw error;
     }
-    // Outside the lock: the events are durable; the summary file is a cache anyone may rewrite.
-    const changedStatus = done.some(({ stored }) =>
+  };
+
+  /** Gives the lease back: closes the handle and removes the lock file. */
+  const releaseLease = (log: RunLog): Promise<void> => {
+    const lease = log.lease;
+    if (!lease) return log.releasing ?? Promise.resolve();
+    log.lease = undefined;
+    clearTimeout(lease.idleTimer);
+    const releasing = (async () => {
+      await lease.handle.close().catch(() => undefined);
+      await lease.lock.release().catch(() => undefined);
+    })();
+    log.releasing = releasing.finally(() => {
+      if (log.releasing === releasing) log.releasing = undefined;
+    });
+    return releasing;
+  };
+
+  /** One group commit: every append queued for the run is fenced, written and fsynced together. */
+  const commit = async (log: RunLog, batch: PendingAppend[]): Promise<void> => {
+    const lease = await takeLease(log);
+    // Cheap (the inode is cached) and catches a writer that got past the lock, or a file
+    // truncated under us, before a byte is written at the wrong place.
+    await catchUp(log, lease.handle, fstatSync(lease.handle.fd).size);
+    let seq = log.nextSeq;
+    let text = "";
+    const accepted: Array<{ append: PendingAppend; stored: StoredEvent[] }> = [];
+    for (const append of batch) {
+      if (append.expectedSeq !== seq) {
+        append.reject(new AppendConflictError(log.runId, append.expectedSeq, seq));
+        continue;
+      }
+      const stored = append.events.map(
+        (event, index) => ({ ...event, seq: seq + index }) as StoredEvent,
+      );
+      for (let index = 0; index < append.bodies.length; index += 1)
+        text += lineOf(seq + index, append.bodies[index]!);
+      seq += append.bodies.length;
+      accepted.push({ append, stored });
+    }
+    if (text === "") {
+      // Only empty appends were accepted: nothing to write.
+      for (const { append } of accepted) append.resolve({ nextSeq: seq });
+      return;
+    }
+    const bytes = Buffer.from(text, "utf8");
+    try {
+      await writeFully(lease.handle, bytes, log.size);
+      await lease.handle.datasync();
+      if (lease.created) {
+        await syncDirectory(dir);
+        lease.created = false;
+      }
+    } catch (error) {
+      log.broken = new StoreWriteError(
+        `[checkpoint] writing ${log.file} failed (${(error as Error).message}): what reached the disk is unknown, so this store stops writing run ${log.runId}; fix the disk, then open a new store to resume the run`,
+        { cause: error },
+      );
+      throw log.broken;
+    }
+    log.size += bytes.length;
+    log.nextSeq = seq;
+    for (const { stored } of accepted) log.summary = summarize(log.summary, log.runId, stored);
+    // The summary file is a cache that anyone may rewrite; the events are already durable.
+    const changedStatus = accepted.some(({ stored }) =>
       stored.some((event) => statusEvents.has(event.type)),
     );
     if (changedStatus || Date.now() - log.summaryWrittenAt >= summaryIntervalMs)
       await writeSummary(log);
-    for (const { append, stored } of done)
+    for (const { append, stored } of accepted)
       append.resolve({ nextSeq: stored[stored.length - 1]!.seq + 1 });
   };
 
@@ -295,11 +357,20 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         if (log.broken) throw log.broken;
         await commit(log, batch);
       } catch (error) {
-        // Appends already settled ignore this; the rest fail with the cause.
+        // Appends already settled ignore this; the rest fail with the cause. No lock is kept
+        // after a failure.
         for (const append of batch) append.reject(error);
+        await releaseLease(log);
       }
     }
     log.flushing = undefined;
+    const lease = log.lease;
+    if (lease) {
+      lease.idleTimer = setTimeout(() => {
+        if (!log.flushing && log.lease === lease) void releaseLease(log);
+      }, lockIdleMs);
+      lease.idleTimer.unref();
+    }
   };
 
   const checkOpen = () => {
@@ -438,6 +509,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         const logs = [...runs.values()];
         await Promise.all(logs.map((log) => log.flushing));
         await Promise.all(logs.map((log) => (log.broken ? undefined : writeSummary(log))));
+        await Promise.all(logs.map((log) => releaseLease(log)));
       })();
       return closing;
     },

@@ -1,0 +1,235 @@
+// Throughput and resume benchmark of the event stores, against the physical limit of the same
+// disk measured in the same run: a plain loop of write + fdatasync on one file, and on 100 files
+// at once. Run with `pnpm --filter @loopguard/checkpoint bench` (it builds first). Prints
+// figures and ratios; asserts nothing about time. BENCH_SECONDS sets each measurement's length.
+import { mkdtempSync, rmSync } from "node:fs";
+import { open } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { foldRun } from "@loopguard/core";
+import { jsonlEventStore, sqliteEventStore } from "../dist/index.js";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 2);
+const durationMs = seconds * 1000;
+const base = process.env.BENCH_DIR ?? tmpdir();
+const scratch = [];
+const newDir = (label) => {
+  const dir = mkdtempSync(join(base, `lg-bench-${label}-`));
+  scratch.push(dir);
+  return dir;
+};
+
+/** A realistic event: a tool result of about 500 bytes once serialised. */
+const event = (index) => ({
+  type: "tool-call-result",
+  step: 1,
+  toolUseId: `toolu_${index}`,
+  tool: "lookup_order",
+  status: "ok",
+  content: JSON.stringify({
+    order_id: "A1001",
+    status: "delivered",
+    total: 89.99,
+    items: ["kettle", "mug"],
+    note: "x".repeat(240),
+  }),
+  isError: false,
+  durationMs: 12,
+  attempts: 1,
+  at: Date.now(),
+});
+const lineBytes = Buffer.byteLength(`${JSON.stringify({ seq: 123456, ...event(123456) })}\n`);
+
+/** write + fdatasync of one line at a time, on `files` files at once: the disk's limit. */
+async function plainLoop(files) {
+  const dir = newDir("plain");
+  const line = Buffer.alloc(lineBytes, 0x61);
+  line[line.length - 1] = 0x0a;
+  let count = 0;
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: files }, async (_, file) => {
+      const handle = await open(join(dir, `plain-${file}.jsonl`), "a");
+      while (performance.now() < deadline) {
+        await handle.write(line);
+        await handle.datasync();
+        count += 1;
+      }
+      await handle.close();
+    }),
+  );
+  return count / ((performance.now() - started) / 1000);
+}
+
+/** `runs` writers at once, each appending one event at a time and awaiting it (as the agent does). */
+async function storeLoop(makeStore, runs) {
+  const store = makeStore();
+  let count = 0;
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: runs }, async (_, run) => {
+      const runId = `run_bench_${run}`;
+      let seq = 0;
+      while (performance.now() < deadline) {
+        await store.append(runId, [event(seq)], { expectedSeq: seq });
+        seq += 1;
+        count += 1;
+      }
+    }),
+  );
+  const rate = count / ((performance.now() - started) / 1000);
+  await store.close();
+  return rate;
+}
+
+/** One run, 64 appends in flight at once: group commit within a file. */
+async function storePipelined(makeStore) {
+  const store = makeStore();
+  const inFlight = new Set();
+  let seq = 0;
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  while (performance.now() < deadline) {
+    while (inFlight.size < 64) {
+      const promise = store
+        .append("run_pipelined", [event(seq)], { expectedSeq: seq })
+        .then(() => inFlight.delete(promise));
+      inFlight.add(promise);
+      seq += 1;
+    }
+    await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  const rate = seq / ((performance.now() - started) / 1000);
+  await store.close();
+  return rate;
+}
+
+/** A run of `count` events that folds: start, then model request, response (one tool call), intent and result per step. */
+function runLog(runId, count) {
+  const events = [
+    {
+      type: "run-start",
+      runId,
+      agentId: "bench",
+      task: "Order A1001 arrived broken, refund please",
+      model: "claude-sonnet-5-5",
+      maxTokens: 1024,
+      budget: {},
+      policyDigest: "p",
+      toolDigest: "t",
+      at: 1,
+    },
+  ];
+  for (let step = 1; events.length < count; step += 1) {
+    const id = `toolu_${step}`;
+    events.push({
+      type: "model-request",
+      step,
+      maxTokens: 1024,
+      estimateUsd: 0.01,
+      requestDigest: `d${step}`,
+      at: step,
+    });
+    events.push({
+      type: "model-response",
+      step,
+      response: {
+        id: `msg_${step}`,
+        type: "message",
+        role: "assistant",
+        model: "claude-sonnet-5-5",
+        content: [
+          { type: "text", text: "Checking." },
+          { type: "tool_use", id, name: "lookup_order", input: { order_id: "A1001" } },
+        ],
+        stop_reason: "tool_use",
+        stop_sequence: null,
+        usage: { input_tokens: 200, output_tokens: 30 },
+      },
+      costUsd: 0.0009,
+      latencyMs: 700,
+      attempts: 1,
+      at: step,
+    });
+    events.push({
+      type: "tool-call-intent",
+      step,
+      toolUseId: id,
+      tool: "lookup_order",
+      args: { order_id: "A1001" },
+      argsDigest: "a",
+      idempotencyKey: `${runId}:${id}`,
+      decision: { outcome: "allow", passed: ["1:validation"] },
+      at: step,
+    });
+    events.push({ ...event(step), step, toolUseId: id, at: step });
+  }
+  return events.slice(0, count);
+}
+
+/** Milliseconds to read a run of `count` events in a fresh store and fold it. */
+async function resumeTime(makeStore, count) {
+  const writer = makeStore();
+  const events = runLog("run_resume", count);
+  for (let index = 0; index < events.length; index += 2000) {
+    await writer.append("run_resume", events.slice(index, index + 2000), { expectedSeq: index });
+  }
+  await writer.close();
+  const reader = makeStore();
+  const started = performance.now();
+  const read = await reader.read("run_resume");
+  const fold = foldRun(read);
+  const elapsed = performance.now() - started;
+  if (read.length !== count || fold.nextSeq !== count)
+    throw new Error(`resume read ${read.length} events`);
+  await reader.close();
+  return elapsed;
+}
+
+const fixed = (value, digits = 0) => value.toFixed(digits).padStart(8);
+const rows = [];
+
+// A fresh directory or database per measurement.
+const jsonl = () => jsonlEventStore({ dir: newDir("jsonl") });
+const sqlite = () => sqliteEventStore({ path: join(newDir("sqlite"), "runs.db") });
+
+console.log(
+  `event stores, ${seconds} s per measurement, ${lineBytes}-byte events, Node ${process.version}, dir ${base}\n`,
+);
+const plainOne = await plainLoop(1);
+const plainHundred = await plainLoop(100);
+for (const [name, make] of [
+  ["jsonl", jsonl],
+  ["sqlite", sqlite],
+]) {
+  const one = await storeLoop(make, 1);
+  rows.push([`${name}: 1 run, 1 event per append`, one, plainOne]);
+  const hundred = await storeLoop(make, 100);
+  rows.push([`${name}: 100 runs at once`, hundred, plainHundred]);
+  const pipelined = await storePipelined(make);
+  rows.push([`${name}: 1 run, 64 appends in flight`, pipelined, plainOne]);
+}
+console.log("\nthroughput (events/s, each append durable before it resolves)");
+console.log(`${"case".padEnd(40)} ${"events/s".padStart(8)} ${"limit".padStart(8)}   ratio`);
+console.log(`${"plain write+fdatasync, 1 file".padEnd(40)} ${fixed(plainOne)}`);
+console.log(`${"plain write+fdatasync, 100 files".padEnd(40)} ${fixed(plainHundred)}`);
+for (const [label, rate, limit] of rows)
+  console.log(`${label.padEnd(40)} ${fixed(rate)} ${fixed(limit)}   ${(rate / limit).toFixed(2)}x`);
+
+console.log("\nresume (read the log in a fresh store + foldRun), ms");
+console.log(`${"events".padEnd(10)} ${"jsonl".padStart(8)} ${"sqlite".padStart(8)}`);
+for (const count of [1_000, 10_000, 100_000]) {
+  const jsonlResume = newDir(`resume-jsonl-${count}`);
+  const sqliteResume = newDir(`resume-sqlite-${count}`);
+  const jsonlMs = await resumeTime(() => jsonlEventStore({ dir: jsonlResume }), count);
+  const sqliteMs = await resumeTime(
+    () => sqliteEventStore({ path: join(sqliteResume, "runs.db") }),
+    count,
+  );
+  console.log(`${String(count).padEnd(10)} ${fixed(jsonlMs, 1)} ${fixed(sqliteMs, 1)}`);
+}
+
+for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
