@@ -1,0 +1,303 @@
+/**
+ * Normalisation of text before matching: undoes what attackers use to hide instructions
+ * (compatibility forms, invisible characters, look-alike letters, markup) while keeping a map
+ * from every normalised character back to its offset in the original text, so findings point
+ * at what the user actually sent.
+ */
+
+/** Text after normalisation, with offsets back into the original. */
+export interface NormalizedText {
+  /** The normalised text: NFKC, lower case, Latin accents removed, invisible characters removed, whitespace collapsed. */
+  text: string;
+  /**
+   * `offsets[i]` is the offset in the original text of normalised character `i`;
+   * `offsets[text.length]` is the original length.
+   */
+  offsets: Int32Array;
+  /** How many invisible characters (zero-width, bidi controls, tag characters) were removed or decoded. */
+  invisible: number;
+  /** How many Unicode tag characters (U+E0020..U+E007E, "ASCII smuggling") were decoded. */
+  tagCharacters: number;
+  /** How many HTML character references (`&lt;`, `&#x3c;`, ...) were decoded. */
+  entities: number;
+  /** Spans (normalised offsets) of words that mixed Latin with Cyrillic or Greek look-alikes and were folded. */
+  mixedScript: Array<[number, number]>;
+}
+
+/** Options of {@link normalizeText}. */
+export interface NormalizeOptions {
+  /** Fold Cyrillic and Greek look-alikes inside words that also hold Latin letters. Default `true`. */
+  foldHomoglyphs?: boolean;
+}
+
+const cache = new Map<number, string>();
+const decoder = new TextDecoder("utf-16le");
+
+/** Turns UTF-16 units into a string (fast for large buffers). */
+export function unitsToString(units: Uint16Array, size: number): string {
+  return decoder.decode(units.subarray(0, size));
+}
+
+/** Whether a non-ASCII UTF-16 unit is whitespace. */
+function isSpaceUnit(code: number): boolean {
+  return (
+    code === 0x85 || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000
+  );
+}
+
+/** Characters that carry no visible glyph: zero-width, joiners, bidi controls, BOM, soft hyphen. */
+function isInvisible(cp: number): boolean {
+  return (
+    (cp >= 0x200b && cp <= 0x200f) ||
+    (cp >= 0x202a && cp <= 0x202e) ||
+    (cp >= 0x2060 && cp <= 0x2064) ||
+    (cp >= 0x2066 && cp <= 0x206f) ||
+    cp === 0xfeff ||
+    cp === 0x00ad ||
+    cp === 0x034f ||
+    cp === 0x180e ||
+    cp === 0x061c ||
+    (cp >= 0xfe00 && cp <= 0xfe0f) ||
+    (cp >= 0xe0100 && cp <= 0xe01ef) ||
+    (cp >= 0xfff9 && cp <= 0xfffb)
+  );
+}
+
+/** Whether a code point is a Latin letter with possible accents (accents are dropped for matching). */
+function isLatinExtended(cp: number): boolean {
+  return (cp >= 0xc0 && cp <= 0x24f) || (cp >= 0x1e00 && cp <= 0x1eff);
+}
+
+/** The normalised form of one non-ASCII code point (cached: text repeats its characters). */
+function normalizeCodePoint(cp: number): string {
+  let result = cache.get(cp);
+  if (result !== undefined) return result;
+  let text = String.fromCodePoint(cp).normalize("NFKC");
+  if (isLatinExtended(cp) || /[\u00c0-\u024f\u1e00-\u1eff]/.test(text)) {
+    text = text.normalize("NFD").replace(/[\u0300-\u036f]/g, "");
+  }
+  text = text
+    .replace(/[\u2018\u2019\u201b\u02bc\u2032\uff07]/g, "'")
+    .replace(/[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]/g, "-")
+    .replace(/[\u201c\u201d\u201f\u2033]/g, '"')
+    .toLowerCase();
+  if (cache.size < 20_000) cache.set(cp, text);
+  return text;
+}
+
+/** Cyrillic and Greek letters that look like Latin ones (folded only inside mixed-script words). */
+const homoglyphs: Record<string, string> = {
+  а: "a", в: "b", е: "e", ё: "e", к: "k", м: "m", н: "h", о: "o", р: "p", с: "c", т: "t", у: "y", х: "x",
+  і: "i", ї: "i", ј: "j", ѕ: "s", ԁ: "d", ԛ: "q", ԝ: "w", һ: "h", ӏ: "l", ɡ: "g", ɑ: "a", ο: "o", α: "a",
+  ι: "i", ν: "v", κ: "k", ρ: "p", τ: "t", υ: "u", ε: "e", β: "b", η: "n", μ: "u", χ: "x", γ: "y", ζ: "z",
+  ω: "w", ϲ: "c", ϳ: "j",
+};
+
+const namedEntities: Record<string, number> = {
+  lt: 0x3c, gt: 0x3e, amp: 0x26, quot: 0x22, apos: 0x27, nbsp: 0x20, sol: 0x2f, bsol: 0x5c, lsqb: 0x5b,
+  rsqb: 0x5d, lpar: 0x28, rpar: 0x29, colon: 0x3a, num: 0x23, excl: 0x21, equals: 0x3d, vert: 0x7c,
+  lowbar: 0x5f, period: 0x2e, comma: 0x2c, semi: 0x3b, quest: 0x3f, commat: 0x40, lbrace: 0x7b, rbrace: 0x7d,
+  newline: 0x0a, tab: 0x09, zwsp: 0x200b, zwj: 0x200d, zwnj: 0x200c, shy: 0xad, lsquo: 0x2018, rsquo: 0x2019,
+  ldquo: 0x201c, rdquo: 0x201d, hyphen: 0x2010, dash: 0x2010, ndash: 0x2013, mdash: 0x2014,
+};
+const entityPattern = /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z]{2,8}));?/y;
+
+/** Decodes the HTML character reference at `index`, if there is one. */
+function decodeEntity(input: string, index: number): { codePoint: number; length: number } | undefined {
+  entityPattern.lastIndex = index;
+  const match = entityPattern.exec(input);
+  if (!match) return undefined;
+  let cp: number | undefined;
+  if (match[1] !== undefined) cp = Number.parseInt(match[1], 10);
+  else if (match[2] !== undefined) cp = Number.parseInt(match[2], 16);
+  else {
+    if (!match[0].endsWith(";")) return undefined;
+    cp = namedEntities[match[3]!.toLowerCase()];
+  }
+  if (cp === undefined || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp === 0) return undefined;
+  return { codePoint: cp, length: match[0].length };
+}
+
+const lookAlikeGlobal = /[\u0370-\u052f\u0250-\u02af]/g;
+
+/** Whether a UTF-16 unit belongs to a word (letters of the scripts we fold, and digits). */
+function isWordUnit(code: number): boolean {
+  return (code >= 97 && code <= 122) || (code >= 48 && code <= 57) || (code >= 0xc0 && code <= 0x52f) || (code >= 0x1e00 && code <= 0x1fff);
+}
+const latinLetter = /[a-z]/;
+const lookAlikeLetter = /[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0250-\u02af]/;
+
+/**
+ * Normalises text for matching and keeps offsets back into the original.
+ *
+ * Applies Unicode NFKC per character (full-width and mathematical letters become ASCII), lower
+ * case, drops accents of Latin letters, removes zero-width and bidi characters, decodes Unicode
+ * tag characters to the ASCII they hide, folds Cyrillic and Greek look-alikes inside words that
+ * also hold Latin letters, unifies quotes and dashes, and collapses whitespace (a run holding a
+ * line break becomes `\n`, any other run one space). Linear in the length of the text.
+ *
+ * @example
+ * normalizeText("Ｉｇｎｏｒｅ\u200b рrevious").text; // "ignore previous"
+ */
+export function normalizeText(input: string, options: NormalizeOptions = {}): NormalizedText {
+  if (typeof input !== "string") throw new TypeError("[injection] normalizeText(text): text must be a string");
+  const length = input.length;
+  // Normalised UTF-16 units and their offsets; NFKC can grow the text, so both buffers grow.
+  let units = new Uint16Array(length + 16);
+  let offsets = new Int32Array(length + 16);
+  let size = 0;
+  let invisible = 0;
+  let tagCharacters = 0;
+  let entities = 0;
+  let pendingSpace = -1;
+  let pendingNewline = false;
+  const grow = () => {
+    const grownUnits = new Uint16Array(units.length * 2 + 16);
+    grownUnits.set(units);
+    units = grownUnits;
+    const grownOffsets = new Int32Array(offsets.length * 2 + 16);
+    grownOffsets.set(offsets);
+    offsets = grownOffsets;
+  };
+  const pushUnit = (code: number, at: number) => {
+    if (code === 32 || (code >= 9 && code <= 13) || (code >= 0x80 && isSpaceUnit(code))) {
+      if (pendingSpace < 0) pendingSpace = at;
+      if (code === 10 || code === 13) pendingNewline = true;
+      return;
+    }
+    if (size + 2 >= units.length) grow();
+    if (pendingSpace >= 0) {
+      if (size > 0) {
+        units[size] = pendingNewline ? 10 : 32;
+        offsets[size] = pendingSpace;
+        size += 1;
+      }
+      pendingSpace = -1;
+      pendingNewline = false;
+    }
+    units[size] = code;
+    offsets[size] = at;
+    size += 1;
+  };
+  const pushText = (text: string, at: number) => {
+    for (let k = 0; k < text.length; k++) pushUnit(text.charCodeAt(k), at);
+  };
+  for (let index = 0; index < length; ) {
+    const code = input.charCodeAt(index);
+    if (code === 0x26) {
+      const entity = decodeEntity(input, index);
+      if (entity) {
+        entities += 1;
+        const cp = entity.codePoint;
+        if (cp < 0x80) pushUnit(cp >= 0x41 && cp <= 0x5a ? cp + 32 : cp, index);
+        else if (!isInvisible(cp)) pushText(normalizeCodePoint(cp), index);
+        index += entity.length;
+        continue;
+      }
+    }
+    if (code < 0x80) {
+      pushUnit(code >= 0x41 && code <= 0x5a ? code + 32 : code, index);
+      index += 1;
+      continue;
+    }
+    const cp = input.codePointAt(index)!;
+    const width = cp > 0xffff ? 2 : 1;
+    if (cp >= 0xe0000 && cp <= 0xe007f) {
+      invisible += 1;
+      if (cp >= 0xe0020 && cp <= 0xe007e) {
+        tagCharacters += 1;
+        const ascii = cp - 0xe0000;
+        pushUnit(ascii >= 0x41 && ascii <= 0x5a ? ascii + 32 : ascii, index);
+      }
+    } else if (isInvisible(cp)) {
+      invisible += 1;
+    } else {
+      pushText(normalizeCodePoint(cp), index);
+    }
+    index += width;
+  }
+  let text = unitsToString(units, size);
+  offsets[size] = length;
+  const mixedScript: Array<[number, number]> = [];
+  if (options.foldHomoglyphs !== false && lookAlikeLetter.test(text)) {
+    // Expand around each look-alike to its word (at most 64 letters each side), fold the word
+    // when it also holds Latin letters; every step moves forward, so this stays linear.
+    lookAlikeGlobal.lastIndex = 0;
+    let folded = "";
+    let copied = 0;
+    for (let match = lookAlikeGlobal.exec(text); match; match = lookAlikeGlobal.exec(text)) {
+      let start = match.index;
+      let end = match.index + 1;
+      while (start > copied && match.index - start < 64 && isWordUnit(text.charCodeAt(start - 1))) start -= 1;
+      while (end < text.length && end - match.index < 64 && isWordUnit(text.charCodeAt(end))) end += 1;
+      lookAlikeGlobal.lastIndex = end;
+      const word = text.slice(start, end);
+      if (!latinLetter.test(word)) continue;
+      let replaced = "";
+      for (let k = 0; k < word.length; k++) replaced += homoglyphs[word[k]!] ?? word[k];
+      // Every entry of the table is one UTF-16 unit to one, so offsets stay valid.
+      folded += text.slice(copied, start) + replaced;
+      copied = end;
+      mixedScript.push([start, end]);
+    }
+    if (copied > 0) text = folded + text.slice(copied);
+  }
+  return { text, offsets: offsets.subarray(0, size + 1), invisible, tagCharacters, entities, mixedScript };
+}
+
+/** A view derived from a normalised text, with offsets still pointing into the original. */
+export interface TextView {
+  text: string;
+  offsets: Int32Array;
+}
+
+const tagPattern = /<!--|-->|<\/?[a-z][a-z0-9:_-]{0,40}(?:\s[^<>]{0,400})?\/?>/y;
+const markupAscii = new Uint8Array(128);
+for (const ch of '*_~`#|<>"\\=^[](){}') markupAscii[ch.charCodeAt(0)] = 1;
+
+/**
+ * Strips markup from a normalised text for phrase matching: HTML tags and comment markers,
+ * Markdown emphasis, brackets and quotes become spaces, whitespace collapses again. Offsets keep
+ * pointing into the original text. Linear time.
+ */
+export function phraseView(normalized: TextView): TextView {
+  const source = normalized.text;
+  const units = new Uint16Array(source.length + 1);
+  const offsets = new Int32Array(source.length + 1);
+  let size = 0;
+  let pendingSpace = -1;
+  let pendingNewline = false;
+  for (let k = 0; k < source.length; ) {
+    const code = source.charCodeAt(k);
+    let skip = 0;
+    if (code === 0x3c || code === 0x2d) {
+      tagPattern.lastIndex = k;
+      const match = tagPattern.exec(source);
+      if (match) skip = match[0].length;
+      else if (code === 0x3c) skip = 1;
+    } else if (code < 0x80 ? markupAscii[code] === 1 : code === 0xab || code === 0xbb || code === 0x201c || code === 0x201d) {
+      skip = 1;
+    }
+    if (skip > 0 || code === 32 || code === 10) {
+      if (pendingSpace < 0) pendingSpace = k;
+      if (code === 10) pendingNewline = true;
+      k += skip > 0 ? skip : 1;
+      continue;
+    }
+    if (pendingSpace >= 0) {
+      if (size > 0) {
+        units[size] = pendingNewline ? 10 : 32;
+        offsets[size] = normalized.offsets[pendingSpace]!;
+        size += 1;
+      }
+      pendingSpace = -1;
+      pendingNewline = false;
+    }
+    units[size] = code;
+    offsets[size] = normalized.offsets[k]!;
+    size += 1;
+    k += 1;
+  }
+  offsets[size] = normalized.offsets[source.length]!;
+  return { text: unitsToString(units, size), offsets: offsets.subarray(0, size + 1) };
+}
