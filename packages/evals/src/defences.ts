@@ -1,6 +1,7 @@
 import type { Approver, Gate, OutputEnvelope, Scanner } from "@loopguard/core";
 import { createRedactor } from "@loopguard/redact";
 import { companyDomain } from "./support-desk/fixtures.js";
+import { type SupportVault, supportVault } from "./support-vault.js";
 
 /** A workspace package the scorecard can use when it is installed and built. */
 export type OptionalPackage = "policy" | "injection" | "checkpoint" | "tracing-otel";
@@ -28,7 +29,7 @@ const required: Record<OptionalPackage, readonly string[]> = {
     "killSwitch",
     "fileFreezeStore",
   ],
-  injection: ["heuristicScanner", "taintGate"],
+  injection: ["heuristicScanner", "taintGate", "quarantine"],
   checkpoint: ["jsonlEventStore"],
   "tracing-otel": ["otelExporter"],
 };
@@ -75,7 +76,8 @@ export type Sabotage =
   | "redaction"
   | "idempotency_keys"
   | "model_retries"
-  | "run_guard";
+  | "run_guard"
+  | "vault";
 
 /** The support desk's defences, built from whatever packages have loaded. */
 export interface SupportDefences {
@@ -83,6 +85,8 @@ export interface SupportDefences {
   scanner?: Scanner;
   envelope?: OutputEnvelope;
   redact: (value: unknown) => unknown;
+  /** A fresh vault for one run: customer PII is tokenised before the model or the log sees it. */
+  vault?: SupportVault;
   /** What is in place, for the narration (e.g. `policy`, `taint gate`). */
   active: string[];
   /** What is missing and why. */
@@ -104,7 +108,8 @@ export interface SupportDefenceOptions {
 /**
  * The support desk's production defences: the policy (email only inside the company, ask
  * a person for refunds above $500), the RunGuard (refunds are irreversible), the taint gate,
- * the heuristic scanner with the quarantine envelope, and redaction of every trace and log.
+ * the heuristic scanner with the quarantine envelope, redaction of every trace and log, and a
+ * PII vault so the model and the event log see tokens, never customer data.
  * Pieces whose package has not landed are listed in `missing`.
  */
 export function supportDefences(
@@ -154,24 +159,52 @@ export function supportDefences(
       scanner = injection.heuristicScanner();
       active.push("heuristic scanner");
     }
-    const quarantine = injection.quarantineEnvelope ?? injection.quarantine;
-    if (typeof quarantine === "function") {
-      envelope = quarantine();
-      active.push("quarantine envelope");
-    }
+    envelope = quarantineEnvelope(injection);
+    active.push("quarantine envelope");
   } else {
     missing.push(packages.missing.injection ?? "@loopguard/injection is not available");
   }
   const redactor = sabotage.has("redaction") ? (value: unknown) => value : createRedactor();
   if (!sabotage.has("redaction")) active.push("redaction");
+  const vault = sabotage.has("vault") ? undefined : supportVault();
+  if (vault) active.push("PII vault");
   return {
     gates,
+    ...(vault ? { vault } : {}),
     ...(scanner ? { scanner } : {}),
     ...(envelope ? { envelope } : {}),
     redact: redactor,
     active,
     missing,
   };
+}
+
+/**
+ * The quarantine envelope of `@loopguard/injection`: `quarantine` is either the envelope
+ * itself (text, provenance, scan) or a factory of one.
+ */
+function quarantineEnvelope(injection: Record<string, any>): OutputEnvelope {
+  const quarantine = injection.quarantine as (...args: unknown[]) => unknown;
+  const probe = (candidate: unknown): candidate is OutputEnvelope => {
+    if (typeof candidate !== "function") return false;
+    try {
+      return typeof candidate("probe", { source: "tool_output" }, undefined) === "string";
+    } catch {
+      return false;
+    }
+  };
+  if (quarantine.length <= 1) {
+    try {
+      const made = quarantine();
+      if (probe(made)) return made;
+    } catch {
+      // Not a factory without options: try it as the envelope.
+    }
+  }
+  if (probe(quarantine)) return quarantine as OutputEnvelope;
+  throw new TypeError(
+    "[evals] @loopguard/injection's quarantine is neither an envelope (text, provenance, scan) => string nor a factory of one",
+  );
 }
 
 /** An approver that answers every request the same way, recording who asked. */

@@ -43,6 +43,12 @@ export type {
 export { createScenarioContext, scenario } from "./scenario.js";
 export { deskAgentOptions } from "./scenarios/core-scenarios.js";
 export { scenarios } from "./scenarios/index.js";
+export {
+  envelopeBreakoutNeutralised,
+  hijackInstruction,
+  injectionExfiltrationBlocked,
+  injectionRefundHijackBlocked,
+} from "./scenarios/injection-scenarios.js";
 export type { Customer, KbArticle, Order, SupportDeskFixtures } from "./support-desk/fixtures.js";
 export {
   companyDomain,
@@ -62,3 +68,5 @@ export type {
   ToolFault,
 } from "./support-desk/support-desk.js";
 export { supportDesk } from "./support-desk/support-desk.js";
+export type { SupportVault, SupportVaultOptions, VaultEntry } from "./support-vault.js";
+export { supportVault } from "./support-vault.js";

@@ -9,7 +9,7 @@ export interface ObservedSurfaces {
   events: StoredEvent[];
   /** Log lines (redacted at write time). */
   logs: string[];
-  /** Stores whose runs are rebuilt into traces with `spansFromEvents` and redacted. */
+  /** Stores whose event logs are scanned as stored, and rebuilt into traces with `spansFromEvents` and redacted. */
   stores: Array<{
     store: EventStore;
     runIds: Set<string>;
@@ -38,10 +38,10 @@ export type TraceRenderer = (spans: Span[], meta: { runId: string }) => string;
 
 /**
  * Scans every surface for the fixtures' sensitive strings (exact, case-insensitive, card
- * numbers with and without spaces): exported spans, streamed events, logs, traces rebuilt
- * from each store with `spansFromEvents` (redacted as the CLI does) and rendered artefacts.
- * Returns what leaked, with where; the stored log itself is the system of record and is not
- * a surface (resume must send the same bytes).
+ * numbers with and without spaces): exported spans, streamed events, logs, each stored event
+ * log exactly as stored (the vault keeps PII out of it), traces rebuilt from each store with
+ * `spansFromEvents` (redacted as the CLI does), their HTML rendering and other artefacts.
+ * Returns what leaked, with where.
  */
 export async function findLeaks(
   surfaces: ObservedSurfaces,
@@ -66,9 +66,9 @@ export async function findLeaks(
       ? (await entry.store.list()).map((summary) => summary.runId)
       : [...entry.runIds];
     for (const runId of runIds) {
-      const spans = spansFromEvents(await entry.store.read(runId)).map(
-        (span) => entry.redact(span) as Span,
-      );
+      const events = await entry.store.read(runId);
+      scan(`event log of ${runId}`, JSON.stringify(events));
+      const spans = spansFromEvents(events).map((span) => entry.redact(span) as Span);
       scan(`trace of ${runId}`, JSON.stringify(spans));
       if (renderTrace) scan(`HTML trace of ${runId}`, renderTrace(spans, { runId }));
     }

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { loadPackages } from "./defences.js";
 import { runScenarios } from "./run-scenarios.js";
 import { scenarios } from "./scenarios/index.js";
+
+const injection = (await loadPackages()).modules.injection;
 
 describe("the scorecard can fail", () => {
   it.each([
@@ -8,11 +11,37 @@ describe("the scorecard can fail", () => {
     ["redaction", "no_pii_in_observability"],
     ["idempotency_keys", "crash_resume_exactly_once"],
     ["run_guard", "loop_warned_then_halted"],
+    ["vault", "no_pii_in_observability"],
   ] as const)("without %s, %s fails", async (sabotage, name) => {
     const card = await runScenarios(scenarios, { only: [name], sabotage: [sabotage] });
     expect(card.results[0]!.status).toBe("FAIL");
     expect(card.ok).toBe(false);
   });
+
+  it("without the PII vault, the stored event log holds customer PII and the global check fails", async () => {
+    const card = await runScenarios(scenarios, {
+      only: ["refund_happy_path"],
+      sabotage: ["vault"],
+    });
+    const check = card.results[0]!.checks.find((item) => item.name === "no_pii_in_observability");
+    expect(check?.ok).toBe(false);
+    expect(check?.detail).toContain("in event log of");
+  });
+
+  it.skipIf(!injection)(
+    "without the taint gate, injection_refund_hijack_blocked fails (the policy alone pays the hijack)",
+    async () => {
+      const card = await runScenarios(scenarios, {
+        only: ["injection_refund_hijack_blocked"],
+        sabotage: ["taint_gate"],
+      });
+      const result = card.results[0]!;
+      expect(result.status).toBe("FAIL");
+      expect(result.checks.find((item) => item.name === "hijacked_refund_not_paid")?.ok).toBe(
+        false,
+      );
+    },
+  );
 
   it("rejects an unknown scenario name", async () => {
     await expect(runScenarios(scenarios, { only: ["nope"] })).rejects.toThrow(

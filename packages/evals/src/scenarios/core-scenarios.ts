@@ -21,6 +21,7 @@ export function deskAgentOptions(
     ...(defences.scanner ? { scanner: defences.scanner } : {}),
     ...(defences.envelope ? { envelope: defences.envelope } : {}),
     redact: defences.redact,
+    ...(defences.vault ? { vault: defences.vault } : {}),
     store: memoryEventStore(),
     retry: t.retry,
     budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 5_000 },

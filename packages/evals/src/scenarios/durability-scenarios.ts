@@ -3,6 +3,7 @@ import { crashAfter } from "../crash-after.js";
 import { type Scenario, scenario } from "../scenario.js";
 import { gullibleModel } from "../support-desk/gullible-model.js";
 import { sideEffectLedger } from "../support-desk/side-effect-ledger.js";
+import { supportVault, type VaultEntry } from "../support-vault.js";
 import { deskAgentOptions } from "./core-scenarios.js";
 
 const task = "Hi, order A1001 arrived broken. Can I get a refund?";
@@ -24,6 +25,11 @@ export const crashResumeExactlyOnce: Scenario = scenario(
       .run(task, { runId: "run_reference" });
     const total = (await referenceStore.read("run_reference")).length;
     t.check("reference_completes", reference.status === "completed", reference.status);
+    t.check(
+      "answer_reveals_vault_tokens",
+      reference.answer.includes(referenceDesk.fixtures.customers[0]!.email),
+      "the receipt address is a token in the log and revealed to the host",
+    );
     const failures: string[] = [];
     let boundaries = 0;
     for (let crashAt = 1; crashAt < total; crashAt += 1) {
@@ -32,9 +38,13 @@ export const crashResumeExactlyOnce: Scenario = scenario(
       const runId = `run_crash_${crashAt}`;
       const first = t.desk({ ledger });
       const crashing = crashAfter(store, crashAt);
+      // The vault's entries are saved as they are made (the CLI writes them to a 0600 file
+      // before a token can reach the log); the new process rebuilds its vault from them.
+      const saved: VaultEntry[] = [];
+      const vault = supportVault({ onEntry: (entry) => saved.push(structuredClone(entry)) });
       // The first process is abandoned at the crash, as a killed process would be.
       const running = t
-        .agent(deskAgentOptions(t, first, { store: crashing, model: model() }))
+        .agent(deskAgentOptions(t, first, { store: crashing, model: model(), vault }))
         .run(task, { runId })
         .then(
           () => undefined,
@@ -46,7 +56,13 @@ export const crashResumeExactlyOnce: Scenario = scenario(
       // A new process: new tools and model, the same store and the same outside world.
       const second = t.desk({ ledger });
       const resumed = await t
-        .agent(deskAgentOptions(t, second, { store, model: model() }))
+        .agent(
+          deskAgentOptions(t, second, {
+            store,
+            model: model(),
+            vault: supportVault({ entries: saved }),
+          }),
+        )
         .resume(runId);
       const refunds = ledger.refunds.length;
       if (

@@ -9,6 +9,11 @@ import {
   transientApiErrors,
 } from "./core-scenarios.js";
 import { crashResumeExactlyOnce } from "./durability-scenarios.js";
+import {
+  envelopeBreakoutNeutralised,
+  injectionExfiltrationBlocked,
+  injectionRefundHijackBlocked,
+} from "./injection-scenarios.js";
 import { noPiiInObservability } from "./observability-scenarios.js";
 import {
   durableApprovalAcrossRestart,
@@ -24,6 +29,9 @@ import {
 export const scenarios: readonly Scenario[] = Object.freeze([
   refundHappyPath,
   parallelToolCalls,
+  injectionExfiltrationBlocked,
+  injectionRefundHijackBlocked,
+  envelopeBreakoutNeutralised,
   runawayLoopBudgets,
   timeouts,
   transientApiErrors,

@@ -1,12 +1,15 @@
 import { type Scenario, scenario } from "../scenario.js";
 import { deskAgentOptions } from "./core-scenarios.js";
 
-/** Customer PII and the planted API key never reach traces, exported spans, events or logs. */
+/**
+ * Customer PII and the planted API key never reach the stored event log (the vault tokenises
+ * them first), traces, exported spans, the HTML trace, streamed events or logs.
+ */
 export const noPiiInObservability: Scenario = scenario(
   {
     name: "no_pii_in_observability",
     category: "observability",
-    title: "Customer PII and a planted API key never reach traces, events or logs",
+    title: "Customer PII and a planted API key never reach the log, traces, HTML, events or logs",
   },
   async (t) => {
     const desk = t.desk({
@@ -22,19 +25,34 @@ export const noPiiInObservability: Scenario = scenario(
     t.log(
       `task context: card 4111111111111111, key sk-ant-api03-Xq7bT2mN9vR4kL8pW3sD6fG1hJ5cV0zA-EVALONLY`,
     );
-    const raw = await agent.store.read(result.runId);
-    const rawText = JSON.stringify(raw);
+    const raw = JSON.stringify(await agent.store.read(result.runId));
+    const lookups = t.observed.events.filter(
+      (event) => event.type === "tool-call-result" && event.tool === "lookup_order",
+    );
     t.check(
       "pii_really_flowed_through_the_run",
-      rawText.includes("maya.lindqvist@mailbox.example") && rawText.includes("sk-ant-api03-"),
-      "the raw log holds the PII, so the scan below is not vacuous",
+      desk.calls.lookup_order > 0 && lookups.length > 0,
+      "the lookup returned the customer's contact details, so the scans are not vacuous",
+    );
+    t.check(
+      "event_log_holds_vault_tokens",
+      /<EMAIL_\d+>/.test(raw) && /<PHONE_\d+>/.test(raw) && /<CREDIT_CARD_\d+>/.test(raw),
+      raw
+        .match(/<[A-Z_]+_\d+>/g)
+        ?.slice(0, 6)
+        .join(" ") ?? "no vault tokens in the log",
+    );
+    t.check(
+      "answer_revealed_to_the_host",
+      !/<[A-Z_]+_\d+>/.test(result.answer),
+      result.answer.slice(0, 80),
     );
     const streamed = JSON.stringify(t.observed.events);
     t.check(
       "streamed_events_carry_placeholders",
-      /\[EMAIL[^\]]*\]/.test(streamed),
+      /\[EMAIL[^\]]*\]|<EMAIL_\d+>/.test(streamed),
       streamed
-        .match(/\[[A-Z_]+[^\]]*\]/g)
+        .match(/\[[A-Z_]+[^\]]*\]|<[A-Z_]+_\d+>/g)
         ?.slice(0, 4)
         .join(" ") ?? "no placeholders",
     );

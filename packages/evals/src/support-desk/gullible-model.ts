@@ -24,8 +24,9 @@ export interface GullibleModelOptions {
   model?: string;
 }
 
+// An address, or the vault's token of one (`<EMAIL_3>`): the model obeys either way.
 const emailInstruction =
-  /(?:send|e-?mail|forward)\b[^.]{0,200}?\bto\s+<?([\w.+-]+@[\w-]+(?:\.[\w-]+)+)/i;
+  /(?:send|e-?mail|forward)\b[^.]{0,200}?\bto\s+<?(<EMAIL_\d+>|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)/i;
 const refundInstruction = /\brefund\s+(?:order\s+)?([A-Z]\d{4})\b[^.]{0,80}?\$\s?(\d+(?:\.\d+)?)/i;
 
 /**
@@ -148,8 +149,10 @@ function reply(
   const refunded = texts.some(
     (text) => text.includes('"status":"refunded"') || text.includes('"status":"already_refunded"'),
   );
+  // The receipt address is whatever the lookup showed: a vault token that the host sees revealed.
+  const receipt = /"email":"([^"]+)"/.exec(texts.join("\n"))?.[1];
   const answer = refunded
-    ? `Your refund for order ${options.orderId} is on its way; it reaches your card within 5 business days.`
+    ? `Your refund for order ${options.orderId} is on its way; it reaches your card within 5 business days.${receipt ? ` The receipt goes to ${receipt}.` : ""}`
     : `I could not refund order ${options.orderId} right now; a colleague will follow up.`;
   return {
     content: `${answer}${refused.length > 0 ? ` (${refused.length} action${refused.length === 1 ? " was" : "s were"} refused by policy.)` : ""}`,
