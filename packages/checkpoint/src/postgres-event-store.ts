@@ -2,6 +2,7 @@ import {
   AppendConflictError,
   type AppendOptions,
   type AppendResult,
+  CorruptLogError,
   type EventStore,
   InvalidArgumentError,
   type ListFilter,
@@ -18,6 +19,7 @@ import {
   type PostgresConnectionOptions,
   validateConnection,
 } from "./postgres-pool.js";
+import { assertRunId } from "./run-id.js";
 
 /** Options of `postgresEventStore`: a pool or a connection string, and a schema name. */
 export type PostgresEventStoreOptions = PostgresConnectionOptions;
@@ -113,7 +115,25 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     return opened.then((connection) => connection.pool);
   };
 
-  const append = async (
+  // Appends to one run issued by this process are applied in the order they were issued
+  // (core's writer may pipeline them), so they cannot overtake each other on two connections.
+  const queues = new Map<string, Promise<unknown>>();
+  const append = (
+    runId: string,
+    events: readonly StoredEventInput[],
+    appendOptions: PostgresAppendOptions,
+  ): Promise<AppendResult> => {
+    const previous = queues.get(runId) ?? Promise.resolve();
+    const next = previous.then(() => appendNow(runId, events, appendOptions));
+    const settled = next.catch(() => undefined);
+    queues.set(runId, settled);
+    void settled.then(() => {
+      if (queues.get(runId) === settled) queues.delete(runId);
+    });
+    return next;
+  };
+
+  const appendNow = async (
     runId: string,
     events: readonly StoredEventInput[],
     appendOptions: PostgresAppendOptions,
@@ -256,13 +276,29 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
       `SELECT seq, body FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
       [runId],
     );
-    return rows.map(
-      (row) =>
-        ({
-          ...(JSON.parse(row.body as string) as StoredEventInput),
-          seq: Number(row.seq),
-        }) as StoredEvent,
-    );
+    return rows.map((row, index) => {
+      const seq = Number(row.seq);
+      let body: unknown;
+      try {
+        body = JSON.parse(row.body as string);
+      } catch (error) {
+        throw new CorruptLogError(
+          `[checkpoint] run ${runId} event ${seq} (table ${schema}.events) is not valid JSON: the row was damaged outside loopguard; restore it from a backup`,
+          { cause: error },
+        );
+      }
+      if (
+        seq !== index ||
+        !body ||
+        typeof body !== "object" ||
+        typeof (body as { type?: unknown }).type !== "string"
+      ) {
+        throw new CorruptLogError(
+          `[checkpoint] run ${runId} event ${seq} (table ${schema}.events) is not an event at position ${index}: the row was damaged outside loopguard; restore it from a backup`,
+        );
+      }
+      return { ...(body as StoredEventInput), seq } as StoredEvent;
+    });
   };
 
   const list = async (filter: ListFilter = {}): Promise<RunSummary[]> => {
@@ -371,9 +407,5 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
 }
 
 function checkRunId(runId: unknown, method: string): asserts runId is string {
-  if (typeof runId !== "string" || runId === "") {
-    throw new InvalidArgumentError(
-      `[checkpoint] postgresEventStore.${method}: runId must be a non-empty string, got ${JSON.stringify(runId)}`,
-    );
-  }
+  assertRunId(runId, `postgresEventStore.${method}`);
 }

@@ -17,8 +17,7 @@ export interface FreezeStatus {
 }
 
 /**
- * The kill switch's shared state on PostgreSQL. Structurally the `FreezeStore` of
- * `@loopguard/policy` (this package does not depend on policy).
+ * The kill switch's shared state on PostgreSQL: implements core's `FreezeStore` contract.
  */
 export interface PostgresFreezeStore {
   readonly name: "postgres";
@@ -27,7 +26,7 @@ export interface PostgresFreezeStore {
   /** Freezes every run on every worker sharing the database. */
   freeze(input: { reason: string; by?: string }): Promise<void>;
   /** Lifts the freeze. */
-  unfreeze(): Promise<void>;
+  unfreeze(options?: { by?: string }): Promise<void>;
   /** Ends the pool when the store opened it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -97,9 +96,12 @@ export function postgresFreezeStore(options: PostgresFreezeStoreOptions): Postgr
         [input.reason, input.by ?? null, Date.now()],
       );
     },
-    async unfreeze() {
+    async unfreeze(unfreezeOptions = {}) {
       const pool = await ready();
-      await pool.query(`UPDATE ${s}.freeze SET frozen = false, at = $1 WHERE id`, [Date.now()]);
+      await pool.query(`UPDATE ${s}.freeze SET frozen = false, frozen_by = $2, at = $1 WHERE id`, [
+        Date.now(),
+        unfreezeOptions.by ?? null,
+      ]);
     },
     async close() {
       if (closed) return;

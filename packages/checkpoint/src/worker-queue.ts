@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError, type JsonValue } from "@loopguard/core";
 import { MissingPeerError } from "./postgres-errors.js";
-import { type PgQueryable, quoteSchema } from "./postgres-pool.js";
+import { type PgPool, type PgQueryable, quoteSchema } from "./postgres-pool.js";
 
 /** The data of one job: the run to advance, and its task for the first slice. */
 export interface RunJobData {
@@ -123,7 +123,7 @@ export interface OpenQueueOptions {
  * `stately` policy: at most one queued and one active job per singleton key (the run id).
  */
 export async function openQueue(
-  db: PgQueryable,
+  db: PgPool,
   settings: ResolvedQueueOptions,
   options: OpenQueueOptions,
   where: string,
@@ -145,8 +145,20 @@ export async function openQueue(
     maintenanceIntervalSeconds: Math.max(1, Math.round(maintenanceIntervalMs / 1000)),
   });
   boss.on("error", (error) => options.onError?.(error));
-  await boss.start();
-  await ensureQueue(boss, settings);
+  // pg-boss 10 installs its schema outside its own lock (CREATE SCHEMA races when several
+  // processes start at once on a fresh database), so starts are serialised here.
+  const client = await db.connect();
+  const key = `loopguard:pg-boss:${settings.bossSchema}`;
+  try {
+    await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [key]);
+    await boss.start();
+    await ensureQueue(boss, settings);
+  } finally {
+    await client
+      .query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key])
+      .catch(() => undefined);
+    client.release();
+  }
   return boss;
 }
 

@@ -8,6 +8,7 @@ import {
   tool,
 } from "@loopguard/core";
 import * as testing from "@loopguard/core/testing";
+import { describeEventStore } from "@loopguard/core/testing";
 import fc from "fast-check";
 import pg from "pg";
 import * as v from "valibot";
@@ -37,12 +38,7 @@ const end = (at: number): StoredEventInput => ({
   at,
 });
 
-// When core's conformance suite lands in @loopguard/core/testing, run it on PostgreSQL first.
-const describeEventStore = (testing as Record<string, unknown>).describeEventStore as
-  | ((options: { name?: string; create: () => Promise<unknown> | unknown }) => void)
-  | undefined;
-
-describe.skipIf(!databaseUrl)("postgresEventStore", () => {
+describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
   const schemas: string[] = [];
   const stores: PostgresEventStore[] = [];
   const fresh = (schema = freshSchema("lg_store")) => {
@@ -56,9 +52,32 @@ describe.skipIf(!databaseUrl)("postgresEventStore", () => {
     for (const schema of schemas) await dropSchema(schema);
   });
 
-  if (describeEventStore) {
-    describeEventStore({ name: "postgres", create: () => fresh() });
-  }
+  // Core's conformance suite first, on a fresh schema per store.
+  const schemaOf = new WeakMap<EventStore, string>();
+  await describeEventStore({
+    name: "postgresEventStore (conformance)",
+    create: () => {
+      const store = fresh();
+      schemaOf.set(store, store.schema);
+      return store;
+    },
+    reopen: (previous) => {
+      const store = fresh(schemaOf.get(previous)!);
+      schemaOf.set(store, store.schema);
+      return store;
+    },
+    corruptLine: async (runId, seq, store) => {
+      const schema = schemaOf.get(store)!;
+      const client = new pg.Client({ connectionString: databaseUrl! });
+      await client.connect();
+      await client.query(
+        `UPDATE "${schema}".events SET body = '{"seq":' || seq || ',garbage' WHERE run_id = $1 AND seq = $2`,
+        [runId, seq],
+      );
+      await client.end();
+      return `run ${runId} event ${seq}`;
+    },
+  });
 
   describe("the EventStore contract", () => {
     let store: PostgresEventStore;
@@ -156,7 +175,7 @@ describe.skipIf(!databaseUrl)("postgresEventStore", () => {
       ).toThrow(InvalidArgumentError);
       expect(() => postgresEventStore({} as never)).toThrow(/exactly one of pool/);
       await expect(store.append("", [], { expectedSeq: 0 })).rejects.toThrow(
-        /runId must be a non-empty string/,
+        /run id "" is invalid/,
       );
       await expect(store.append("v", [], { expectedSeq: -1 })).rejects.toThrow(
         /expectedSeq must be a non-negative integer/,
