@@ -280,10 +280,11 @@ export function createAgent(options: AgentOptions): Agent {
 
   /** Serialises appends of one run, batching events that arrive while a write is in flight. */
   class Writer {
-    #queue: Array<{
-      event: StoredEventInput;
-      done: { resolve: () => void; reject: (error: unknown) => void };
-    }> = [];
+    /** Events waiting to be appended, and one settle callback per `write` call. */
+    #queue: StoredEventInput[] = [];
+    #waiters: Array<{ resolve: () => void; reject: (error: unknown) => void; last: number }> = [];
+    /** Events queued since the writer was made: `last` of a waiter counts in these. */
+    #queued = 0;
     #flushing = false;
     #broken: unknown;
     readonly spans: SpanBuilder;
@@ -297,42 +298,41 @@ export function createAgent(options: AgentOptions): Agent {
     get broken(): unknown {
       return this.#broken;
     }
+    /** Resolves once every given event is durable and applied; one promise per call. */
     write(...events: RunEvent[]): Promise<void> {
       if (this.#broken) return Promise.reject(this.#broken);
-      const promises = events.map(
-        (event) =>
-          new Promise<void>((resolve, reject) => {
-            this.#queue.push({
-              event: { ...event, at: now() } as StoredEventInput,
-              done: { resolve, reject },
-            });
-          }),
-      );
+      for (const event of events) this.#queue.push({ ...event, at: now() } as StoredEventInput);
+      this.#queued += events.length;
+      const last = this.#queued;
+      const done = new Promise<void>((resolve, reject) => {
+        this.#waiters.push({ resolve, reject, last });
+      });
       if (!this.#flushing) void this.#flush();
-      return Promise.all(promises).then(() => undefined);
+      return done;
     }
     async #flush(): Promise<void> {
       this.#flushing = true;
+      let appended = this.#queued - this.#queue.length;
       while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#queue.length);
+        const batch = this.#queue;
+        this.#queue = [];
         try {
           if (this.#broken) throw this.#broken;
           const expectedSeq = this.nextSeq;
-          await store.append(
-            this.runId,
-            batch.map((entry) => entry.event),
-            { expectedSeq },
-          );
+          await store.append(this.runId, batch, { expectedSeq });
           this.nextSeq = expectedSeq + batch.length;
-          const stored = batch.map(
-            (entry, index) => ({ ...entry.event, seq: expectedSeq + index }) as StoredEvent,
-          );
-          for (const event of stored) this.#applied(event);
-          for (const entry of batch) entry.done.resolve();
+          for (let index = 0; index < batch.length; index += 1)
+            this.#applied({ ...batch[index]!, seq: expectedSeq + index } as StoredEvent);
+          appended += batch.length;
+          // A write resolves when its last event is in: every write wholly in this batch.
+          let settled = 0;
+          while (settled < this.#waiters.length && this.#waiters[settled]!.last <= appended)
+            settled += 1;
+          for (const waiter of this.#waiters.splice(0, settled)) waiter.resolve();
         } catch (error) {
           this.#broken ??= error;
-          for (const entry of batch) entry.done.reject(error);
-          for (const entry of this.#queue.splice(0)) entry.done.reject(error);
+          this.#queue = [];
+          for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
         }
       }
       this.#flushing = false;

@@ -23,8 +23,6 @@ export interface ExecuteOptions {
   retryDelayMs?: number;
 }
 
-const timedOut = Symbol("timeout");
-
 /**
  * Runs a tool with its timeout. A handler that ignores its signal is abandoned at the deadline
  * and its late completion changes nothing. Only idempotent tools are retried, and only on a
@@ -87,34 +85,88 @@ type Attempt =
       transient: boolean;
     };
 
+/** Callbacks waiting on each run signal: one `abort` listener per signal, not one per call. */
+const abortCallbacks = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** Calls `callback` when `signal` aborts (at once if it has); returns the way to stop waiting. */
+function onAbort(signal: AbortSignal, callback: () => void): () => void {
+  if (signal.aborted) {
+    callback();
+    return () => undefined;
+  }
+  let callbacks = abortCallbacks.get(signal);
+  if (!callbacks) {
+    const waiting = new Set<() => void>();
+    callbacks = waiting;
+    abortCallbacks.set(signal, waiting);
+    signal.addEventListener(
+      "abort",
+      () => {
+        abortCallbacks.delete(signal);
+        for (const waiter of waiting) waiter();
+      },
+      { once: true },
+    );
+  }
+  callbacks.add(callback);
+  const registered = callbacks;
+  return () => {
+    registered.delete(callback);
+  };
+}
+
 async function attemptOnce(
   tool: Tool,
   args: Record<string, unknown>,
   context: Omit<ToolContext, "signal">,
   runSignal: AbortSignal,
 ): Promise<Attempt> {
-  const controller = new AbortController();
-  let resolveAborted: (value: "aborted") => void = () => undefined;
-  const aborted = new Promise<"aborted">((resolve) => {
-    resolveAborted = resolve;
-  });
-  const onRunAbort = () => {
-    controller.abort(runSignal.reason);
-    resolveAborted("aborted");
+  // The call's AbortController is made only when the tool reads its signal: most tools never
+  // do, and a controller costs more than the rest of the call. A signal read after the
+  // deadline or the run's end comes back already aborted, with the same reason.
+  let controller: AbortController | undefined;
+  let abortReason: { reason: unknown } | undefined;
+  const abortCall = (reason: unknown) => {
+    if (abortReason) return;
+    abortReason = { reason };
+    controller?.abort(reason);
   };
-  if (runSignal.aborted) onRunAbort();
-  else runSignal.addEventListener("abort", onRunAbort, { once: true });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<typeof timedOut>((resolve) => {
-    timer = setTimeout(() => resolve(timedOut), tool.timeoutMs);
+  let settle!: (
+    outcome:
+      | { type: "value"; value: unknown }
+      | { type: "thrown"; error: unknown }
+      | "timeout"
+      | "aborted",
+  ) => void;
+  const outcome = new Promise<
+    { type: "value"; value: unknown } | { type: "thrown"; error: unknown } | "timeout" | "aborted"
+  >((resolve) => {
+    settle = resolve;
   });
-  const work = (async () => tool.run(args, { ...context, signal: controller.signal }))();
-  // A late rejection of an abandoned handler must not become an unhandled rejection.
-  work.catch(() => undefined);
+  const stopWaiting = onAbort(runSignal, () => {
+    abortCall(runSignal.reason);
+    settle("aborted");
+  });
+  const timer = setTimeout(() => settle("timeout"), tool.timeoutMs);
+  const toolContext: ToolContext = {
+    ...context,
+    get signal(): AbortSignal {
+      if (!controller) {
+        controller = new AbortController();
+        if (abortReason) controller.abort(abortReason.reason);
+      }
+      return controller.signal;
+    },
+  };
+  // A late settlement of an abandoned handler changes nothing (and never goes unhandled).
+  (async () => tool.run(args, toolContext))().then(
+    (value) => settle({ type: "value", value }),
+    (error) => settle({ type: "thrown", error }),
+  );
   try {
-    const winner = await Promise.race([work, deadline, aborted]);
-    if (winner === timedOut) {
-      controller.abort(new Error(`tool ${tool.name} timed out after ${tool.timeoutMs} ms`));
+    const winner = await outcome;
+    if (winner === "timeout") {
+      abortCall(new Error(`tool ${tool.name} timed out after ${tool.timeoutMs} ms`));
       return {
         type: "error",
         kind: "timeout",
@@ -130,8 +182,8 @@ async function attemptOnce(
         transient: false,
       };
     }
-    return { type: "ok", value: winner };
-  } catch (error) {
+    if (winner.type === "value") return { type: "ok", value: winner.value };
+    const error = winner.error;
     if (
       ToolError.isInstance(error) &&
       error instanceof Error &&
@@ -154,7 +206,7 @@ async function attemptOnce(
     };
   } finally {
     clearTimeout(timer);
-    runSignal.removeEventListener("abort", onRunAbort);
+    stopWaiting();
   }
 }
 

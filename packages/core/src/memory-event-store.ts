@@ -8,6 +8,7 @@ import type {
   StoredEventInput,
 } from "./contracts/event-store.js";
 import { AppendConflictError, InvalidArgumentError } from "./errors.js";
+import { cloneJson } from "./json.js";
 import { summarize } from "./summary.js";
 
 /**
@@ -37,16 +38,20 @@ export function memoryEventStore(): EventStore & { readonly size: number } {
       const log = logs.get(runId) ?? [];
       if (options.expectedSeq !== log.length)
         throw new AppendConflictError(runId, options.expectedSeq, log.length);
-      const stored = events.map(
-        (event, index) => ({ ...structuredClone(event), seq: log.length + index }) as StoredEvent,
-      );
-      log.push(...stored);
+      // The store keeps its own copy: a caller that changes an event later changes nothing here.
+      const stored: StoredEvent[] = [];
+      for (let index = 0; index < events.length; index += 1) {
+        const copy = cloneJson(events[index]!) as StoredEvent;
+        copy.seq = log.length + index;
+        stored.push(copy);
+      }
+      for (const event of stored) log.push(event);
       logs.set(runId, log);
       summaries.set(runId, summarize(summaries.get(runId), runId, stored));
       return { nextSeq: log.length };
     },
     async read(runId: string): Promise<StoredEvent[]> {
-      return structuredClone(logs.get(runId) ?? []);
+      return cloneJson(logs.get(runId) ?? []);
     },
     async list(filter: ListFilter = {}): Promise<RunSummary[]> {
       return filterSummaries([...summaries.values()], filter);
