@@ -11,7 +11,7 @@ import {
   supportDefences,
 } from "@loopguard/evals";
 import pc from "picocolors";
-import { type DemoPaths, demoAgent, demoPaths } from "./demo-agent.js";
+import { type DemoPaths, demoAgent, demoPaths, newRunId } from "./demo-agent.js";
 import { narrator, summaryBox } from "./narrate.js";
 import { serve } from "./serve.js";
 import { loadTraceViewer } from "./trace-viewer.js";
@@ -19,18 +19,19 @@ import { UsageError } from "./usage-error.js";
 
 const usage = `loopguard: safe, durable Claude agents
 
-  loopguard demo [--crash-after N] [--order ID] [--dir DIR] [--no-color]
+  loopguard demo [--crash-after N] [--order ID] [--step-delay MS] [--dir DIR] [--no-color]
   loopguard runs [--dir DIR]
   loopguard resume <runId> [--dir DIR]
-  loopguard approve <runId> [--deny] [--as NAME] [--request ID] [--dir DIR]
+  loopguard approve <runId> [--deny | --answer TEXT] [--as NAME] [--request ID] [--note TEXT] [--dir DIR]
   loopguard freeze --reason "..." [--as NAME] [--dir DIR]
   loopguard unfreeze [--as NAME] [--dir DIR]
   loopguard trace <runId> [--out DIR] [--dir DIR]
   loopguard eval [--json] [--only NAME]... [--live] [--k N] [--corpus]
   loopguard serve [--port N] [--dir DIR]   (LOOPGUARD_WEBHOOK_SECRET required)
-  loopguard worker
+  loopguard worker [--connection URL] [--concurrency N]   (or DATABASE_URL)
 
-  --dir defaults to .loopguard/runs; NO_COLOR or --no-color turns colour off.`;
+  --dir defaults to .loopguard/runs; each run's PII vault is a 0600 file in .loopguard/vault.
+  NO_COLOR or --no-color turns colour off.`;
 
 type Options = Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }>;
 
@@ -93,19 +94,29 @@ export async function main(
     case "demo": {
       const { values } = parse(
         rest,
-        { "crash-after": { type: "string" }, order: { type: "string" } },
+        {
+          "crash-after": { type: "string" },
+          order: { type: "string" },
+          "step-delay": { type: "string" },
+        },
         0,
       );
       const crash = positiveInt(values["crash-after"], "--crash-after");
+      const stepDelayMs = positiveInt(values["step-delay"], "--step-delay") ?? 0;
+      if (stepDelayMs > 60_000)
+        throw new UsageError(`--step-delay must be at most 60000 ms, got ${stepDelayMs}`);
       const orderId = typeof values.order === "string" ? values.order : "A1001";
       if (!/^A\d{4}$/.test(orderId))
         throw new UsageError(
           `--order must be an order id such as A1001 or A1002, got ${JSON.stringify(orderId)}`,
         );
       const paths = pathsOf(values);
+      const runId = newRunId();
       const demo = await demoAgent({
         paths,
+        runId,
         orderId,
+        stepDelayMs,
         onEvent: narrator(colors, out),
         ...(crash
           ? {
@@ -129,6 +140,7 @@ export async function main(
       );
       const result = await demo.agent.run(
         `Hi, order ${orderId} arrived broken. Can I get a refund?`,
+        { runId },
       );
       const defences = supportDefences(demo.packages);
       out(
@@ -147,6 +159,7 @@ export async function main(
       const { values, positionals } = parse(rest, {}, 1);
       const demo = await demoAgent({
         paths: pathsOf(values),
+        runId: positionals[0]!,
         orderId: await orderOfRun(pathsOf(values), positionals[0]!),
         onEvent: narrator(colors, out),
       });
@@ -168,22 +181,42 @@ export async function main(
         rest,
         {
           deny: { type: "boolean" },
+          answer: { type: "string" },
           as: { type: "string" },
           request: { type: "string" },
           note: { type: "string" },
         },
         1,
       );
+      if (values.deny && values.answer !== undefined)
+        throw new UsageError("give --deny or --answer, not both");
+      // --answer forwards a person's reply as written (chat-ops): only "approve" or "deny" is
+      // read as consent or refusal; anything else is unreadable and halts the run (fail closed).
+      const answer =
+        typeof values.answer === "string" ? values.answer.trim().toLowerCase() : undefined;
+      const decision =
+        answer === undefined
+          ? values.deny
+            ? "deny"
+            : "approve"
+          : answer === "approve" || answer === "deny"
+            ? answer
+            : "indeterminate";
+      const note =
+        decision === "indeterminate"
+          ? `unreadable answer: ${JSON.stringify(String(values.answer).slice(0, 200))}`
+          : values.note;
       const demo = await demoAgent({
         paths: pathsOf(values),
+        runId: positionals[0]!,
         orderId: await orderOfRun(pathsOf(values), positionals[0]!),
         onEvent: narrator(colors, out),
       });
       const result = await demo.agent.approve(positionals[0]!, {
-        decision: values.deny ? "deny" : "approve",
+        decision,
         approver: typeof values.as === "string" ? values.as : (process.env.USER ?? "cli"),
         ...(typeof values.request === "string" ? { requestId: values.request } : {}),
-        ...(typeof values.note === "string" ? { note: values.note } : {}),
+        ...(typeof note === "string" ? { note } : {}),
       });
       out(
         summaryBox(
@@ -337,15 +370,31 @@ export async function main(
       return 0;
     }
     case "worker": {
-      parse(rest, {}, 0);
+      const { values } = parse(
+        rest,
+        { connection: { type: "string" }, concurrency: { type: "string" } },
+        0,
+      );
+      const concurrency = positiveInt(values.concurrency, "--concurrency") ?? 4;
+      const connectionString =
+        typeof values.connection === "string" ? values.connection : process.env.DATABASE_URL;
       const checkpoint = (await loadPackages()).modules.checkpoint;
       if (!checkpoint || typeof checkpoint.createWorker !== "function")
         throw new UsageError(
-          "worker is not available: it needs @loopguard/checkpoint's createWorker (PostgreSQL), which is not in this build",
+          "worker is not available: this build of @loopguard/checkpoint does not export createWorker (PostgreSQL workers)",
         );
-      throw new UsageError(
-        "worker: set DATABASE_URL and run the worker from your own process with createWorker (see @loopguard/checkpoint)",
-      );
+      if (!connectionString)
+        throw new UsageError(
+          "worker needs a PostgreSQL database: --connection postgres://... or DATABASE_URL",
+        );
+      const { runWorker } = await import("./worker.js");
+      return runWorker({
+        createWorker: checkpoint.createWorker,
+        connectionString,
+        concurrency,
+        paths: pathsOf(values),
+        out,
+      });
     }
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}\n\n${usage}`);

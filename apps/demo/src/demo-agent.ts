@@ -1,10 +1,21 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { jsonlEventStore } from "@loopguard/checkpoint";
 import {
   type Agent,
   createAgent,
   type EventStore,
   type Gate,
+  type Model,
   type StoredEvent,
 } from "@loopguard/core";
 import {
@@ -18,7 +29,7 @@ import {
   supportDefences,
   supportDesk,
 } from "@loopguard/evals";
-import { appendJsonLine, jsonlFileStore } from "./jsonl-file-store.js";
+import { runVault } from "./run-vault.js";
 
 /** Where the CLI keeps its state. */
 export interface DemoPaths {
@@ -28,6 +39,8 @@ export interface DemoPaths {
   ledger: string;
   /** The fleet freeze file. */
   freeze: string;
+  /** Per-run PII vault files (0700 directory, 0600 files), outside the event log. */
+  vault: string;
 }
 
 /** Paths derived from `--dir` (default `.loopguard/runs`). */
@@ -37,6 +50,7 @@ export function demoPaths(dir: string): DemoPaths {
     runs,
     ledger: join(dirname(runs), "ledger.jsonl"),
     freeze: join(dirname(runs), "freeze.json"),
+    vault: join(dirname(runs), "vault"),
   };
 }
 
@@ -64,9 +78,32 @@ export function persistentLedger(file: string): SideEffectLedger {
   });
 }
 
+/** Appends one JSON line to a file and fsyncs it (the ledger of the demo's outside world). */
+export function appendJsonLine(file: string, value: unknown): void {
+  appendFileSync(file, `${JSON.stringify(value)}\n`);
+  const fd = openSync(file, "r+");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A new run id in the agent's own format (`run_` and 16 hex digits). */
+export function newRunId(): string {
+  return `run_${randomBytes(8).toString("hex")}`;
+}
+
 /** Options of the demo agent. */
 export interface DemoAgentOptions {
   paths: DemoPaths;
+  /**
+   * The run this agent will start, resume or approve: its PII vault is loaded from (and
+   * saved to) `<vault>/<runId>.jsonl`. Without it the agent has no vault (read-only commands).
+   */
+  runId?: string;
+  /** Latency of each model step in ms, as a real model has (default 0). */
+  stepDelayMs?: number;
   /** The order of the demo's complaint. Default `A1001`; `A1002` ($649) needs an approval. */
   orderId?: string;
   /** Kill the process right after this many durable appends. */
@@ -79,6 +116,8 @@ export interface DemoAgentOptions {
 /** The demo's agent, its workload and what defended it. */
 export interface DemoAgent {
   agent: Agent;
+  /** The same agent on another store (the worker's fenced view); no vault. */
+  withStore(store: EventStore): Agent;
   desk: SupportDesk;
   store: EventStore;
   packages: LoadedPackages;
@@ -105,10 +144,7 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
         store: policyModule.fileFreezeStore({ path: options.paths.freeze }),
       }),
     );
-  const checkpoint = packages.modules.checkpoint;
-  let store: EventStore = checkpoint
-    ? checkpoint.jsonlEventStore({ dir: options.paths.runs })
-    : jsonlFileStore(options.paths.runs);
+  let store: EventStore = jsonlEventStore({ dir: options.paths.runs });
   if (options.crashAfter !== undefined) {
     store = crashAfter(store, options.crashAfter, () => {
       options.onCrash?.();
@@ -116,31 +152,60 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
     });
   }
   const orderId = options.orderId ?? "A1001";
-  const agent = createAgent({
-    model: gullibleModel({ orderId }),
-    tools: desk.tools,
-    system: desk.system,
-    gates,
-    ...(defences.scanner ? { scanner: defences.scanner } : {}),
-    ...(defences.envelope ? { envelope: defences.envelope } : {}),
-    redact: defences.redact,
-    store,
-    budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 120_000 },
-    approval: { durable: true },
-    retry: { baseDelayMs: 50 },
-    agentId: "support-desk",
-    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-  });
+  const vault = options.runId ? runVault(options.paths.vault, options.runId) : undefined;
+  const build = (target: EventStore, withVault: boolean) =>
+    createAgent({
+      model: slowed(gullibleModel({ orderId }), options.stepDelayMs ?? 0),
+      tools: desk.tools,
+      system: desk.system,
+      gates,
+      ...(defences.scanner ? { scanner: defences.scanner } : {}),
+      ...(defences.envelope ? { envelope: defences.envelope } : {}),
+      redact: defences.redact,
+      ...(vault && withVault ? { vault } : {}),
+      store: target,
+      budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 120_000 },
+      approval: { durable: true },
+      retry: { baseDelayMs: 50 },
+      agentId: "support-desk",
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    });
+  const agent = build(store, true);
   return {
     agent,
+    withStore: (target) => build(target, false),
     desk,
     store,
     packages,
     active: [
       ...(policyModule ? ["kill switch"] : []),
-      ...defences.active,
-      checkpoint ? "jsonl store (@loopguard/checkpoint)" : "jsonl store (CLI fallback)",
+      ...defences.active.filter((name) => name !== "PII vault"),
+      ...(vault ? ["PII vault (0600 file beside the run)"] : []),
+      "jsonl store (@loopguard/checkpoint)",
     ],
     missing: defences.missing,
+  };
+}
+
+/** A model whose every step takes `delayMs` (honouring the run's abort signal). */
+function slowed(model: Model, delayMs: number): Model {
+  if (delayMs <= 0) return model;
+  return {
+    name: model.name,
+    model: model.model,
+    create: async (request, options) => {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, delayMs);
+        options.signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            reject(options.signal.reason);
+          },
+          { once: true },
+        );
+      });
+      return model.create(request, options);
+    },
   };
 }

@@ -42,7 +42,8 @@ const sameSecret = (given: string | undefined, expected: string) => {
 /**
  * Serves the runs over HTTP: `GET /runs`, `GET /runs/:id/trace.html`, and the approval
  * webhook `POST /runs/:id/approve` with a JSON body `{ decision, approver, requestId? }` and
- * the shared secret in `x-loopguard-secret`. Resolves when the server closes.
+ * the shared secret in `x-loopguard-secret` (wrong or missing: 401). A decision other than
+ * `approve` or `deny` is unreadable and halts the run. Resolves when the server closes.
  */
 export function serve(options: ServeOptions): Promise<void> {
   const server = createServer(async (request, response) => {
@@ -91,16 +92,23 @@ export function serve(options: ServeOptions): Promise<void> {
             error: 'the body must be JSON: { "decision": "approve" | "deny", "approver": "name" }',
           });
         }
-        if (body.decision !== "approve" && body.decision !== "deny")
-          return json(response, 400, { error: 'decision must be "approve" or "deny"' });
+        if (body === null || typeof body !== "object" || Array.isArray(body))
+          return json(response, 400, { error: "the body must be a JSON object" });
         if (typeof body.approver !== "string" || body.approver.trim() === "")
           return json(response, 400, { error: "approver must name the person approving" });
-        const demo = await demoAgent({ paths: options.paths });
+        // Only "approve" or "deny" is consent or refusal; any other answer is unreadable,
+        // recorded as indeterminate, and halts the run (approvals fail closed).
+        const readable = body.decision === "approve" || body.decision === "deny";
+        const demo = await demoAgent({ paths: options.paths, runId: parts[1]! });
         const result = await demo.agent.approve(parts[1]!, {
-          decision: body.decision,
+          decision: readable ? (body.decision as "approve" | "deny") : "indeterminate",
           approver: body.approver,
           ...(typeof body.requestId === "string" ? { requestId: body.requestId } : {}),
-          ...(typeof body.note === "string" ? { note: body.note } : {}),
+          ...(readable
+            ? typeof body.note === "string"
+              ? { note: body.note }
+              : {}
+            : { note: `unreadable decision: ${JSON.stringify(body.decision)?.slice(0, 200)}` }),
         });
         return json(response, 200, {
           runId: result.runId,

@@ -1,44 +1,124 @@
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { built, leaksIn, ledgerOf, run, runIdOf, sensitive, start } from "./cli-helpers.js";
 
-const cli = resolve(import.meta.dirname, "../dist/cli.js");
 const dir = mkdtempSync(join(tmpdir(), "loopguard-cli-"));
-const run = (args: string[]) =>
-  spawnSync(process.execPath, [cli, ...args], {
-    encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1" },
-    timeout: 30_000,
-  });
-
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe.skipIf(!existsSync(cli))("the built loopguard CLI", () => {
-  it("runs the demo: the exfiltration is blocked and one refund is paid", () => {
-    const result = run(["demo", "--dir", join(dir, "a", "runs")]);
+describe.skipIf(!built)("the built loopguard CLI", () => {
+  it("runs the demo: the exfiltration is blocked, one refund is paid, no PII in the log", () => {
+    const root = join(dir, "a");
+    const result = run(["demo", "--dir", join(root, "runs")]);
     expect(result.status, result.stderr).toBe(0);
     expect(result.stdout).toContain("BLOCKED send_email policy_deny");
     expect(result.stdout).toMatch(/refunds\s+A1001 \$89\.99/);
     expect(result.stdout).toMatch(/emails\s+none/);
-    expect(result.stdout).not.toContain("maya.lindqvist@mailbox.example");
+    for (const value of sensitive) expect(result.stdout).not.toContain(value);
+    expect(leaksIn(join(root, "runs"))).toEqual([]);
+    const runId = runIdOf(result.stdout);
+    expect(readFileSync(join(root, "runs", `${runId}.jsonl`), "utf8")).toMatch(/<EMAIL_\d+>/);
+    // The vault that can reveal the tokens is readable by its owner only.
+    expect(statSync(join(root, "vault")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(root, "vault", `${runId}.jsonl`)).mode & 0o777).toBe(0o600);
   });
 
-  it("dies for real at --crash-after, and resume finishes with exactly one refund", () => {
-    const runs = join(dir, "b", "runs");
+  it("dies for real at --crash-after; resume in a new process pays once and keeps PII out of the log", () => {
+    const root = join(dir, "b");
+    const runs = join(root, "runs");
     const crashed = run(["demo", "--crash-after", "6", "--dir", runs]);
     expect(crashed.signal ?? crashed.status).toMatch(/SIGKILL|137/);
-    const runId = readdirSync(runs)[0]!.replace(/\.jsonl$/, "");
+    const runId = runIdOf(crashed.stdout);
     const resumed = run(["resume", runId, "--dir", runs]);
     expect(resumed.status, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain("completed");
-    const ledger = readFileSync(join(dir, "b", "ledger.jsonl"), "utf8")
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    expect(ledger.filter((effect) => effect.kind === "refund")).toHaveLength(1);
+    // The answer names the receipt address: a token the resumed process revealed from the vault file.
+    expect(resumed.stdout).toMatch(/answer\s+Your refund for order A1001 is on its way/);
+    expect(ledgerOf(root).filter((effect) => effect.kind === "refund")).toHaveLength(1);
+    expect(leaksIn(runs)).toEqual([]);
     expect(run(["runs", "--dir", runs]).stdout).toContain(runId);
+  });
+
+  it("a parked approval survives the process: approved, denied or unreadable from a new process", () => {
+    const root = join(dir, "c");
+    const runs = join(root, "runs");
+    const park = () => {
+      const parked = run(["demo", "--order", "A1002", "--dir", runs]);
+      expect(parked.status, parked.stderr).toBe(0);
+      expect(parked.stdout).toMatch(/status\s+awaiting_approval/);
+      return runIdOf(parked.stdout);
+    };
+    const refundsOf = (runId: string) =>
+      ledgerOf(root).filter(
+        (effect) => effect.kind === "refund" && effect.idempotencyKey.startsWith(`${runId}:`),
+      );
+
+    const approvedId = park();
+    expect(refundsOf(approvedId)).toHaveLength(0);
+    const approved = run(["approve", approvedId, "--as", "dana", "--dir", runs]);
+    expect(approved.status, approved.stderr).toBe(0);
+    expect(approved.stdout).toMatch(/status\s+completed/);
+    expect(refundsOf(approvedId).map((effect) => effect.payload.amount)).toEqual([649]);
+
+    const deniedId = park();
+    const denied = run(["approve", deniedId, "--deny", "--as", "sam", "--dir", runs]);
+    expect(denied.status, denied.stderr).toBe(0);
+    expect(denied.stdout).toMatch(/issue_refund: approval_denied/);
+    expect(denied.stdout).not.toMatch(/status\s+awaiting_approval/);
+    expect(refundsOf(deniedId)).toHaveLength(0);
+
+    const unreadableId = park();
+    const unreadable = run([
+      "approve",
+      unreadableId,
+      "--answer",
+      "sure, go ahead",
+      "--as",
+      "kim",
+      "--dir",
+      runs,
+    ]);
+    expect(unreadable.status, unreadable.stderr).toBe(0);
+    expect(unreadable.stdout).toMatch(/status\s+halted/);
+    expect(unreadable.stdout).toContain("policy_indeterminate");
+    expect(refundsOf(unreadableId)).toHaveLength(0);
+    expect(leaksIn(runs)).toEqual([]);
+  });
+
+  it("a freeze from another process halts a running run at its next call", async () => {
+    const root = join(dir, "d");
+    const runs = join(root, "runs");
+    const demo = start(["demo", "--step-delay", "2500", "--dir", runs]);
+    await demo.waitFor(/▶ run/);
+    const frozen = run(["freeze", "--reason", "refund bug in production", "--dir", runs]);
+    expect(frozen.status, frozen.stderr).toBe(0);
+    const { code } = await demo.exited;
+    const output = demo.output();
+    expect(code, output).toBe(0);
+    expect(output).toContain("BLOCKED lookup_order kill_switch");
+    expect(output).toMatch(/status\s+halted .*halt: kill_switch/);
+    expect(ledgerOf(root)).toHaveLength(0);
+    expect(run(["unfreeze", "--dir", runs]).status).toBe(0);
+    const after = run(["demo", "--dir", runs]);
+    expect(after.stdout).toMatch(/refunds\s+A1001 \$89\.99/);
+  });
+
+  it("trace writes trace.json and trace.html without PII", () => {
+    const root = join(dir, "e");
+    const runs = join(root, "runs");
+    const runId = runIdOf(run(["demo", "--dir", runs]).stdout);
+    const out = join(root, "trace");
+    const traced = run(["trace", runId, "--out", out, "--dir", runs]);
+    expect(traced.status, traced.stderr).toBe(0);
+    const json = readFileSync(join(out, "trace.json"), "utf8");
+    const html = readFileSync(join(out, "trace.html"), "utf8");
+    expect(JSON.parse(json)).toBeTypeOf("object");
+    expect(json).toContain("issue_refund");
+    expect(html).toMatch(/^<!doctype html>/i);
+    expect(html).toContain(runId);
+    expect(leaksIn(out)).toEqual([]);
+    expect(run(["trace", "run_0000000000000000", "--dir", runs]).status).toBe(2);
   });
 
   it("exits 2 with a clear error on a bad flag", () => {
@@ -46,6 +126,9 @@ describe.skipIf(!existsSync(cli))("the built loopguard CLI", () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain("--crash-after must be a positive integer");
     expect(run(["frobnicate"]).status).toBe(2);
-    expect(run(["worker"]).status).toBe(2);
+    const worker = run(["worker"], { DATABASE_URL: "" });
+    expect(worker.status).toBe(2);
+    expect(worker.stderr).toMatch(/createWorker|DATABASE_URL/);
+    expect(run(["approve", "run_x", "--deny", "--answer", "approve"]).status).toBe(2);
   });
 });
