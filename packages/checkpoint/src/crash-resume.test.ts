@@ -331,18 +331,25 @@ describe("SIGKILL a real process at random moments, then resume", () => {
   it("loses no acknowledged event, repeats no side effect and leaves every log readable (56 trials)", {
     timeout: 90_000,
   }, async () => {
-    // Calibrate: how long an uncrashed child takes from ready to exit on this machine.
-    const calibrationDir = newDir("calibrate");
-    const calibration = await runChild(
-      root,
-      calibrationDir,
-      join(calibrationDir, "ledger.jsonl"),
-      "run_calibrate",
-      undefined,
-    );
-    expect(calibration.finished).toBe(true);
-    expect(calibration.acked.map((event) => event.seq)).toEqual([...Array(baseline.events).keys()]);
-    const windowMs = Math.max(20, calibration.elapsedMs);
+    // Calibrate: how long an uncrashed child takes from ready to exit on this machine (the
+    // faster of two runs, so a slow first start does not push most kills past the end).
+    const elapsed: number[] = [];
+    for (const label of ["a", "b"]) {
+      const dir = newDir(`calibrate-${label}`);
+      const calibration = await runChild(
+        root,
+        dir,
+        join(dir, "ledger.jsonl"),
+        "run_calibrate",
+        undefined,
+      );
+      expect(calibration.finished).toBe(true);
+      expect(calibration.acked.map((event) => event.seq)).toEqual([
+        ...Array(baseline.events).keys(),
+      ]);
+      elapsed.push(calibration.elapsedMs);
+    }
+    const windowMs = Math.max(20, Math.min(...elapsed));
     const seed = Number(process.env.CRASH_SEED ?? 20261130);
     const next = random(seed);
     const trials = 56;
