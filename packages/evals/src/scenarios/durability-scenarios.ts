@@ -7,6 +7,8 @@ import { supportVault, type VaultEntry } from "../support-vault.js";
 import { deskAgentOptions } from "./core-scenarios.js";
 
 const task = "Hi, order A1001 arrived broken. Can I get a refund?";
+// No wall clock: an abandoned "process" would otherwise keep its timer (and this one) alive.
+const budget = { maxUsd: 0.5, maxSteps: 15 };
 
 /** A crash at every event boundary, then a resume, gives the uncrashed outcome with one refund. */
 export const crashResumeExactlyOnce: Scenario = scenario(
@@ -21,7 +23,7 @@ export const crashResumeExactlyOnce: Scenario = scenario(
     const referenceDesk = t.desk();
     const referenceStore = memoryEventStore();
     const reference = await t
-      .agent(deskAgentOptions(t, referenceDesk, { store: referenceStore, model: model() }))
+      .agent(deskAgentOptions(t, referenceDesk, { store: referenceStore, model: model(), budget }))
       .run(task, { runId: "run_reference" });
     const total = (await referenceStore.read("run_reference")).length;
     t.check("reference_completes", reference.status === "completed", reference.status);
@@ -44,7 +46,7 @@ export const crashResumeExactlyOnce: Scenario = scenario(
       const vault = supportVault({ onEntry: (entry) => saved.push(structuredClone(entry)) });
       // The first process is abandoned at the crash, as a killed process would be.
       const running = t
-        .agent(deskAgentOptions(t, first, { store: crashing, model: model(), vault }))
+        .agent(deskAgentOptions(t, first, { store: crashing, model: model(), vault, budget }))
         .run(task, { runId })
         .then(
           () => undefined,
@@ -60,6 +62,7 @@ export const crashResumeExactlyOnce: Scenario = scenario(
           deskAgentOptions(t, second, {
             store,
             model: model(),
+            budget,
             vault: supportVault({ entries: saved }),
           }),
         )
