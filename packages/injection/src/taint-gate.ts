@@ -124,8 +124,9 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
   }
   const trusted = options.trusted ?? ((call: ToolCall) => attributeStrings(call.run));
   const name = options.name ?? "taint";
-  const scratchKey = `@loopguard/injection:${name}`;
   const settings = { minVerdict, onTaint, kinds: [...kinds], sources: sourceTools ?? null, sinks: sinks.map((sink) => [sink.tool, sink.args ?? null]), sensitiveTools };
+  // Two taint gates with different settings on one run keep separate caches.
+  const scratchKey = `@loopguard/injection:${name}:${digestOf(settings)}`;
 
   const isSource = (output: SeenOutput) => !sourcePatterns || sourcePatterns.some((pattern) => pattern.test(output.tool));
 
