@@ -72,7 +72,8 @@ function inUrlAuthority(text: string, start: number): boolean {
 }
 
 function validDomain(text: string, start: number, end: number): boolean {
-  const lastDot = text.lastIndexOf(".", end - 1);
+  let lastDot = end - 1;
+  while (lastDot > start && text.charCodeAt(lastDot) !== 46) lastDot--;
   if (lastDot <= start || lastDot >= end - 1) return false;
   if (text.charCodeAt(start) === 46 || text.charCodeAt(start) === 45) return false;
   // No empty labels ("a@b..com"); bounded to the domain so the scan stays linear.

@@ -87,7 +87,15 @@ export function ipAddressDetector(): Detector {
           while (zoneEnd < text.length && zoneEnd - after < 16 && isWordCode(text.charCodeAt(zoneEnd))) zoneEnd++;
           if (zoneEnd > after + 1) after = zoneEnd;
         }
-        const candidate = text.slice(start, end);
+        let candidate = text.slice(start, end);
+        // An address followed or preceded by punctuation colons ("::1:", ":::1").
+        if (!isIpv6(candidate) && candidate.endsWith(":::")) candidate = candidate.slice(0, -1);
+        if (!isIpv6(candidate) && candidate.startsWith(":::")) {
+          candidate = candidate.slice(1);
+          start++;
+        }
+        if (after === end) after = start + candidate.length;
+        end = start + candidate.length;
         const boundaryBefore = start === 0 || !isWordCode(before);
         const boundaryAfter = after >= text.length || !isWordCode(text.charCodeAt(after));
         if (

@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { redact } from "./redact.js";
+import { createRedactor } from "./create-redactor.js";
+
+// Adversarial inputs for each detector: long runs of what its candidates are made of, and
+// near misses that make a regex work hard before it fails. Each is run at n and 4n; a
+// detector with catastrophic backtracking or a quadratic scan shows a ratio of 16 or far
+// more, a linear one about 4. The bound of 10 is generous so the test is not flaky; each
+// time is the best of three runs so a GC pause does not count.
+const N = 256 * 1024;
+
+const ADVERSARIAL: Record<string, (n: number) => string> = {
+  digits: (n) => "1".repeat(n),
+  "spaced digits": (n) => "1 ".repeat(n / 2),
+  "dashed digits": (n) => "12-".repeat(n / 3),
+  "at signs": (n) => "@".repeat(n),
+  "local parts": (n) => "a@".repeat(n / 2),
+  "dotted domains": (n) => `a@${"b.".repeat(n / 2)}`,
+  colons: (n) => ":".repeat(n),
+  "hex and colons": (n) => "a:".repeat(n / 2),
+  "dotted octets": (n) => "1.".repeat(n / 2),
+  "near-miss tokens": (n) => "ghp_abc ".repeat(n / 8),
+  "long token": (n) => `ghp_${"a".repeat(n)}`,
+  "jwt-like": (n) => `eyJ${"a".repeat(n / 2)}.eyJ${"b".repeat(n / 2)}`,
+  "password keys": (n) => "password=".repeat(n / 9),
+  "password quotes": (n) => `password="${"a".repeat(n)}`,
+  "pem headers": (n) => "-----BEGIN ".repeat(n / 11),
+  "iban-like": (n) => "GB82 ".repeat(n / 5),
+  "phone-like": (n) => "(12) ".repeat(n / 5),
+  "url authority": (n) => `https://${"a:".repeat(n / 2)}`,
+};
+
+function bestOf(runs: number, work: () => void): number {
+  let best = Number.POSITIVE_INFINITY;
+  for (let run = 0; run < runs; run++) {
+    const started = performance.now();
+    work();
+    best = Math.min(best, performance.now() - started);
+  }
+  return best;
+}
+
+describe("adversarial inputs run in linear time", () => {
+  it.each(Object.entries(ADVERSARIAL))("%s", (_name, make) => {
+    const small = make(N);
+    const large = make(4 * N);
+    redact(small); // warm up
+    const smallTime = Math.max(bestOf(3, () => redact(small)), 1);
+    const largeTime = bestOf(3, () => redact(large));
+    expect(largeTime / smallTime).toBeLessThan(10);
+  });
+
+  it("redactDeep on a wide object of adversarial strings", () => {
+    const redactor = createRedactor();
+    const make = (n: number) => Object.fromEntries(Array.from({ length: n / 1024 }, (_, index) => [`k${index}`, "1 @:".repeat(256)]));
+    const small = make(N);
+    const large = make(4 * N);
+    redactor(small);
+    const smallTime = Math.max(bestOf(3, () => redactor(small)), 1);
+    expect(bestOf(3, () => redactor(large)) / smallTime).toBeLessThan(10);
+  });
+
+  it("redacts 1 MB of mixed adversarial text", () => {
+    const text = Object.values(ADVERSARIAL)
+      .map((make) => make(64 * 1024))
+      .join("\n");
+    expect(text.length).toBeGreaterThan(1_000_000);
+    expect(typeof redact(text).text).toBe("string");
+  });
+});
