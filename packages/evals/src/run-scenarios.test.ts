@@ -9,5 +9,14 @@ describe("the scorecard", () => {
     const text = formatScorecard(card);
     expect(card.failed, text).toBe(0);
     expect(card.passed).toBeGreaterThan(0);
+    // Every package is in the workspace: nothing may hide as PENDING.
+    expect(card.pending, text).toBe(0);
+    for (const name of [
+      "injection_exfiltration_blocked",
+      "injection_refund_hijack_blocked",
+      "envelope_breakout_neutralised",
+      "no_pii_in_observability",
+    ])
+      expect(card.results.find((result) => result.name === name)?.status, name).toBe("PASS");
   });
 });
