@@ -23,6 +23,8 @@ const newDir = (label: string) => mkdtempSync(join(tmpdir(), `lg-crash-${label}-
 /** What an uncrashed run ends with. */
 interface Baseline {
   events: number;
+  /** `type:step` of each event of the uncrashed run. */
+  kinds: string[];
   appends: number;
   messages: Message[];
   lastRequest: Message[];
@@ -54,13 +56,14 @@ function countingStore(inner: EventStore): EventStore & { appends: number } {
  * reach the log (a batch that crosses the boundary is written in part, as a torn group commit
  * would leave it); with `after`, append number `append` is written in full, as when a process
  * dies after its fsync but before it acted. From there on no append settles, as nothing runs
- * after a crash: the agent is frozen where it was and abandoned. (A store that throws instead
- * would also stop the run, but core's loop then leaks an unhandled rejection from a parallel
- * tool call whose result write fails; see the package report.)
+ * after a crash: the agent is frozen where it was and abandoned; or, with `throws`, every
+ * append rejects, as a store that fails does (the run must stop before acting).
  */
 function crashingStore(
   inner: EventStore,
-  plan: { mode: "before"; events: number } | { mode: "after"; append: number },
+  plan: ({ mode: "before"; events: number } | { mode: "after"; append: number }) & {
+    throws?: boolean;
+  },
 ): EventStore & { crashed: Promise<void> } {
   let appended = 0;
   let appends = 0;
@@ -72,6 +75,7 @@ function crashingStore(
   const freeze = () => {
     dead = true;
     died();
+    if (plan.throws) return Promise.reject(new Error("simulated crash: the store failed here"));
     return new Promise<never>(() => {});
   };
   return {
@@ -105,7 +109,15 @@ async function runUntilCrash(
   const store = crashingStore(jsonlEventStore({ dir }), plan);
   const { agent } = agentOn(store, ledger);
   const finished = agent.run(supportDeskTask, { runId });
-  await Promise.race([store.crashed, finished]);
+  if (plan.throws) {
+    // A store that fails stops the run: it never completes, and it says why.
+    const result = await finished.catch((error: unknown) => error as Error);
+    if (result instanceof Error) expect(result.message).toContain("simulated crash");
+    else {
+      expect(result.status).toBe("failed");
+      expect(result.error).toContain("simulated crash");
+    }
+  } else await Promise.race([store.crashed, finished]);
   await new Promise((resolve) => setTimeout(resolve, 15));
   // Log before action: every side effect that happened has its intent in the log.
   const events = await jsonlEventStore({ dir }).read(runId);
@@ -137,6 +149,7 @@ async function runBaseline(): Promise<Baseline> {
   const events = await store.read("run_baseline");
   return {
     events: events.length,
+    kinds: events.map((event) => `${event.type}:${"step" in event ? event.step : ""}`),
     appends: store.appends,
     messages: foldRun(events).messages,
     lastRequest: model.requests.at(-1)!.messages,
@@ -221,6 +234,31 @@ describe("crash and resume at every event boundary (in process)", () => {
     }
     expect(outcomes.filter((outcome) => outcome === "never-started")).toHaveLength(1);
     expect(outcomes.length).toBe(baseline.events + 1 + baseline.appends);
+  });
+
+  it("also when the store throws at the crash point: the run stops, then resumes to the same end", async () => {
+    const plans = [
+      ...Array.from({ length: baseline.events }, (_, events) => ({
+        mode: "before" as const,
+        events,
+        throws: true,
+      })),
+      ...Array.from({ length: baseline.appends - 1 }, (_, index) => ({
+        mode: "after" as const,
+        append: index + 1,
+        throws: true,
+      })),
+    ];
+    for (const plan of plans) {
+      const where =
+        plan.mode === "before"
+          ? `store threw with ${plan.events} events written`
+          : `store threw right after append ${plan.append}`;
+      const dir = newDir("throws");
+      const ledger = memoryLedger();
+      await runUntilCrash(dir, "run_throws", ledger, plan);
+      await resumeAndCheck(dir, "run_throws", ledger, baseline, where);
+    }
   });
 
   it("resumes a run twice in a row without a second effect", async () => {
@@ -349,7 +387,8 @@ describe("SIGKILL a real process at random moments, then resume", () => {
       ]);
       elapsed.push(calibration.elapsedMs);
     }
-    const windowMs = Math.max(20, Math.min(...elapsed));
+    // A little past the end, so some kills land after the run finished.
+    const windowMs = Math.max(20, Math.min(...elapsed) * 1.15);
     const seed = Number(process.env.CRASH_SEED ?? 20261130);
     const next = random(seed);
     const trials = 56;
