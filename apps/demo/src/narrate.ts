@@ -9,6 +9,12 @@ const clip = (text: string, max = 160) => {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 };
 
+/** The text inside a quarantine envelope (`<tool_output ...>`, a notice line, the text), for display. */
+const unwrapped = (content: string): string => {
+  const match = /^<tool_output\b[^>]*>\n[^\n]*\n([\s\S]*?)\n?<\/tool_output>\s*$/.exec(content);
+  return match ? match[1]! : content;
+};
+
 /** Prints each event of a run as one or two coloured lines, as it becomes durable. */
 export function narrator(
   colors: Colors,
@@ -71,7 +77,7 @@ export function narrator(
         write(
           `  ${status} ${event.tool} ${colors.dim(`${event.durationMs} ms, ${event.attempts} attempt${event.attempts === 1 ? "" : "s"}`)}${scan}`,
         );
-        write(`    ${colors.dim(clip(event.content, 140))}`);
+        write(`    ${colors.dim(clip(unwrapped(event.content), 140))}`);
         break;
       }
       case "approval-request":

@@ -121,6 +121,20 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(run(["trace", "run_0000000000000000", "--dir", runs]).status).toBe(2);
   });
 
+  it("eval --json scores the scenarios with the HTML trace in the leak scan", () => {
+    const result = run(["eval", "--json", "--only", "injection_refund_hijack_blocked"]);
+    expect(result.status, result.stderr).toBe(0);
+    const card = JSON.parse(result.stdout) as {
+      ok: boolean;
+      results: Array<{ name: string; status: string; checks: Array<{ name: string; ok: boolean }> }>;
+    };
+    expect(card.ok).toBe(true);
+    expect(card.results.map((item) => [item.name, item.status])).toEqual([
+      ["injection_refund_hijack_blocked", "PASS"],
+    ]);
+    expect(card.results[0]!.checks.map((check) => check.name)).toContain("no_pii_in_observability");
+  });
+
   it("exits 2 with a clear error on a bad flag", () => {
     const bad = run(["demo", "--crash-after", "zero"]);
     expect(bad.status).toBe(2);
