@@ -452,3 +452,17 @@ describe("jsonlEventStore: summaries", () => {
     expect(await newStore({ dir }).list()).toEqual([]);
   });
 });
+
+describe("jsonlEventStore: rejected appends", () => {
+  it("leaves no file behind for an append to an unknown run that is rejected", async () => {
+    const store = newStore();
+    const error = await rejection(
+      store.append("run_none", [start("run_none")], { expectedSeq: 2 }),
+    );
+    expect(error.code).toBe("append_conflict");
+    expect(existsSync(store.fileOf("run_none"))).toBe(false);
+    expect(await store.append("run_none", [start("run_none")], { expectedSeq: 0 })).toEqual({
+      nextSeq: 1,
+    });
+  });
+});

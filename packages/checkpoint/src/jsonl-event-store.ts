@@ -96,9 +96,8 @@ interface RunLog {
 
 interface Lease {
   lock: FileLock;
-  handle: FileHandle;
-  /** The log was created under this lease and its directory not yet fsynced. */
-  created: boolean;
+  /** The open log; none until the first write when the run has no log yet. */
+  handle: FileHandle | undefined;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
 
@@ -242,16 +241,18 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     const lock = await acquireFileLock(lockOf(log.runId), lockTimeoutMs);
     let handle: FileHandle | undefined;
     try {
-      let created = false;
       try {
         handle = await open(log.file, "r+");
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-        handle = await open(log.file, "wx+");
-        created = true;
+        // No log yet: it is created by the first write, so a rejected append leaves no file.
+        if (log.size > 0)
+          throw new CorruptLogError(
+            `[checkpoint] ${log.file} disappeared after ${log.nextSeq} events were written to it; restore it from a backup`,
+          );
       }
-      await catchUp(log, handle, (await handle.stat()).size);
-      log.lease = { lock, handle, created, idleTimer: undefined };
+      if (handle) await catchUp(log, handle, (await handle.stat()).size);
+      log.lease = { lock, handle, idleTimer: undefined };
       return log.lease;
     } catch (error) {
       await handle?.close().catch(() => undefined);
@@ -267,7 +268,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     log.lease = undefined;
     clearTimeout(lease.idleTimer);
     const releasing = (async () => {
-      await lease.handle.close().catch(() => undefined);
+      await lease.handle?.close().catch(() => undefined);
       await lease.lock.release().catch(() => undefined);
     })();
     log.releasing = releasing.finally(() => {
@@ -281,7 +282,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     const lease = await takeLease(log);
     // Cheap (the inode is cached) and catches a writer that got past the lock, or a file
     // truncated under us, before a byte is written at the wrong place.
-    await catchUp(log, lease.handle, fstatSync(lease.handle.fd).size);
+    if (lease.handle) await catchUp(log, lease.handle, fstatSync(lease.handle.fd).size);
     let seq = log.nextSeq;
     let text = "";
     const accepted: Array<{ append: PendingAppend; stored: StoredEvent[] }> = [];
@@ -305,11 +306,15 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     }
     const bytes = Buffer.from(text, "utf8");
     try {
-      await writeFully(lease.handle, bytes, log.size);
-      await lease.handle.datasync();
-      if (lease.created) {
+      if (lease.handle) {
+        await writeFully(lease.handle, bytes, log.size);
+        await lease.handle.datasync();
+      } else {
+        lease.handle = await open(log.file, "wx+");
+        await writeFully(lease.handle, bytes, 0);
+        await lease.handle.datasync();
+        // The new file's name is durable only once its directory is.
         await syncDirectory(dir);
-        lease.created = false;
       }
     } catch (error) {
       log.broken = new StoreWriteError(
