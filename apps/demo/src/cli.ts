@@ -26,7 +26,7 @@ const usage = `loopguard: safe, durable Claude agents
   loopguard freeze --reason "..." [--as NAME] [--dir DIR]
   loopguard unfreeze [--as NAME] [--dir DIR]
   loopguard trace <runId> [--out DIR] [--dir DIR]
-  loopguard eval [--json] [--only NAME]... [--live] [--k N] [--corpus]
+  loopguard eval [--json] [--only NAME]... [--live] [--k N] [--corpus] [--sabotage DEFENCE]...
   loopguard serve [--port N] [--dir DIR]   (LOOPGUARD_WEBHOOK_SECRET required)
   loopguard worker [--connection URL] [--concurrency N]   (or DATABASE_URL)
 
@@ -322,9 +322,32 @@ export async function main(
           live: { type: "boolean" },
           k: { type: "string" },
           corpus: { type: "boolean" },
+          sabotage: { type: "string", multiple: true },
         },
         0,
       );
+      const known = [
+        "taint_gate",
+        "policy_ask",
+        "policy_deny",
+        "scanner",
+        "redaction",
+        "vault",
+        "idempotency_keys",
+        "model_retries",
+        "run_guard",
+      ] as const;
+      const sabotage = ((values.sabotage as string[] | undefined) ?? []).map((name) => {
+        if (!(known as readonly string[]).includes(name))
+          throw new UsageError(
+            `--sabotage takes one of ${known.join(", ")} (a defence to switch off), got ${JSON.stringify(name)}`,
+          );
+        return name as (typeof known)[number];
+      });
+      if (sabotage.length > 0 && values.live)
+        throw new UsageError(
+          "--sabotage is for offline runs; live runs use the production defences",
+        );
       const k = positiveInt(values.k, "--k") ?? 1;
       if (values.k !== undefined && !values.live)
         throw new UsageError(
@@ -342,11 +365,12 @@ export async function main(
       }
       if (values.corpus) {
         const { corpusEval } = await import("./corpus-eval.js");
-        return corpusEval({ json: Boolean(values.json), out, colors });
+        return corpusEval({ json: Boolean(values.json), out, colors, sabotage });
       }
       const viewer = await loadTraceViewer();
       const card = await runScenarios(scenarios, {
         ...(values.only ? { only: values.only as string[] } : {}),
+        ...(sabotage.length > 0 ? { sabotage } : {}),
         ...(viewer
           ? {
               renderTrace: (spans: Span[], meta: { runId: string }) =>

@@ -187,6 +187,7 @@ export async function runCorpus(options: RunCorpusOptions = {}): Promise<CorpusR
       gates: built.gates,
       ...(built.scanner ? { scanner: built.scanner } : {}),
       ...(built.envelope ? { envelope: built.envelope } : {}),
+      ...(built.vault ? { vault: built.vault } : {}),
       store: memoryEventStore(),
       retry: { baseDelayMs: 1 },
     });
