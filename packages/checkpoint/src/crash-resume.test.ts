@@ -106,7 +106,9 @@ async function runUntilCrash(
   ledger: Ledger,
   plan: Parameters<typeof crashingStore>[1],
 ): Promise<void> {
-  const store = crashingStore(jsonlEventStore({ dir }), plan);
+  // The "dead" store gives its run's lock back 5 ms after its last write, where a real crash
+  // leaves a lock file that the next writer breaks (tested with real processes below).
+  const store = crashingStore(jsonlEventStore({ dir, lockIdleMs: 5 }), plan);
   const { agent } = agentOn(store, ledger);
   const finished = agent.run(supportDeskTask, { runId });
   if (plan.throws) {
