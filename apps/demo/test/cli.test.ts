@@ -126,7 +126,11 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(result.status, result.stderr).toBe(0);
     const card = JSON.parse(result.stdout) as {
       ok: boolean;
-      results: Array<{ name: string; status: string; checks: Array<{ name: string; ok: boolean }> }>;
+      results: Array<{
+        name: string;
+        status: string;
+        checks: Array<{ name: string; ok: boolean }>;
+      }>;
     };
     expect(card.ok).toBe(true);
     expect(card.results.map((item) => [item.name, item.status])).toEqual([
