@@ -102,6 +102,7 @@ export function ipAddressDetector(): Detector {
           boundaryBefore &&
           boundaryAfter &&
           (candidate.includes("::") || candidate.split(":").length === 8) &&
+          /[0-9A-Fa-f]/.test(candidate) &&
           isIpv6(candidate)
         ) {
           matches.push({ start, end: after, rule: "ipv6" });
