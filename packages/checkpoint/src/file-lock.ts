@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { open, readFile, stat, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { RunLockedError } from "./store-errors.js";
@@ -13,11 +14,14 @@ interface Holder {
   pid: number;
   host: string;
   token: string;
+  /** The kernel's boot id (Linux), so a lock left before a reboot is stale even if its pid was reused. */
+  boot?: string;
 }
 
 /** Tokens of the locks this process holds right now (a lock of this pid with another token leaked). */
 const heldHere = new Set<string>();
 const host = hostname();
+const boot = bootId();
 /** A lock file with no readable holder older than this was left by a writer that died creating it. */
 const unreadableStaleMs = 5_000;
 
@@ -34,7 +38,12 @@ const unreadableStaleMs = 5_000;
  */
 export async function acquireFileLock(path: string, timeoutMs: number): Promise<FileLock> {
   const token = randomBytes(9).toString("base64url");
-  const content = JSON.stringify({ pid: process.pid, host, token } satisfies Holder);
+  const content = JSON.stringify({
+    pid: process.pid,
+    host,
+    token,
+    ...(boot ? { boot } : {}),
+  } satisfies Holder);
   const started = Date.now();
   let delayMs = 1;
   for (;;) {
@@ -105,7 +114,12 @@ async function readHolder(path: string): Promise<Holder | "gone" | "unreadable">
       typeof parsed.host === "string" &&
       typeof parsed.token === "string"
     ) {
-      return { pid: parsed.pid, host: parsed.host, token: parsed.token };
+      return {
+        pid: parsed.pid,
+        host: parsed.host,
+        token: parsed.token,
+        ...(typeof parsed.boot === "string" ? { boot: parsed.boot } : {}),
+      };
     }
   } catch {
     // A holder between create and write, or one that died there: judged by age below.
@@ -122,6 +136,7 @@ async function isStale(path: string, holder: Holder | "unreadable"): Promise<boo
     }
   }
   if (holder.host !== host) return false;
+  if (boot && holder.boot && holder.boot !== boot) return true;
   if (holder.pid === process.pid) return !heldHere.has(holder.token);
   return !isAlive(holder.pid);
 }
@@ -168,4 +183,12 @@ async function breakStale(path: string, seen: Holder | "unreadable"): Promise<vo
 
 function ignoreMissing(error: unknown): void {
   if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+}
+
+function bootId(): string | undefined {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -466,3 +466,23 @@ describe("jsonlEventStore: rejected appends", () => {
     });
   });
 });
+
+describe("jsonlEventStore: locks left before a reboot", () => {
+  it("breaks a lock whose holder ran before the last boot, even when its pid is alive now", async () => {
+    const store = newStore({ lockTimeoutMs: 150 });
+    const lock = join(store.dir, "run_reboot.lock");
+    writeFileSync(
+      lock,
+      JSON.stringify({ pid: 1, host: hostname(), token: "old", boot: "another-boot" }),
+    );
+    const ours = existsSync("/proc/sys/kernel/random/boot_id");
+    const outcome = await store
+      .append("run_reboot", [start("run_reboot")], { expectedSeq: 0 })
+      .then(
+        (result) => result.nextSeq,
+        (error: LoopguardError) => error.code,
+      );
+    // Without a boot id (not Linux) the pid decides: pid 1 is alive, so the lock holds.
+    expect(outcome).toBe(ours ? 1 : "run_locked");
+  });
+});

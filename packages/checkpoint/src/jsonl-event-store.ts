@@ -117,6 +117,8 @@ const statusEvents = new Set([
   "run-resume",
 ]);
 const logSuffix = ".jsonl";
+/** How many runs an instance remembers (size, seq, summary) before forgetting idle ones. */
+const maxCachedRuns = 10_000;
 
 /**
  * The embedded default EventStore: one append-only JSONL file per run (`<dir>/<runId>.jsonl`),
@@ -183,7 +185,27 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
 
   const logOf = (runId: string): RunLog => {
     let log = runs.get(runId);
-    if (!log) {
+    if (log) {
+      // Most recently used last, for the eviction below.
+      runs.delete(runId);
+      runs.set(runId, log);
+    } else {
+      // What an instance knows of a run is only a cache (checked against the file at each
+      // lease), so idle runs beyond the bound are forgotten, oldest first. A run whose write
+      // failed is kept: this instance must go on refusing it.
+      if (runs.size >= maxCachedRuns) {
+        for (const [id, idle] of runs) {
+          if (runs.size < maxCachedRuns) break;
+          if (
+            !idle.lease &&
+            !idle.releasing &&
+            !idle.flushing &&
+            idle.queue.length === 0 &&
+            !idle.broken
+          )
+            runs.delete(id);
+        }
+      }
       log = {
         runId,
         file: fileOf(runId),
@@ -271,10 +293,17 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       await lease.handle?.close().catch(() => undefined);
       await lease.lock.release().catch(() => undefined);
     })();
-    log.releasing = releasing.finally(() => {
+    log.releasing = releasing;
+    void releasing.then(() => {
       if (log.releasing === releasing) log.releasing = undefined;
     });
     return releasing;
+  };
+
+  /** When a run goes idle: brings its summary file up to date and gives its lease back. */
+  const retire = async (log: RunLog): Promise<void> => {
+    await writeSummary(log);
+    if (!log.flushing && log.queue.length === 0) await releaseLease(log);
   };
 
   /** One group commit: every append queued for the run is fenced, written and fsynced together. */
@@ -372,7 +401,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     const lease = log.lease;
     if (lease) {
       lease.idleTimer = setTimeout(() => {
-        if (!log.flushing && log.lease === lease) void releaseLease(log);
+        if (!log.flushing && log.lease === lease) void retire(log);
       }, lockIdleMs);
       lease.idleTimer.unref();
     }
