@@ -6,6 +6,7 @@ export type {
   Redactor,
   RunOptions,
   RunResult,
+  Vault,
 } from "./agent.js";
 export { breakerOf, createAgent } from "./agent.js";
 export type { ApprovalOutcome, ApprovalRequest, Approver, ApproverAnswer } from "./approval.js";

@@ -221,7 +221,12 @@ export async function messagesApiServer(
     const key = headers["x-api-key"];
     if (!key && !headers.authorization)
       return sendError(response, 401, "authentication_error", "x-api-key header is required");
-    if (options.apiKey !== undefined && key !== options.apiKey)
+    // SDK 1.x sends the key as `Authorization: Bearer <key>`; older clients send `x-api-key`.
+    if (
+      options.apiKey !== undefined &&
+      key !== options.apiKey &&
+      headers.authorization !== `Bearer ${options.apiKey}`
+    )
       return sendError(response, 401, "authentication_error", "invalid x-api-key");
     if (!headers["anthropic-version"])
       return sendError(
