@@ -1,8 +1,16 @@
 // Gate pipeline cost per tool call under guardTool: `node gates.mjs [calls]`.
 // Prints one JSON line with p50/p99 microseconds for each gate alone and the whole pipeline.
 import { performance } from "node:perf_hooks";
+import {
+  digestOf,
+  guardTool,
+  judgeCall,
+  RunState,
+  sortGates,
+  tool,
+  withRun,
+} from "@loopguard/core";
 import * as v from "valibot";
-import { digestOf, guardTool, judgeCall, RunState, sortGates, tool, withRun } from "@loopguard/core";
 
 const calls = Number(process.argv[2] ?? 20_000);
 const policyPkg = await import("@loopguard/policy");
@@ -17,13 +25,17 @@ const refund = tool({
 });
 const rules = [];
 for (let index = 0; index < 48; index += 1) rules.push(policyPkg.deny(`tool_${index}_*`));
-rules.push(policyPkg.deny("send_email", { when: policyPkg.argDomainNotIn("to", ["acme-shop.com"]) }));
+rules.push(
+  policyPkg.deny("send_email", { when: policyPkg.argDomainNotIn("to", ["acme-shop.com"]) }),
+);
 rules.push(policyPkg.allow("issue_refund", { when: policyPkg.argGt("amount", 0) }));
 const gates = {
   policy: policyPkg.policy(rules),
   run_guard: policyPkg.runGuard(),
-  taint: injection.taintGate(),
 };
+const missing = [];
+if (typeof injection.taintGate === "function") gates.taint = injection.taintGate();
+else missing.push("taintGate (not exported by @loopguard/injection yet)");
 
 function stats(samples) {
   samples.sort((a, b) => a - b);
@@ -35,18 +47,36 @@ function makeRun() {
   const run = new RunState({ runId: "bench", agentId: "bench" });
   // A realistic history: 20 earlier outputs, 2 of them flagged, and 50 admitted calls.
   for (let index = 0; index < 20; index += 1) {
-    run.outputs.push({ tool: "search_kb", toolUseId: `t${index}`, text: `Article ${index}: contact help${index}@acme-shop.com, order A${1000 + index}`, scan: { verdict: index % 10 === 0 ? "injection" : "clean", score: 0.1, rules: [] } });
+    run.outputs.push({
+      tool: "search_kb",
+      toolUseId: `t${index}`,
+      text: `Article ${index}: contact help${index}@acme-shop.com, order A${1000 + index}`,
+      scan: { verdict: index % 10 === 0 ? "injection" : "clean", score: 0.1, rules: [] },
+    });
   }
-  for (let index = 0; index < 50; index += 1) run.calls.push({ tool: "lookup_order", argsDigest: digestOf({ order_id: `A${index}` }), toolUseId: `c${index}` });
+  for (let index = 0; index < 50; index += 1)
+    run.calls.push({
+      tool: "lookup_order",
+      argsDigest: digestOf({ order_id: `A${index}` }),
+      toolUseId: `c${index}`,
+    });
   return run;
 }
 
-const result = { calls, gates: {} };
+const result = { calls, gates: {}, missing };
 for (const [name, gate] of Object.entries(gates)) {
   const run = makeRun();
   const samples = [];
   for (let index = 0; index < calls; index += 1) {
-    const call = { tool: "issue_refund", args: { order_id: `A${index}`, amount: 10 + (index % 50), reason: "damaged" }, toolUseId: `x${index}`, idempotencyKey: `bench:x${index}`, sensitive: true, idempotent: false, run };
+    const call = {
+      tool: "issue_refund",
+      args: { order_id: `A${index}`, amount: 10 + (index % 50), reason: "damaged" },
+      toolUseId: `x${index}`,
+      idempotencyKey: `bench:x${index}`,
+      sensitive: true,
+      idempotent: false,
+      run,
+    };
     const started = performance.now();
     await gate.check(call);
     samples.push((performance.now() - started) * 1000);
@@ -58,9 +88,24 @@ for (const [name, gate] of Object.entries(gates)) {
   const sorted = sortGates(Object.values(gates));
   const samples = [];
   for (let index = 0; index < calls; index += 1) {
-    const call = { tool: "issue_refund", args: { order_id: `A${index}`, amount: 10 + (index % 50), reason: "damaged" }, toolUseId: `x${index}`, idempotencyKey: `bench:x${index}`, sensitive: true, idempotent: false, run };
+    const call = {
+      tool: "issue_refund",
+      args: { order_id: `A${index}`, amount: 10 + (index % 50), reason: "damaged" },
+      toolUseId: `x${index}`,
+      idempotencyKey: `bench:x${index}`,
+      sensitive: true,
+      idempotent: false,
+      run,
+    };
     const started = performance.now();
-    await judgeCall({ call, tool: refund, gates: sorted, haltOn: ["kill_switch"], approve: async () => ({ type: "approve" }), onError: () => {} });
+    await judgeCall({
+      call,
+      tool: refund,
+      gates: sorted,
+      haltOn: ["kill_switch"],
+      approve: async () => ({ type: "approve" }),
+      onError: () => {},
+    });
     samples.push((performance.now() - started) * 1000);
   }
   result.pipeline = stats(samples.slice(1000));
@@ -71,7 +116,11 @@ for (const [name, gate] of Object.entries(gates)) {
   await withRun({ agentId: "bench" }, async () => {
     for (let index = 0; index < calls; index += 1) {
       const started = performance.now();
-      const outcome = await guarded({ order_id: `A${index}`, amount: 10 + (index % 50), reason: "damaged" });
+      const outcome = await guarded({
+        order_id: `A${index}`,
+        amount: 10 + (index % 50),
+        reason: "damaged",
+      });
       samples.push((performance.now() - started) * 1000);
       if (outcome.type !== "ok") throw new Error(`guarded call refused: ${outcome.reason}`);
     }
