@@ -35,4 +35,7 @@ export const OTHER_PATTERN_TYPES: string[];
 export const NER_TYPES: string[];
 export function loadPiiRows(path?: string): PiiRow[];
 export function lookalikeType(row: PiiRow): string | undefined;
-export function scorePii(rows: PiiRow[], findFor: (text: string) => { type: string; start: number; end: number }[]): PiiScore;
+export function scorePii(
+  rows: PiiRow[],
+  findFor: (text: string) => { type: string; start: number; end: number }[],
+): PiiScore;

@@ -12,7 +12,15 @@ export const REPO_ROOT = resolve(here, "../../..");
 /** Where the corpus lives: `../shared/data/pii.jsonl` from the repository root. */
 export const PII_PATH = resolve(REPO_ROOT, "../shared/data/pii.jsonl");
 
-export const PATTERN_TYPES = ["EMAIL", "PHONE", "CREDIT_CARD", "US_SSN", "IBAN", "IP_ADDRESS", "SECRET"];
+export const PATTERN_TYPES = [
+  "EMAIL",
+  "PHONE",
+  "CREDIT_CARD",
+  "US_SSN",
+  "IBAN",
+  "IP_ADDRESS",
+  "SECRET",
+];
 export const OTHER_PATTERN_TYPES = ["MAC_ADDRESS", "URL"];
 export const NER_TYPES = ["PERSON", "ADDRESS", "LOCATION", "ORGANIZATION"];
 
@@ -43,7 +51,8 @@ const TEST_LOOKALIKE = [
 
 /** The type a negative row was written to look like, or undefined when it says nothing. */
 export function lookalikeType(row) {
-  if (row.subset.startsWith("detect_secrets") || row.subset.startsWith("llm_guard")) return "SECRET";
+  if (row.subset.startsWith("detect_secrets") || row.subset.startsWith("llm_guard"))
+    return "SECRET";
   const test = row.meta?.test;
   if (typeof test !== "string") return undefined;
   for (const [pattern, type] of TEST_LOOKALIKE) if (pattern.test(test)) return type;
@@ -63,7 +72,15 @@ export function scorePii(rows, findFor) {
   const counts = (type) => {
     let entry = perType.get(type);
     if (entry === undefined) {
-      entry = { type, gold: 0, found: 0, predicted: 0, truePositives: 0, missed: [], falsePositives: [] };
+      entry = {
+        type,
+        gold: 0,
+        found: 0,
+        predicted: 0,
+        truePositives: 0,
+        missed: [],
+        falsePositives: [],
+      };
       perType.set(type, entry);
     }
     return entry;
@@ -75,14 +92,20 @@ export function scorePii(rows, findFor) {
     for (const entity of row.entities) {
       const entry = counts(entity.type);
       entry.gold++;
-      if (findings.some((finding) => finding.type === entity.type && overlaps(finding, entity))) entry.found++;
+      if (findings.some((finding) => finding.type === entity.type && overlaps(finding, entity)))
+        entry.found++;
       else entry.missed.push({ id: row.id, value: entity.value });
     }
     for (const finding of findings) {
       const entry = counts(finding.type);
       entry.predicted++;
-      if (row.entities.some((entity) => entity.type === finding.type && overlaps(finding, entity))) entry.truePositives++;
-      else entry.falsePositives.push({ id: row.id, value: row.text.slice(finding.start, finding.end) });
+      if (row.entities.some((entity) => entity.type === finding.type && overlaps(finding, entity)))
+        entry.truePositives++;
+      else
+        entry.falsePositives.push({
+          id: row.id,
+          value: row.text.slice(finding.start, finding.end),
+        });
     }
     if (row.entities.length === 0) {
       negatives++;

@@ -4,4 +4,6 @@ export interface SignupRequest {
   email: string;
   password: string;
 }
-export function createApp(destination?: { write(line: string): void }): { signup(request: SignupRequest): void };
+export function createApp(destination?: { write(line: string): void }): {
+  signup(request: SignupRequest): void;
+};

@@ -1,6 +1,7 @@
 // An app that logs with pino and never writes personal data or secrets.
-import pino from "pino";
+
 import { pinoRedaction } from "@loopguard/redact";
+import pino from "pino";
 
 export function createApp(destination = process.stdout) {
   const logger = pino({ ...pinoRedaction() }, destination);

@@ -1,4 +1,9 @@
-export { BUILTIN_TYPES, type BuiltinType, builtinDetector, DEFAULT_TYPES } from "./builtin-detectors.js";
+export {
+  BUILTIN_TYPES,
+  type BuiltinType,
+  builtinDetector,
+  DEFAULT_TYPES,
+} from "./builtin-detectors.js";
 export { type CreateRedactorOptions, createRedactor, type Redactor } from "./create-redactor.js";
 export type { Detector, DetectorMatch, Finding } from "./detector.js";
 export { type PatchConsoleOptions, patchConsole } from "./patch-console.js";
@@ -12,4 +17,4 @@ export { createRedactionScope, type RedactionScope } from "./redaction-scope.js"
 export { createRedactionStream, type RedactionStreamOptions } from "./redaction-stream.js";
 export { isSensitiveKey } from "./sensitive-key.js";
 export { createVault, Vault, type VaultOptions } from "./vault.js";
-export { redactFormat, type WinstonFormat } from "./winston-redaction.js";
+export { redactFormat, type WinstonFormat, type WinstonInfo } from "./winston-redaction.js";

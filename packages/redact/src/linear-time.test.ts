@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { redact } from "./redact.js";
 import { createRedactor } from "./create-redactor.js";
+import { redact } from "./redact.js";
 
 // Adversarial inputs for each detector: long runs of what its candidates are made of, and
 // near misses that make a regex work hard before it fails. Each is run at n and 4n; a
@@ -45,18 +45,27 @@ describe("adversarial inputs run in linear time", () => {
     const small = make(N);
     const large = make(4 * N);
     redact(small); // warm up
-    const smallTime = Math.max(bestOf(3, () => redact(small)), 1);
+    const smallTime = Math.max(
+      bestOf(3, () => redact(small)),
+      1,
+    );
     const largeTime = bestOf(3, () => redact(large));
     expect(largeTime / smallTime).toBeLessThan(10);
   });
 
   it("redactDeep on a wide object of adversarial strings", () => {
     const redactor = createRedactor();
-    const make = (n: number) => Object.fromEntries(Array.from({ length: n / 1024 }, (_, index) => [`k${index}`, "1 @:".repeat(256)]));
+    const make = (n: number) =>
+      Object.fromEntries(
+        Array.from({ length: n / 1024 }, (_, index) => [`k${index}`, "1 @:".repeat(256)]),
+      );
     const small = make(N);
     const large = make(4 * N);
     redactor(small);
-    const smallTime = Math.max(bestOf(3, () => redactor(small)), 1);
+    const smallTime = Math.max(
+      bestOf(3, () => redactor(small)),
+      1,
+    );
     expect(bestOf(3, () => redactor(large)) / smallTime).toBeLessThan(10);
   });
 

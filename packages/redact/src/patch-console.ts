@@ -24,20 +24,32 @@ const DEFAULT_METHODS = ["log", "info", "warn", "error", "debug", "trace"] as co
  * undo();
  */
 export function patchConsole(options: PatchConsoleOptions = {}): () => void {
-  const { console: target = globalThis.console, methods = DEFAULT_METHODS, ...redactOptions } = options;
+  const {
+    console: target = globalThis.console,
+    methods = DEFAULT_METHODS,
+    ...redactOptions
+  } = options;
   if (typeof target !== "object" || target === null) {
     throw new RedactOptionsError("[redact] patchConsole: console must be a Console object.");
   }
   const deep = compileDeepRedactor(redactOptions, "patchConsole");
-  const patched = new Map<string, { original: (...args: unknown[]) => void; wrapper: (...args: unknown[]) => void }>();
+  const patched = new Map<
+    string,
+    { original: (...args: unknown[]) => void; wrapper: (...args: unknown[]) => void }
+  >();
   const record = target as unknown as Record<string, unknown>;
   for (const method of methods) {
     const original = record[method];
     if (typeof original !== "function") {
-      throw new RedactOptionsError(`[redact] patchConsole: console.${method} is not a function; pick methods the console has.`);
+      throw new RedactOptionsError(
+        `[redact] patchConsole: console.${method} is not a function; pick methods the console has.`,
+      );
     }
     const wrapper = (...args: unknown[]) => {
-      (original as (...args: unknown[]) => void).apply(target, args.map((argument) => deep(argument)));
+      (original as (...args: unknown[]) => void).apply(
+        target,
+        args.map((argument) => deep(argument)),
+      );
     };
     patched.set(method, { original: original as (...args: unknown[]) => void, wrapper });
     record[method] = wrapper;

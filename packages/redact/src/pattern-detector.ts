@@ -31,11 +31,15 @@ export interface PatternDetectorOptions {
  */
 export function patternDetector(options: PatternDetectorOptions): Detector {
   if (typeof options !== "object" || options === null) {
-    throw new RedactOptionsError("[redact] patternDetector takes an options object { type, pattern }.");
+    throw new RedactOptionsError(
+      "[redact] patternDetector takes an options object { type, pattern }.",
+    );
   }
   const { type, pattern, group, validate, priority = 50, maxLength = 256 } = options;
   if (typeof type !== "string" || !/^[A-Z][A-Z0-9_]*$/.test(type)) {
-    throw new RedactOptionsError(`[redact] patternDetector: type must be upper snake case like "EMPLOYEE_ID"; got ${JSON.stringify(type)}.`);
+    throw new RedactOptionsError(
+      `[redact] patternDetector: type must be upper snake case like "EMPLOYEE_ID"; got ${JSON.stringify(type)}.`,
+    );
   }
   if (!(pattern instanceof RegExp)) {
     throw new RedactOptionsError("[redact] patternDetector: pattern must be a RegExp.");
@@ -44,10 +48,17 @@ export function patternDetector(options: PatternDetectorOptions): Detector {
     throw new RedactOptionsError("[redact] patternDetector: group must be a non-negative integer.");
   }
   if (validate !== undefined && typeof validate !== "function") {
-    throw new RedactOptionsError("[redact] patternDetector: validate must be a function (value) => boolean.");
+    throw new RedactOptionsError(
+      "[redact] patternDetector: validate must be a function (value) => boolean.",
+    );
   }
-  const flags = pattern.flags.includes("g") ? pattern.flags.replace("y", "") : `${pattern.flags.replace("y", "")}g`;
-  const global = new RegExp(pattern.source, group !== undefined && group > 0 ? `${flags.replace("d", "")}d` : flags);
+  const flags = pattern.flags.includes("g")
+    ? pattern.flags.replace("y", "")
+    : `${pattern.flags.replace("y", "")}g`;
+  const global = new RegExp(
+    pattern.source,
+    group !== undefined && group > 0 ? `${flags.replace("d", "")}d` : flags,
+  );
   const name = options.name ?? type.toLowerCase().replace(/_/g, "-");
   return {
     type,

@@ -46,14 +46,22 @@ describe("redactDeep", () => {
   it("handles Maps, Sets, Errors, Dates, class instances with toJSON and keys", () => {
     const error = new Error("failed for jane@acme.io");
     const output = redactDeep({
-      map: new Map<string, unknown>([["apiKey", "x"], ["who", "a@b.io"]]),
+      map: new Map<string, unknown>([
+        ["apiKey", "x"],
+        ["who", "a@b.io"],
+      ]),
       set: new Set(["10.0.0.1"]),
       error,
       when: new Date(0),
       url: new URL("https://bob:pa55word@example.com/"),
       "jane@acme.io": "as a key",
     }) as Record<string, unknown>;
-    expect(output.map).toEqual(new Map([["apiKey", "[SECRET]"], ["who", "[EMAIL]"]]));
+    expect(output.map).toEqual(
+      new Map([
+        ["apiKey", "[SECRET]"],
+        ["who", "[EMAIL]"],
+      ]),
+    );
     expect(output.set).toEqual(new Set(["[IP_ADDRESS]"]));
     expect(output.error).toBeInstanceOf(Error);
     expect((output.error as Error).message).toBe("failed for [EMAIL]");
@@ -65,19 +73,44 @@ describe("redactDeep", () => {
   });
 
   it("takes extra sensitive keys and truncates past maxDepth", () => {
-    expect(redactDeep({ pin_code: "1", badge: "x" }, { sensitiveKeys: ["badge", /^pin_/] })).toEqual({
+    expect(
+      redactDeep({ pin_code: "1", badge: "x" }, { sensitiveKeys: ["badge", /^pin_/] }),
+    ).toEqual({
       pin_code: "[SECRET]",
       badge: "[SECRET]",
     });
-    expect(redactDeep({ a: { b: { c: "deep" } } }, { maxDepth: 2 })).toEqual({ a: { b: "[TRUNCATED]" } });
+    expect(redactDeep({ a: { b: { c: "deep" } } }, { maxDepth: 2 })).toEqual({
+      a: { b: "[TRUNCATED]" },
+    });
     expect(() => redactDeep({}, { maxDepth: 0 })).toThrow(/maxDepth/);
   });
 
   it("classifies key names by words, not substrings", () => {
-    for (const key of ["password", "db_pass", "userPassword", "x-api-key", "accessToken", "AccountKey", "client_secret", "Cookie", "auth", "PRIVATE_KEY"]) {
+    for (const key of [
+      "password",
+      "db_pass",
+      "userPassword",
+      "x-api-key",
+      "accessToken",
+      "AccountKey",
+      "client_secret",
+      "Cookie",
+      "auth",
+      "PRIVATE_KEY",
+    ]) {
       expect(isSensitiveKey(key), key).toBe(true);
     }
-    for (const key of ["max_tokens", "input_tokens", "token_count", "author", "keyboard", "public_key", "compass", "secretary", "id"]) {
+    for (const key of [
+      "max_tokens",
+      "input_tokens",
+      "token_count",
+      "author",
+      "keyboard",
+      "public_key",
+      "compass",
+      "secretary",
+      "id",
+    ]) {
       expect(isSensitiveKey(key), key).toBe(false);
     }
   });
@@ -89,6 +122,8 @@ describe("createRedactor", () => {
     expect(redactor("mail a@b.io")).toBe("mail <EMAIL_1>");
     expect(redactor({ to: "a@b.io", cc: "c@d.io" })).toEqual({ to: "<EMAIL_1>", cc: "<EMAIL_2>" });
     expect(redactor(42)).toBe(42);
-    expect(() => createRedactor({ types: ["NOPE" as "EMAIL"] })).toThrow(/\[redact\] createRedactor/);
+    expect(() => createRedactor({ types: ["NOPE" as "EMAIL"] })).toThrow(
+      /\[redact\] createRedactor/,
+    );
   });
 });

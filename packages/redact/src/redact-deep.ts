@@ -1,5 +1,5 @@
-import { engineFor, type RedactionEngine, type RedactOptions } from "./redaction-engine.js";
 import { RedactOptionsError } from "./redact-error.js";
+import { engineFor, type RedactionEngine, type RedactOptions } from "./redaction-engine.js";
 import type { RedactionScope } from "./redaction-scope.js";
 import { createRedactionScope } from "./redaction-scope.js";
 import { isSensitiveKey } from "./sensitive-key.js";
@@ -32,16 +32,26 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
   const keyPatterns: RegExp[] = [];
   if (sensitiveKeys !== undefined) {
     if (!Array.isArray(sensitiveKeys)) {
-      throw new RedactOptionsError(`[redact] ${name}: sensitiveKeys must be an array of strings or regular expressions.`);
+      throw new RedactOptionsError(
+        `[redact] ${name}: sensitiveKeys must be an array of strings or regular expressions.`,
+      );
     }
     for (const key of sensitiveKeys) {
       if (typeof key === "string") exactKeys.add(key.toLowerCase());
       else if (key instanceof RegExp) keyPatterns.push(key);
-      else throw new RedactOptionsError(`[redact] ${name}: each sensitive key must be a string or a RegExp.`);
+      else
+        throw new RedactOptionsError(
+          `[redact] ${name}: each sensitive key must be a string or a RegExp.`,
+        );
     }
   }
-  if (maxDepth !== undefined && !(Number.isInteger(maxDepth) && maxDepth >= 1 && maxDepth <= 10_000)) {
-    throw new RedactOptionsError(`[redact] ${name}: maxDepth must be an integer from 1 to 10000; got ${String(maxDepth)}.`);
+  if (
+    maxDepth !== undefined &&
+    !(Number.isInteger(maxDepth) && maxDepth >= 1 && maxDepth <= 10_000)
+  ) {
+    throw new RedactOptionsError(
+      `[redact] ${name}: maxDepth must be an integer from 1 to 10000; got ${String(maxDepth)}.`,
+    );
   }
   const depthLimit = maxDepth ?? 64;
   const keyCache = new Map<string, boolean>();
@@ -63,15 +73,20 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
   }
 
   const redactDeepValue = ((root: unknown, givenScope?: RedactionScope): unknown => {
-    const scope = givenScope ?? engine.scope ?? (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
+    const scope =
+      givenScope ??
+      engine.scope ??
+      (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
     const seen = new Map<object, unknown>();
     const text = (value: string): string => engine.apply(value, engine.find(value), scope);
 
     const secretValue = (value: unknown): unknown => {
-      if (value === null || value === undefined || typeof value === "boolean" || value === "") return value;
+      if (value === null || value === undefined || typeof value === "boolean" || value === "")
+        return value;
       const finding = { type: "SECRET", start: 0, end: 0, rule: "sensitive-key" };
       if (engine.placeholder === "type") return "[SECRET]";
-      if (engine.placeholder === "indexed") return (scope ?? createRedactionScope()).token("SECRET", value);
+      if (engine.placeholder === "indexed")
+        return (scope ?? createRedactionScope()).token("SECRET", value);
       return engine.placeholder(finding, typeof value === "string" ? value : String(value));
     };
 
@@ -104,16 +119,29 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
         return copy;
       }
       if (value instanceof Error) {
-        const copy = Object.create(Object.getPrototypeOf(value) as object) as Record<string, unknown>;
+        const copy = Object.create(Object.getPrototypeOf(value) as object) as Record<
+          string,
+          unknown
+        >;
         seen.set(value, copy);
         for (const key of ["name", "message", "stack"] as const) {
           const field = (value as unknown as Record<string, unknown>)[key];
           if (field !== undefined) {
-            Object.defineProperty(copy, key, { value: walk(field, depth + 1), writable: true, configurable: true, enumerable: false });
+            Object.defineProperty(copy, key, {
+              value: walk(field, depth + 1),
+              writable: true,
+              configurable: true,
+              enumerable: false,
+            });
           }
         }
         if ("cause" in value) {
-          Object.defineProperty(copy, "cause", { value: walk(value.cause, depth + 1), writable: true, configurable: true, enumerable: false });
+          Object.defineProperty(copy, "cause", {
+            value: walk(value.cause, depth + 1),
+            writable: true,
+            configurable: true,
+            enumerable: false,
+          });
         }
         copyProperties(value as unknown as Record<string, unknown>, copy, depth);
         return copy;
@@ -134,7 +162,11 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       return copy;
     };
 
-    const copyProperties = (source: Record<string, unknown>, target: Record<string, unknown>, depth: number): void => {
+    const copyProperties = (
+      source: Record<string, unknown>,
+      target: Record<string, unknown>,
+      depth: number,
+    ): void => {
       for (const key of Object.keys(source)) {
         let item: unknown;
         try {

@@ -17,7 +17,11 @@ export class RedactError extends Error {
 
   /** Whether `value` is a `RedactError` from any copy of this package. */
   static isInstance(value: unknown): value is RedactError {
-    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[brand] === true
+    );
   }
 }
 

@@ -48,6 +48,7 @@ describe("redact: detectors", () => {
     ["a date and time", "2003-08-28 12:13:52"],
     ["a version", "version 1.2.3"],
     ["token counts", '{"max_tokens": 1024, "input_tokens": 12}'],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the text is a config template on purpose
     ["a template placeholder", "password: ${DB_PASSWORD}"],
     ["an email without a TLD", "info@presidio."],
     ["Stripe publishable key", "pk_live_j5krY8XTgIcDaHDb3YrsAfCl"],
@@ -61,7 +62,10 @@ describe("redact: detectors", () => {
     const text = "Mail jane@acme.io, card 4111 1111 1111 1111";
     const { text: redacted, findings } = redact(text);
     expect(redacted).toBe("Mail [EMAIL], card [CREDIT_CARD]");
-    expect(findings.map((finding) => text.slice(finding.start, finding.end))).toEqual(["jane@acme.io", "4111 1111 1111 1111"]);
+    expect(findings.map((finding) => text.slice(finding.start, finding.end))).toEqual([
+      "jane@acme.io",
+      "4111 1111 1111 1111",
+    ]);
   });
 
   it("keeps a card found before trailing digits (a CVV)", () => {
@@ -69,7 +73,9 @@ describe("redact: detectors", () => {
   });
 
   it("redacts only the password of a URL and the value of an assignment", () => {
-    expect(redact("https://bob:pa55word@example.com/x").text).toBe("https://bob:[SECRET]@example.com/x");
+    expect(redact("https://bob:pa55word@example.com/x").text).toBe(
+      "https://bob:[SECRET]@example.com/x",
+    );
     expect(redact('password = "value with spaces"').text).toBe('password = "[SECRET]"');
   });
 
@@ -89,13 +95,22 @@ describe("redact: detectors", () => {
 
   it("takes a placeholder function and a subset of types", () => {
     const text = "a@b.io 10.0.0.1";
-    expect(redact(text, { placeholder: (finding) => `<${finding.type.toLowerCase()}>` }).text).toBe("<email> <ip_address>");
+    expect(redact(text, { placeholder: (finding) => `<${finding.type.toLowerCase()}>` }).text).toBe(
+      "<email> <ip_address>",
+    );
     expect(redact(text, { types: ["IP_ADDRESS"] }).text).toBe("a@b.io [IP_ADDRESS]");
   });
 
   it("runs custom detectors, with capture groups and validation", () => {
-    const employee = patternDetector({ type: "EMPLOYEE_ID", pattern: /\bEMP-(\d{6})\b/, group: 1, validate: (value) => value !== "000000" });
-    expect(redact("ask EMP-123456 not EMP-000000", { detectors: [employee] }).text).toBe("ask EMP-[EMPLOYEE_ID] not EMP-000000");
+    const employee = patternDetector({
+      type: "EMPLOYEE_ID",
+      pattern: /\bEMP-(\d{6})\b/,
+      group: 1,
+      validate: (value) => value !== "000000",
+    });
+    expect(redact("ask EMP-123456 not EMP-000000", { detectors: [employee] }).text).toBe(
+      "ask EMP-[EMPLOYEE_ID] not EMP-000000",
+    );
   });
 
   it("merges overlapping findings into one, typed by the higher priority", () => {
@@ -107,7 +122,9 @@ describe("redact: detectors", () => {
 
 describe("redact: failures", () => {
   it("rejects bad options with a RedactOptionsError that says what to do", () => {
-    expect(() => redact("x", { types: ["EMAIL", "NAME" as "EMAIL"] })).toThrow(/\[redact\].*unknown type "NAME"/);
+    expect(() => redact("x", { types: ["EMAIL", "NAME" as "EMAIL"] })).toThrow(
+      /\[redact\].*unknown type "NAME"/,
+    );
     expect(() => redact("x", { placeholder: "stars" as "type" })).toThrow(RedactOptionsError);
     expect(() => redact("x", { typo: true } as never)).toThrow(/unknown option "typo"/);
     expect(() => redact(42 as unknown as string)).toThrow(/takes a string/);
@@ -127,6 +144,8 @@ describe("redact: failures", () => {
 
   it("fails closed when a custom detector reports a span outside the text", () => {
     const broken = { type: "BROKEN", name: "broken", find: () => [{ start: 0, end: 99 }] };
-    expect(() => redact("short", { detectors: [broken] })).toThrow(/outside a text of 5 characters/);
+    expect(() => redact("short", { detectors: [broken] })).toThrow(
+      /outside a text of 5 characters/,
+    );
   });
 });

@@ -1,5 +1,5 @@
-import { engineFor, type RedactOptions, type RedactResult } from "./redaction-engine.js";
 import { RedactOptionsError } from "./redact-error.js";
+import { engineFor, type RedactOptions, type RedactResult } from "./redaction-engine.js";
 
 /**
  * Redacts PII and secrets in a text: returns the text with each finding replaced by a
@@ -16,7 +16,9 @@ import { RedactOptionsError } from "./redact-error.js";
  */
 export function redact(text: string, options?: RedactOptions): RedactResult {
   if (typeof text !== "string") {
-    throw new RedactOptionsError(`[redact] redact(text) takes a string; got ${text === null ? "null" : typeof text}. Use redactDeep for other values.`);
+    throw new RedactOptionsError(
+      `[redact] redact(text) takes a string; got ${text === null ? "null" : typeof text}. Use redactDeep for other values.`,
+    );
   }
   return engineFor(options, "redact").redact(text);
 }

@@ -1,4 +1,9 @@
-import { BUILTIN_TYPES, type BuiltinType, builtinDetector, DEFAULT_TYPES } from "./builtin-detectors.js";
+import {
+  BUILTIN_TYPES,
+  type BuiltinType,
+  builtinDetector,
+  DEFAULT_TYPES,
+} from "./builtin-detectors.js";
 import type { Detector, Finding } from "./detector.js";
 import { DetectorError, RedactOptionsError } from "./redact-error.js";
 import { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
@@ -54,22 +59,32 @@ interface Candidate {
 }
 
 /** Checks the shared options and returns the ones given, so other option sets can extend them. */
-export function validateRedactOptions(options: unknown, name: string, extraKeys: readonly string[] = []): RedactOptions {
+export function validateRedactOptions(
+  options: unknown,
+  name: string,
+  extraKeys: readonly string[] = [],
+): RedactOptions {
   if (options === undefined) return {};
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
-    throw new RedactOptionsError(`[redact] ${name} options must be an object; got ${describe(options)}.`);
+    throw new RedactOptionsError(
+      `[redact] ${name} options must be an object; got ${describe(options)}.`,
+    );
   }
   const record = options as Record<string, unknown>;
   for (const key of Object.keys(record)) {
     if (!OPTION_KEYS.has(key) && !extraKeys.includes(key)) {
       const known = [...OPTION_KEYS, ...extraKeys].join(", ");
-      throw new RedactOptionsError(`[redact] ${name} got an unknown option "${key}"; known options are ${known}.`);
+      throw new RedactOptionsError(
+        `[redact] ${name} got an unknown option "${key}"; known options are ${known}.`,
+      );
     }
   }
   const { types, detectors, placeholder, scope } = record;
   if (types !== undefined) {
     if (!Array.isArray(types)) {
-      throw new RedactOptionsError(`[redact] ${name}: types must be an array of ${BUILTIN_TYPES.join(", ")}.`);
+      throw new RedactOptionsError(
+        `[redact] ${name}: types must be an array of ${BUILTIN_TYPES.join(", ")}.`,
+      );
     }
     for (const type of types) {
       if (!BUILTIN_TYPES.includes(type as BuiltinType)) {
@@ -81,17 +96,31 @@ export function validateRedactOptions(options: unknown, name: string, extraKeys:
   }
   if (detectors !== undefined) {
     if (!Array.isArray(detectors)) {
-      throw new RedactOptionsError(`[redact] ${name}: detectors must be an array of Detector objects.`);
+      throw new RedactOptionsError(
+        `[redact] ${name}: detectors must be an array of Detector objects.`,
+      );
     }
     for (const detector of detectors) validateDetector(detector, name);
   }
-  if (placeholder !== undefined && placeholder !== "type" && placeholder !== "indexed" && typeof placeholder !== "function") {
+  if (
+    placeholder !== undefined &&
+    placeholder !== "type" &&
+    placeholder !== "indexed" &&
+    typeof placeholder !== "function"
+  ) {
     throw new RedactOptionsError(
       `[redact] ${name}: placeholder must be "type", "indexed" or a function (finding, value) => string; got ${describe(placeholder)}.`,
     );
   }
-  if (scope !== undefined && (typeof scope !== "object" || scope === null || typeof (scope as RedactionScope).token !== "function")) {
-    throw new RedactOptionsError(`[redact] ${name}: scope must be a RedactionScope such as createVault().`);
+  if (
+    scope !== undefined &&
+    (typeof scope !== "object" ||
+      scope === null ||
+      typeof (scope as RedactionScope).token !== "function")
+  ) {
+    throw new RedactOptionsError(
+      `[redact] ${name}: scope must be a RedactionScope such as createVault().`,
+    );
   }
   return record as RedactOptions;
 }
@@ -99,7 +128,9 @@ export function validateRedactOptions(options: unknown, name: string, extraKeys:
 function validateDetector(detector: unknown, name: string): void {
   const candidate = detector as Partial<Detector> | null;
   if (typeof candidate !== "object" || candidate === null || typeof candidate.find !== "function") {
-    throw new RedactOptionsError(`[redact] ${name}: each detector needs a find(text) method; got ${describe(detector)}.`);
+    throw new RedactOptionsError(
+      `[redact] ${name}: each detector needs a find(text) method; got ${describe(detector)}.`,
+    );
   }
   if (typeof candidate.type !== "string" || !TYPE_NAME.test(candidate.type)) {
     throw new RedactOptionsError(
@@ -107,10 +138,17 @@ function validateDetector(detector: unknown, name: string): void {
     );
   }
   if (typeof candidate.name !== "string" || candidate.name.length === 0) {
-    throw new RedactOptionsError(`[redact] ${name}: detector of type ${candidate.type} needs a non-empty name.`);
+    throw new RedactOptionsError(
+      `[redact] ${name}: detector of type ${candidate.type} needs a non-empty name.`,
+    );
   }
-  if (candidate.maxLength !== undefined && !(Number.isInteger(candidate.maxLength) && candidate.maxLength > 0)) {
-    throw new RedactOptionsError(`[redact] ${name}: detector ${candidate.name} maxLength must be a positive integer.`);
+  if (
+    candidate.maxLength !== undefined &&
+    !(Number.isInteger(candidate.maxLength) && candidate.maxLength > 0)
+  ) {
+    throw new RedactOptionsError(
+      `[redact] ${name}: detector ${candidate.name} maxLength must be a positive integer.`,
+    );
   }
 }
 
@@ -121,7 +159,12 @@ function describe(value: unknown): string {
   return typeof value;
 }
 
-function placeholderFor(placeholder: Placeholder, finding: Finding, value: string, scope: RedactionScope): string {
+function placeholderFor(
+  placeholder: Placeholder,
+  finding: Finding,
+  value: string,
+  scope: RedactionScope,
+): string {
   if (placeholder === "type") return `[${finding.type}]`;
   if (placeholder === "indexed") return scope.token(finding.type, value);
   const written = placeholder(finding, value);
@@ -147,7 +190,15 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
       const priority = detector.priority ?? 50;
       for (const match of detector.find(text)) {
         const { start, end } = match;
-        if (!(Number.isInteger(start) && Number.isInteger(end) && start >= 0 && end <= text.length && start < end)) {
+        if (
+          !(
+            Number.isInteger(start) &&
+            Number.isInteger(end) &&
+            start >= 0 &&
+            end <= text.length &&
+            start < end
+          )
+        ) {
           throw new DetectorError(
             `[redact] detector ${detector.name} reported the span [${String(start)}, ${String(end)}) outside a text of ${text.length} characters; fix its find() method.`,
           );
@@ -178,7 +229,12 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
           merged.rule = current.rule;
         }
       } else {
-        findings.push({ type: merged.type, start: merged.start, end: merged.end, rule: merged.rule });
+        findings.push({
+          type: merged.type,
+          start: merged.start,
+          end: merged.end,
+          rule: merged.rule,
+        });
         merged = { ...current };
       }
     }
@@ -193,7 +249,12 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
     let last = 0;
     for (const finding of findings) {
       output += text.slice(last, finding.start);
-      output += placeholderFor(placeholder, finding, text.slice(finding.start, finding.end), activeScope);
+      output += placeholderFor(
+        placeholder,
+        finding,
+        text.slice(finding.start, finding.end),
+        activeScope,
+      );
       last = finding.end;
     }
     return output + text.slice(last);
@@ -216,7 +277,11 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
 let defaultEngine: RedactionEngine | undefined;
 
 /** The engine for `options`, reusing one compiled default when no options are given. @internal */
-export function engineFor(options: unknown, name: string, extraKeys: readonly string[] = []): RedactionEngine {
+export function engineFor(
+  options: unknown,
+  name: string,
+  extraKeys: readonly string[] = [],
+): RedactionEngine {
   const validated = validateRedactOptions(options, name, extraKeys);
   if (
     validated.types === undefined &&

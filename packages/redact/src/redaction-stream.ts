@@ -1,5 +1,5 @@
-import { engineFor, type RedactOptions } from "./redaction-engine.js";
 import { RedactOptionsError } from "./redact-error.js";
+import { engineFor, type RedactOptions } from "./redaction-engine.js";
 import { createRedactionScope } from "./redaction-scope.js";
 
 /** Options of `createRedactionStream`. */
@@ -38,24 +38,33 @@ function isSpaceCode(code: number): boolean {
  *   .pipeThrough(new TextDecoderStream())
  *   .pipeThrough(createRedactionStream());
  */
-export function createRedactionStream(options?: RedactionStreamOptions): TransformStream<string, string> {
+export function createRedactionStream(
+  options?: RedactionStreamOptions,
+): TransformStream<string, string> {
   const engine = engineFor(options, "createRedactionStream", ["holdBack", "maxBuffer"]);
   const { holdBack: givenHoldBack, maxBuffer: givenMaxBuffer } = options ?? {};
   if (givenHoldBack !== undefined && !(Number.isInteger(givenHoldBack) && givenHoldBack >= 1)) {
-    throw new RedactOptionsError(`[redact] createRedactionStream: holdBack must be a positive integer; got ${String(givenHoldBack)}.`);
+    throw new RedactOptionsError(
+      `[redact] createRedactionStream: holdBack must be a positive integer; got ${String(givenHoldBack)}.`,
+    );
   }
   if (givenMaxBuffer !== undefined && !(Number.isInteger(givenMaxBuffer) && givenMaxBuffer >= 1)) {
-    throw new RedactOptionsError(`[redact] createRedactionStream: maxBuffer must be a positive integer; got ${String(givenMaxBuffer)}.`);
+    throw new RedactOptionsError(
+      `[redact] createRedactionStream: maxBuffer must be a positive integer; got ${String(givenMaxBuffer)}.`,
+    );
   }
   const holdBack = givenHoldBack ?? engine.maxLength;
   const maxBuffer = Math.max(givenMaxBuffer ?? 1024 * 1024, holdBack * 2);
-  const scope = engine.scope ?? (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
+  const scope =
+    engine.scope ?? (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
   let buffer = "";
 
   return new TransformStream<string, string>({
     transform(chunk, controller) {
       if (typeof chunk !== "string") {
-        throw new RedactOptionsError("[redact] the redaction stream takes strings; pipe bytes through a TextDecoderStream first.");
+        throw new RedactOptionsError(
+          "[redact] the redaction stream takes strings; pipe bytes through a TextDecoderStream first.",
+        );
       }
       buffer += chunk;
       if (buffer.length <= holdBack) return;

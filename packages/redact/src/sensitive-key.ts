@@ -1,18 +1,71 @@
 const ALWAYS = new Set([
-  "password", "passwd", "pwd", "pass", "passphrase", "passcode", "secret", "secrets",
-  "authorization", "cookie", "cookies", "credential", "credentials", "apikey", "privatekey",
-  "jwt", "bearer", "sessionid", "ssn", "cvv", "cvc", "contrasena", "contraseña", "otp", "totp",
-  "mfa", "pin",
+  "password",
+  "passwd",
+  "pwd",
+  "pass",
+  "passphrase",
+  "passcode",
+  "secret",
+  "secrets",
+  "authorization",
+  "cookie",
+  "cookies",
+  "credential",
+  "credentials",
+  "apikey",
+  "privatekey",
+  "jwt",
+  "bearer",
+  "sessionid",
+  "ssn",
+  "cvv",
+  "cvc",
+  "contrasena",
+  "contraseña",
+  "otp",
+  "totp",
+  "mfa",
+  "pin",
 ]);
 /** Words that make a following `key` sensitive: `api_key`, `privateKey`, `AccountKey`. */
 const KEY_QUALIFIERS = new Set([
-  "api", "private", "secret", "access", "auth", "client", "account", "service", "db",
-  "database", "signing", "encryption", "master", "session", "priv", "app",
+  "api",
+  "private",
+  "secret",
+  "access",
+  "auth",
+  "client",
+  "account",
+  "service",
+  "db",
+  "database",
+  "signing",
+  "encryption",
+  "master",
+  "session",
+  "priv",
+  "app",
 ]);
 /** Words after `token` that make it metadata, not a token: `token_count`, `tokenType`. */
 const TOKEN_METADATA = new Set([
-  "count", "counts", "type", "limit", "limits", "usage", "url", "uri", "endpoint", "expiry",
-  "expires", "expiration", "ttl", "length", "index", "budget", "estimate", "name",
+  "count",
+  "counts",
+  "type",
+  "limit",
+  "limits",
+  "usage",
+  "url",
+  "uri",
+  "endpoint",
+  "expiry",
+  "expires",
+  "expiration",
+  "ttl",
+  "length",
+  "index",
+  "budget",
+  "estimate",
+  "name",
 ]);
 
 /** Splits an identifier into lower-case words: `x-api-key` → x, api, key; `accessToken` → access, token. */
@@ -32,13 +85,27 @@ export function keyWords(key: string): string[] {
  */
 export function isSensitiveKey(key: string): boolean {
   if (key.length === 0 || key.length > 128) return false;
+  let known = cache.get(key);
+  if (known === undefined) {
+    known = classify(key);
+    // Key names repeat endlessly in logs; a bounded cache makes the check a map lookup.
+    if (cache.size >= 2048) cache.clear();
+    cache.set(key, known);
+  }
+  return known;
+}
+
+const cache = new Map<string, boolean>();
+
+function classify(key: string): boolean {
   const words = keyWords(key);
   if (words.length === 0) return false;
   if (words.length === 1 && words[0] === "auth") return true;
   for (let index = 0; index < words.length; index++) {
     const word = words[index]!;
     if (ALWAYS.has(word)) return true;
-    if (word.startsWith("passw") || (word.startsWith("secret") && word !== "secretary")) return true;
+    if (word.startsWith("passw") || (word.startsWith("secret") && word !== "secretary"))
+      return true;
     if (word === "token") {
       const next = words[index + 1];
       if (next === undefined || !TOKEN_METADATA.has(next)) return true;

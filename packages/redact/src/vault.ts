@@ -28,9 +28,14 @@ export class Vault implements RedactionScope {
     }
     const record = options as Record<string, unknown>;
     if ("placeholder" in record || "scope" in record) {
-      throw new RedactOptionsError("[redact] createVault: a vault always writes indexed tokens with itself as the scope; drop placeholder and scope.");
+      throw new RedactOptionsError(
+        "[redact] createVault: a vault always writes indexed tokens with itself as the scope; drop placeholder and scope.",
+      );
     }
-    this.#deep = compileDeepRedactor({ ...options, placeholder: "indexed", scope: this }, "createVault");
+    this.#deep = compileDeepRedactor(
+      { ...options, placeholder: "indexed", scope: this },
+      "createVault",
+    );
   }
 
   /** How many distinct values the vault holds. */
@@ -55,7 +60,10 @@ export class Vault implements RedactionScope {
 
   /** Redacts a text into tokens this vault can reveal. */
   redact(text: string): RedactResult {
-    if (typeof text !== "string") throw new RedactOptionsError("[redact] vault.redact(text) takes a string; use vault.redactDeep for other values.");
+    if (typeof text !== "string")
+      throw new RedactOptionsError(
+        "[redact] vault.redact(text) takes a string; use vault.redactDeep for other values.",
+      );
     return this.#deep.engine.redact(text, this);
   }
 
@@ -82,7 +90,11 @@ export class Vault implements RedactionScope {
       if (whole && this.#values.has(value)) return this.#values.get(value);
       return value.replace(TOKEN, (token) => {
         const original = this.#values.get(token);
-        return original === undefined ? token : typeof original === "string" ? original : JSON.stringify(original);
+        return original === undefined
+          ? token
+          : typeof original === "string"
+            ? original
+            : JSON.stringify(original);
       });
     }
     if (typeof value !== "object" || value === null) return value;
@@ -103,7 +115,8 @@ export class Vault implements RedactionScope {
     if (prototype !== Object.prototype && prototype !== null) return value;
     const copy: Record<string, unknown> = {};
     seen.set(value, copy);
-    for (const [key, item] of Object.entries(value)) copy[this.#reveal(key, seen) as string] = this.#reveal(item, seen);
+    for (const [key, item] of Object.entries(value))
+      copy[this.#reveal(key, seen) as string] = this.#reveal(item, seen);
     return copy;
   }
 

@@ -1,9 +1,16 @@
 import { compileDeepRedactor, type RedactDeepOptions } from "./redact-deep.js";
 import { redactLine } from "./redact-line.js";
 
+/** The log entry a winston format receives and returns. */
+export interface WinstonInfo {
+  level: string;
+  message: unknown;
+  [key: string | symbol]: unknown;
+}
+
 /** A logform format: the object `winston.format.combine` accepts. */
 export interface WinstonFormat {
-  transform(info: Record<string | symbol, unknown>, options?: unknown): Record<string | symbol, unknown>;
+  transform(info: WinstonInfo, options?: unknown): WinstonInfo;
 }
 
 const LEVEL = Symbol.for("level");
@@ -31,13 +38,14 @@ export function redactFormat(options?: RedactDeepOptions): WinstonFormat {
     transform(info) {
       const plain: Record<string, unknown> = {};
       for (const key of Object.keys(info)) plain[key] = info[key];
-      const output = deep(plain) as Record<string | symbol, unknown>;
+      const output = deep(plain) as WinstonInfo;
       // The level drives colours and filtering; it never holds personal data.
       if ("level" in info) output.level = info.level;
       for (const symbol of Object.getOwnPropertySymbols(info)) {
         const value = info[symbol];
         if (symbol === LEVEL) output[symbol] = value;
-        else if (symbol === MESSAGE && typeof value === "string") output[symbol] = redactLine(value, deep);
+        else if (symbol === MESSAGE && typeof value === "string")
+          output[symbol] = redactLine(value, deep);
         else output[symbol] = deep(value);
       }
       return output;

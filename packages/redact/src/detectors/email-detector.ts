@@ -41,13 +41,20 @@ export function emailDetector(): Detector {
         let start = at;
         const floor = Math.max(lastEnd, at - MAX_LOCAL);
         while (start > floor && isLocalCode(text.charCodeAt(start - 1))) start--;
-        while (start < at && (text.charCodeAt(start) === 46 || text.charCodeAt(start) === 39)) start++;
+        while (start < at && (text.charCodeAt(start) === 46 || text.charCodeAt(start) === 39))
+          start++;
         let end = at + 1;
         const ceiling = Math.min(text.length, at + 1 + MAX_DOMAIN);
         while (end < ceiling && isDomainCode(text.charCodeAt(end))) end++;
         // Trim trailing dots and hyphens ("mail me at a@b.com.").
-        while (end > at + 1 && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 45)) end--;
-        if (start < at && end > at + 1 && validDomain(text, at + 1, end) && !inUrlAuthority(text, start)) {
+        while (end > at + 1 && (text.charCodeAt(end - 1) === 46 || text.charCodeAt(end - 1) === 45))
+          end--;
+        if (
+          start < at &&
+          end > at + 1 &&
+          validDomain(text, at + 1, end) &&
+          !inUrlAuthority(text, start)
+        ) {
           matches.push({ start, end });
           lastEnd = end;
         }
@@ -66,7 +73,8 @@ function inUrlAuthority(text: string, start: number): boolean {
   for (let index = start - 1; index > floor; index--) {
     const code = text.charCodeAt(index);
     if (code === 32 || code === 10 || code === 9 || code === 34 || code === 39) return false;
-    if (code === 47 && text.charCodeAt(index - 1) === 47 && text.charCodeAt(index - 2) === 58) return true;
+    if (code === 47 && text.charCodeAt(index - 1) === 47 && text.charCodeAt(index - 2) === 58)
+      return true;
   }
   return false;
 }

@@ -84,7 +84,12 @@ export function ipAddressDetector(): Detector {
         if (text.charCodeAt(after) === 37) {
           // Zone index: %eth0
           let zoneEnd = after + 1;
-          while (zoneEnd < text.length && zoneEnd - after < 16 && isWordCode(text.charCodeAt(zoneEnd))) zoneEnd++;
+          while (
+            zoneEnd < text.length &&
+            zoneEnd - after < 16 &&
+            isWordCode(text.charCodeAt(zoneEnd))
+          )
+            zoneEnd++;
           if (zoneEnd > after + 1) after = zoneEnd;
         }
         let candidate = text.slice(start, end);

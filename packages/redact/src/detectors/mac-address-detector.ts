@@ -1,7 +1,8 @@
 import type { Detector, DetectorMatch } from "../detector.js";
 import { isHexCode } from "./char-classes.js";
 
-const SEPARATED = /(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-]|\.\w)/y;
+const SEPARATED =
+  /(?<![\w:.-])[0-9A-Fa-f]{2}([:-])[0-9A-Fa-f]{2}(?:\1[0-9A-Fa-f]{2}){4}(?![\w:-]|\.\w)/y;
 const CISCO = /(?<![\w:.-])[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}\.[0-9A-Fa-f]{4}(?![\w:-]|\.\w)/y;
 
 /**
@@ -27,14 +28,26 @@ export function macAddressDetector(): Detector {
         matches.push({ start, end: start + match[0].length });
       };
       for (const separator of [":", "-"]) {
-        for (let index = text.indexOf(separator, 2); index !== -1; index = text.indexOf(separator, index + 1)) {
-          if (isHexCode(text.charCodeAt(index - 1)) && isHexCode(text.charCodeAt(index - 2)) && text[index + 3] === separator) {
+        for (
+          let index = text.indexOf(separator, 2);
+          index !== -1;
+          index = text.indexOf(separator, index + 1)
+        ) {
+          if (
+            isHexCode(text.charCodeAt(index - 1)) &&
+            isHexCode(text.charCodeAt(index - 2)) &&
+            text[index + 3] === separator
+          ) {
             tryAt(SEPARATED, index - 2);
           }
         }
       }
       for (let index = text.indexOf(".", 4); index !== -1; index = text.indexOf(".", index + 1)) {
-        if (text.charCodeAt(index + 5) === 46 && isHexCode(text.charCodeAt(index - 1)) && isHexCode(text.charCodeAt(index - 4))) {
+        if (
+          text.charCodeAt(index + 5) === 46 &&
+          isHexCode(text.charCodeAt(index - 1)) &&
+          isHexCode(text.charCodeAt(index - 4))
+        ) {
           tryAt(CISCO, index - 4);
         }
       }

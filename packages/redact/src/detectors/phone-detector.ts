@@ -38,7 +38,11 @@ function phoneShaped(body: string): boolean {
   // The US SSN shape belongs to the SSN detector, valid or not.
   if (shape === "3,2,4") return false;
   // Dotted quads are IP addresses or versions.
-  if (gaps.every((gap) => gap === ".") && groups.length === 4 && lengths.every((length) => length <= 3)) {
+  if (
+    gaps.every((gap) => gap === ".") &&
+    groups.length === 4 &&
+    lengths.every((length) => length <= 3)
+  ) {
     return false;
   }
   // Year ranges (1999-2004), and a house number beside a street number or ZIP ("87645 22").

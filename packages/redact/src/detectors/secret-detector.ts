@@ -12,17 +12,22 @@ for (const secretRule of SECRET_RULES) {
 // Finding triggers fast. V8 scans an alternation of 60 literals at a few ns per character,
 // so triggers are split three ways. Those that start with a capital letter go in one regex
 // (capitals are rare in prose, so its first-character check skips most of the text). The
-// others are found from their first punctuation or digit ("ghp_" from its "_"), which is
+// others are found from their first punctuation ("ghp_" from its "_"), which is
 // rarer still. The few with neither ("eyJ", "aws") are found with indexOf.
-const escape = (trigger: string) => trigger.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+const escapeTrigger = (trigger: string) => trigger.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 const TRIGGERS = [...RULES_BY_TRIGGER.keys()].sort((left, right) => right.length - left.length);
-const CAPITAL_TRIGGER = new RegExp(TRIGGERS.filter((trigger) => /^[A-Z]/.test(trigger)).map(escape).join("|"), "g");
-const SPECIAL = /[_\-:.0-9]/g;
+const CAPITAL_TRIGGER = new RegExp(
+  TRIGGERS.filter((trigger) => /^[A-Z]/.test(trigger))
+    .map(escapeTrigger)
+    .join("|"),
+  "g",
+);
+const SPECIAL = /[_\-:.]/g;
 const BY_SPECIAL = new Map<string, { trigger: string; offset: number }[]>();
 const PLAIN_TRIGGERS: string[] = [];
 for (const trigger of TRIGGERS) {
   if (/^[A-Z]/.test(trigger)) continue;
-  const offset = trigger.search(/[_\-:.0-9]/);
+  const offset = trigger.search(/[_\-:.]/);
   if (offset === -1) {
     PLAIN_TRIGGERS.push(trigger);
     continue;
@@ -34,7 +39,8 @@ for (const trigger of TRIGGERS) {
 /** Calls `visit(trigger, index)` for every trigger occurrence in `text`. */
 function forEachTrigger(text: string, visit: (trigger: string, index: number) => void): void {
   CAPITAL_TRIGGER.lastIndex = 0;
-  for (let hit = CAPITAL_TRIGGER.exec(text); hit !== null; hit = CAPITAL_TRIGGER.exec(text)) visit(hit[0], hit.index);
+  for (let hit = CAPITAL_TRIGGER.exec(text); hit !== null; hit = CAPITAL_TRIGGER.exec(text))
+    visit(hit[0], hit.index);
   SPECIAL.lastIndex = 0;
   for (let hit = SPECIAL.exec(text); hit !== null; hit = SPECIAL.exec(text)) {
     const candidates = BY_SPECIAL.get(hit[0]);
@@ -48,7 +54,8 @@ function forEachTrigger(text: string, visit: (trigger: string, index: number) =>
     }
   }
   for (const trigger of PLAIN_TRIGGERS) {
-    for (let index = text.indexOf(trigger); index !== -1; index = text.indexOf(trigger, index + 1)) visit(trigger, index);
+    for (let index = text.indexOf(trigger); index !== -1; index = text.indexOf(trigger, index + 1))
+      visit(trigger, index);
   }
 }
 
@@ -63,7 +70,8 @@ function record(secretRule: SecretRule, match: RegExpExecArray, matches: Detecto
 
 const STEM = /pass|pwd|secret|token|key|auth|cookie|credential|jwt|bearer|session|contrase/gi;
 const PEM_HEADER = /-----BEGIN ((?:[A-Z0-9]+ ){0,4})PRIVATE KEY(?: BLOCK)?-----/y;
-const REVERSED_COMPARISON = /(["'`])([^"'`\n]{1,256})\1\s{0,3}[!=]==?\s{0,3}([A-Za-z_$][\w.$]{0,63})/g;
+const REVERSED_COMPARISON =
+  /(["'`])([^"'`\n]{1,256})\1\s{0,3}[!=]==?\s{0,3}([A-Za-z_$][\w.$]{0,63})/g;
 const PLACEHOLDER_VALUE =
   /^(?:\$\{[^}]*\}|\{\{[^}]*\}\}|\$[A-Za-z_][A-Za-z0-9_]*|%[sdj]|<[^>]*>|\[[A-Z_]+\]|\*+|x+|null|undefined|none|nil|true|false|process\.env\.[\w.]+)$/i;
 const HAS_ALPHANUMERIC = /[\p{L}\p{N}]/u;
@@ -163,7 +171,9 @@ function findAssignments(text: string, matches: DetectorMatch[]): void {
     } else {
       if (operator === "" && !(flag && spacesBefore > 0)) continue;
       if (operator.length >= 2 && operator !== ":=" && operator !== "=>") continue; // `password == other`
-      const spaced = (operator === ":" && spacesAfter > 0) || (operator === "=" && spacesBefore > 0 && spacesAfter > 0);
+      const spaced =
+        (operator === ":" && spacesAfter > 0) ||
+        (operator === "=" && spacesBefore > 0 && spacesAfter > 0);
       if (spaced) {
         valueEnd = lineEnd(text, valueStart);
         while (valueEnd > valueStart && /[\s,;'"`]/.test(text[valueEnd - 1]!)) valueEnd--;
@@ -181,7 +191,11 @@ function findAssignments(text: string, matches: DetectorMatch[]): void {
 
   if (text.includes("==") || text.includes("!=")) {
     REVERSED_COMPARISON.lastIndex = 0;
-    for (let match = REVERSED_COMPARISON.exec(text); match !== null; match = REVERSED_COMPARISON.exec(text)) {
+    for (
+      let match = REVERSED_COMPARISON.exec(text);
+      match !== null;
+      match = REVERSED_COMPARISON.exec(text)
+    ) {
       const value = match[2]!;
       if (isSensitiveKey(match[3]!) && plausibleValue(value)) {
         const start = match.index + 1;
@@ -230,7 +244,8 @@ export function secretDetector(): Detector {
       for (const secretRule of STANDALONE_RULES) {
         const { pattern } = secretRule;
         pattern.lastIndex = 0;
-        for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) record(secretRule, match, matches);
+        for (let match = pattern.exec(text); match !== null; match = pattern.exec(text))
+          record(secretRule, match, matches);
       }
       forEachTrigger(text, (trigger, index) => {
         for (const secretRule of RULES_BY_TRIGGER.get(trigger) ?? []) {
