@@ -42,6 +42,14 @@ describe("vault", () => {
     expect(vault.reveal(redacted)).toEqual({ password: 123456, user: "a@b.io" });
   });
 
+  it("has the tokenize/reveal shape core's vault option takes", () => {
+    const vault = createVault();
+    const tokenized = vault.tokenize("ship to jane@acme.io");
+    expect(tokenized).toBe("ship to <EMAIL_1>");
+    expect(vault.tokenize("again jane@acme.io")).toBe("again <EMAIL_1>");
+    expect(vault.reveal(tokenized)).toBe("ship to jane@acme.io");
+  });
+
   it("works as the scope of redact", () => {
     const vault = createVault();
     const text = redact("ip 10.0.0.1", { placeholder: "indexed", scope: vault }).text;

@@ -67,6 +67,14 @@ export class Vault implements RedactionScope {
     return this.#deep.engine.redact(text, this);
   }
 
+  /**
+   * Redacts a text into tokens and returns only the text: the `tokenize` that loopguard
+   * core's `vault` option calls (`createAgent({ vault: createVault() })`).
+   */
+  tokenize(text: string): string {
+    return this.redact(text).text;
+  }
+
   /** Redacts any value deeply into tokens this vault can reveal (see `redactDeep`). */
   redactDeep(value: unknown): unknown {
     return this.#deep(value, this);
