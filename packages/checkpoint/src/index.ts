@@ -13,3 +13,34 @@ export {
   StoreClosedError,
   StoreWriteError,
 } from "./store-errors.js";
+export type {
+  FencedEventStore,
+  PostgresAppendOptions,
+  PostgresEventStore,
+  PostgresEventStoreOptions,
+} from "./postgres-event-store.js";
+export { postgresEventStore } from "./postgres-event-store.js";
+export type {
+  FreezeStatus as PostgresFreezeStatus,
+  PostgresFreezeStore,
+  PostgresFreezeStoreOptions,
+} from "./postgres-freeze-store.js";
+export { postgresFreezeStore } from "./postgres-freeze-store.js";
+export { FencedError, MissingPeerError, PostgresStoreError } from "./postgres-errors.js";
+export type {
+  PgClient,
+  PgPool,
+  PgQueryable,
+  PgQueryResult,
+  PostgresConnectionOptions,
+} from "./postgres-pool.js";
+export type { SliceReport, Worker, WorkerOptions } from "./worker.js";
+export { createWorker } from "./worker.js";
+export type {
+  ApproveRunOptions,
+  RunQueueTarget,
+  SubmitRunOptions,
+  SubmitRunResult,
+} from "./worker-submit-run.js";
+export { approveRun, submitRun } from "./worker-submit-run.js";
+export type { QueueClient, RunJobData, RunQueueOptions } from "./worker-queue.js";
