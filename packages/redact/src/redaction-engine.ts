@@ -183,6 +183,22 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
   const fixedScope = options.scope;
   const maxLength = Math.max(64, ...detectors.map((detector) => detector.maxLength ?? 256));
 
+  const ruleNames = new Map<Detector, Map<string, string>>();
+  function ruleName(detector: Detector, rule: string | undefined): string {
+    if (rule === undefined) return detector.name;
+    let names = ruleNames.get(detector);
+    if (names === undefined) {
+      names = new Map();
+      ruleNames.set(detector, names);
+    }
+    let name = names.get(rule);
+    if (name === undefined) {
+      name = `${detector.name}/${rule}`;
+      names.set(rule, name);
+    }
+    return name;
+  }
+
   function find(text: string): Finding[] {
     if (text.length === 0) return [];
     const candidates: Candidate[] = [];
@@ -192,11 +208,11 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
         const { start, end } = match;
         if (
           !(
-            Number.isInteger(start) &&
-            Number.isInteger(end) &&
             start >= 0 &&
             end <= text.length &&
-            start < end
+            start < end &&
+            Number.isInteger(start) &&
+            Number.isInteger(end)
           )
         ) {
           throw new DetectorError(
@@ -208,37 +224,33 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
           end,
           type: detector.type,
           priority,
-          rule: match.rule === undefined ? detector.name : `${detector.name}/${match.rule}`,
+          rule: ruleName(detector, match.rule),
         });
       }
     }
     if (candidates.length === 0) return [];
-    candidates.sort((left, right) => left.start - right.start || right.end - left.end);
+    if (candidates.length > 1)
+      candidates.sort((left, right) => left.start - right.start || right.end - left.end);
     // Overlapping spans merge into one finding (nothing partly redacted leaks), typed by the
     // detector with the highest priority.
     const findings: Finding[] = [];
-    let current = candidates[0]!;
-    let merged: Candidate = { ...current };
+    let merged = candidates[0]!;
+    let { start, end, type, priority, rule } = merged;
     for (let index = 1; index < candidates.length; index++) {
-      current = candidates[index]!;
-      if (current.start < merged.end) {
-        if (current.end > merged.end) merged.end = current.end;
-        if (current.priority > merged.priority) {
-          merged.priority = current.priority;
-          merged.type = current.type;
-          merged.rule = current.rule;
+      merged = candidates[index]!;
+      if (merged.start < end) {
+        if (merged.end > end) end = merged.end;
+        if (merged.priority > priority) {
+          priority = merged.priority;
+          type = merged.type;
+          rule = merged.rule;
         }
       } else {
-        findings.push({
-          type: merged.type,
-          start: merged.start,
-          end: merged.end,
-          rule: merged.rule,
-        });
-        merged = { ...current };
+        findings.push({ type, start, end, rule });
+        ({ start, end, type, priority, rule } = merged);
       }
     }
-    findings.push({ type: merged.type, start: merged.start, end: merged.end, rule: merged.rule });
+    findings.push({ type, start, end, rule });
     return findings;
   }
 

@@ -22,7 +22,6 @@ const CAPITAL_TRIGGER = new RegExp(
     .join("|"),
   "g",
 );
-const SPECIAL = /[_\-:.]/g;
 const BY_SPECIAL = new Map<string, { trigger: string; offset: number }[]>();
 const PLAIN_TRIGGERS: string[] = [];
 for (const trigger of TRIGGERS) {
@@ -41,15 +40,14 @@ function forEachTrigger(text: string, visit: (trigger: string, index: number) =>
   CAPITAL_TRIGGER.lastIndex = 0;
   for (let hit = CAPITAL_TRIGGER.exec(text); hit !== null; hit = CAPITAL_TRIGGER.exec(text))
     visit(hit[0], hit.index);
-  SPECIAL.lastIndex = 0;
-  for (let hit = SPECIAL.exec(text); hit !== null; hit = SPECIAL.exec(text)) {
-    const candidates = BY_SPECIAL.get(hit[0]);
-    if (candidates === undefined) continue;
-    for (const { trigger, offset } of candidates) {
-      const start = hit.index - offset;
-      if (start >= 0 && text.startsWith(trigger, start)) {
-        visit(trigger, start);
-        break; // longest first: "sk-ant-" before "sk-"
+  for (const [char, candidates] of BY_SPECIAL) {
+    for (let index = text.indexOf(char); index !== -1; index = text.indexOf(char, index + 1)) {
+      for (const { trigger, offset } of candidates) {
+        const start = index - offset;
+        if (start >= 0 && text.startsWith(trigger, start)) {
+          visit(trigger, start);
+          break; // longest first: "sk-ant-" before "sk-"
+        }
       }
     }
   }
