@@ -14,15 +14,30 @@ export class LoopguardError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    // One brand per class of the chain, so `AppendConflictError.isInstance` is true only for
+    // conflicts while `LoopguardError.isInstance` is true for every loopguard error, even
+    // when they come from two copies of the package.
+    for (
+      let type: unknown = new.target;
+      typeof type === "function" && type !== Error;
+      type = Object.getPrototypeOf(type)
+    ) {
+      (this as unknown as Record<symbol, boolean>)[
+        Symbol.for(`loopguard.error.${(type as { name: string }).name}`)
+      ] = true;
+    }
   }
 
-  /** Whether `value` is a loopguard error, from any copy of the package. */
-  static isInstance(value: unknown): value is LoopguardError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[brand] === true
-    );
+  /** Whether `value` is an error of this class (or a subclass), from any copy of the package. */
+  static isInstance<T extends abstract new (...args: never[]) => LoopguardError>(
+    this: T,
+    value: unknown,
+  ): value is InstanceType<T> {
+    if (typeof value !== "object" || value === null) return false;
+    const record = value as Record<symbol, unknown>;
+    // Called unbound (e.g. passed as a callback), it checks for any loopguard error.
+    const name = typeof this === "function" ? this.name : "LoopguardError";
+    return record[brand] === true && record[Symbol.for(`loopguard.error.${name}`)] === true;
   }
 }
 

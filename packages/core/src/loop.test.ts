@@ -537,11 +537,27 @@ describe("the vault hook", () => {
           values.set(token, email);
           return token;
         }),
-      reveal: <T>(value: T): T => JSON.parse(JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token)) as T,
+      reveal: <T>(value: T): T =>
+        JSON.parse(
+          JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token),
+        ) as T,
     };
     const sent: string[] = [];
-    const lookup = tool({ name: "lookup_customer", description: "Find a customer.", input: v.object({ id: v.string() }), run: async () => "Customer jane.doe@example.com" });
-    const email = tool({ name: "send_email", description: "Email.", input: v.object({ to: v.string() }), run: async ({ to }) => { sent.push(to); return "sent"; } });
+    const lookup = tool({
+      name: "lookup_customer",
+      description: "Find a customer.",
+      input: v.object({ id: v.string() }),
+      run: async () => "Customer jane.doe@example.com",
+    });
+    const email = tool({
+      name: "send_email",
+      description: "Email.",
+      input: v.object({ to: v.string() }),
+      run: async ({ to }) => {
+        sent.push(to);
+        return "sent";
+      },
+    });
     const model = scriptedModel([
       { content: [use("t1", "lookup_customer", { id: "c1" })] },
       (request) => {
@@ -552,7 +568,9 @@ describe("the vault hook", () => {
       { content: "Emailed <EMAIL_1>." },
     ]);
     const store = memoryEventStore();
-    const result = await createAgent({ model, tools: [lookup, email], store, vault }).run("Email the customer of ticket 7");
+    const result = await createAgent({ model, tools: [lookup, email], store, vault }).run(
+      "Email the customer of ticket 7",
+    );
     expect(sent).toEqual(["jane.doe@example.com"]);
     expect(result.answer).toBe("Emailed jane.doe@example.com.");
     expect(JSON.stringify(model.requests)).not.toContain("jane.doe@example.com");
@@ -563,14 +581,61 @@ describe("the vault hook", () => {
 describe("tool costs", () => {
   it("counts a tool's cost against maxUsd and refuses a call the run cannot afford", async () => {
     let runs = 0;
-    const paid = tool({ name: "paid_lookup", description: "Costs money.", input: v.object({ q: v.string() }), costUsd: 0.04, run: async () => { runs += 1; return "ok"; } });
+    const paid = tool({
+      name: "paid_lookup",
+      description: "Costs money.",
+      input: v.object({ q: v.string() }),
+      costUsd: 0.04,
+      run: async () => {
+        runs += 1;
+        return "ok";
+      },
+    });
     const model = scriptedModel([
-      { content: [use("t1", "paid_lookup", { q: "a" }), use("t2", "paid_lookup", { q: "b" }), use("t3", "paid_lookup", { q: "c" })], usage: { input_tokens: 10, output_tokens: 10 } },
+      {
+        content: [
+          use("t1", "paid_lookup", { q: "a" }),
+          use("t2", "paid_lookup", { q: "b" }),
+          use("t3", "paid_lookup", { q: "c" }),
+        ],
+        usage: { input_tokens: 10, output_tokens: 10 },
+      },
       { content: "done", usage: { input_tokens: 10, output_tokens: 10 } },
     ]);
-    const result = await createAgent({ model, tools: [paid], budget: { maxUsd: 0.1 }, maxTokens: 256 }).run("go");
+    const result = await createAgent({
+      model,
+      tools: [paid],
+      budget: { maxUsd: 0.1 },
+      maxTokens: 256,
+    }).run("go");
     expect(runs).toBe(2);
-    expect(result.blocked.map((blocked) => [blocked.reason, blocked.decision.refusedAt])).toEqual([["budget_exceeded", "5:budget"]]);
+    expect(result.blocked.map((blocked) => [blocked.reason, blocked.decision.refusedAt])).toEqual([
+      ["budget_exceeded", "5:budget"],
+    ]);
     expect(result.costUsd).toBeLessThanOrEqual(0.1);
+  });
+});
+
+describe("errors", () => {
+  it("isInstance tells the subclasses apart and works on copies", async () => {
+    const { AppendConflictError, InvalidArgumentError, LoopguardError } = await import(
+      "./errors.js"
+    );
+    const conflict = new AppendConflictError("r", 1, 2);
+    const invalid = new InvalidArgumentError("[core] bad");
+    expect(AppendConflictError.isInstance(conflict)).toBe(true);
+    expect(AppendConflictError.isInstance(invalid)).toBe(false);
+    expect(LoopguardError.isInstance(invalid)).toBe(true);
+    expect(LoopguardError.isInstance(new Error("x"))).toBe(false);
+    // A copy from another instance of the package: same brands, different classes.
+    const copy = Object.assign(
+      Object.create(Error.prototype),
+      { ...conflict },
+      {
+        [Symbol.for("loopguard.error")]: true,
+        [Symbol.for("loopguard.error.AppendConflictError")]: true,
+      },
+    );
+    expect(AppendConflictError.isInstance(copy)).toBe(true);
   });
 });

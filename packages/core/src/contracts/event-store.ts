@@ -4,7 +4,9 @@
  * Failure rule: a store that fails stops the run. `append` resolves only when the events are
  * durable, and rejects with `AppendConflictError` when `expectedSeq` is not the log's length
  * (another writer got there first: this is the fence that keeps two workers off one run).
- * The runtime takes no action that the log has not recorded first.
+ * The runtime takes no action that the log has not recorded first. If the process dies before
+ * `append` resolves, a prefix of the batch may be in the log (never a gap or a later event
+ * without the earlier ones); the fold and `resume` handle that.
  */
 import type { RunEvent } from "../events.js";
 
