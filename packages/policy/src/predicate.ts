@@ -427,6 +427,9 @@ export function describeValue(value: unknown): string {
   if (value === undefined) return "nothing";
   if (typeof value === "function") return "a function";
   if (typeof value === "bigint") return `${value}n`;
+  // JSON would print NaN and the infinities as null, which hides the mistake.
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
+  if (typeof value === "symbol") return value.toString();
   try {
     const text = JSON.stringify(value);
     if (text === undefined) return String(value);
