@@ -8,6 +8,7 @@ import { phoneDetector } from "./detectors/phone-detector.js";
 import { secretDetector } from "./detectors/secret-detector.js";
 import { urlDetector } from "./detectors/url-detector.js";
 import { usSsnDetector } from "./detectors/us-ssn-detector.js";
+import { RedactOptionsError } from "./redact-error.js";
 
 /** The type of a built-in detector. */
 export type BuiltinType =
@@ -61,6 +62,11 @@ const cache = new Map<BuiltinType, Detector>();
 export function builtinDetector(type: BuiltinType): Detector {
   let detector = cache.get(type);
   if (detector === undefined) {
+    if (!Object.hasOwn(FACTORIES, type)) {
+      throw new RedactOptionsError(
+        `[redact] builtinDetector: unknown type ${typeof type === "string" ? JSON.stringify(type) : String(type)}; use one of ${BUILTIN_TYPES.join(", ")}, or patternDetector for a type of your own.`,
+      );
+    }
     detector = FACTORIES[type]();
     cache.set(type, detector);
   }

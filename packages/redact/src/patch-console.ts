@@ -10,6 +10,7 @@ export interface PatchConsoleOptions extends RedactDeepOptions {
 }
 
 const DEFAULT_METHODS = ["log", "info", "warn", "error", "debug", "trace"] as const;
+const KNOWN_METHODS: ReadonlySet<unknown> = new Set([...DEFAULT_METHODS, "dir"]);
 
 /**
  * Wraps console methods so that every argument is redacted before it is printed (strings as
@@ -24,6 +25,11 @@ const DEFAULT_METHODS = ["log", "info", "warn", "error", "debug", "trace"] as co
  * undo();
  */
 export function patchConsole(options: PatchConsoleOptions = {}): () => void {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new RedactOptionsError(
+      '[redact] patchConsole: options must be an object such as { methods: ["log", "error"] }.',
+    );
+  }
   const {
     console: target = globalThis.console,
     methods = DEFAULT_METHODS,
@@ -32,19 +38,32 @@ export function patchConsole(options: PatchConsoleOptions = {}): () => void {
   if (typeof target !== "object" || target === null) {
     throw new RedactOptionsError("[redact] patchConsole: console must be a Console object.");
   }
+  if (!Array.isArray(methods)) {
+    throw new RedactOptionsError(
+      `[redact] patchConsole: methods must be an array of console method names such as ["log", "error"]; got ${typeof methods}.`,
+    );
+  }
+  const record = target as unknown as Record<string, unknown>;
+  // Check every method before patching any, so invalid options leave the console as it was.
+  for (const method of methods) {
+    if (!KNOWN_METHODS.has(method)) {
+      throw new RedactOptionsError(
+        `[redact] patchConsole: unknown method ${JSON.stringify(method)}; use ${[...KNOWN_METHODS].join(", ")}.`,
+      );
+    }
+    if (typeof record[method] !== "function") {
+      throw new RedactOptionsError(
+        `[redact] patchConsole: console.${method} is not a function; pick methods the console has.`,
+      );
+    }
+  }
   const deep = compileDeepRedactor(redactOptions, "patchConsole");
   const patched = new Map<
     string,
     { original: (...args: unknown[]) => void; wrapper: (...args: unknown[]) => void }
   >();
-  const record = target as unknown as Record<string, unknown>;
   for (const method of methods) {
     const original = record[method];
-    if (typeof original !== "function") {
-      throw new RedactOptionsError(
-        `[redact] patchConsole: console.${method} is not a function; pick methods the console has.`,
-      );
-    }
     const wrapper = (...args: unknown[]) => {
       (original as (...args: unknown[]) => void).apply(
         target,

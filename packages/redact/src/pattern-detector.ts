@@ -52,6 +52,30 @@ export function patternDetector(options: PatternDetectorOptions): Detector {
       "[redact] patternDetector: validate must be a function (value) => boolean.",
     );
   }
+  if (group !== undefined && group > 0) {
+    // Matching the empty alternative yields one slot per capture group of the pattern.
+    const groups = (new RegExp(`${pattern.source}|`).exec("")?.length ?? 1) - 1;
+    if (group > groups) {
+      throw new RedactOptionsError(
+        `[redact] patternDetector: group ${group} does not exist; the pattern has ${groups} capture group${groups === 1 ? "" : "s"}.`,
+      );
+    }
+  }
+  if (typeof priority !== "number" || !Number.isFinite(priority)) {
+    throw new RedactOptionsError(
+      `[redact] patternDetector: priority must be a finite number (higher wins where spans overlap; built-in detectors use 10 to 60; default 50); got ${String(priority)}.`,
+    );
+  }
+  if (!(Number.isInteger(maxLength) && maxLength > 0)) {
+    throw new RedactOptionsError(
+      `[redact] patternDetector: maxLength must be a positive integer (the longest value it can match; default 256); got ${String(maxLength)}.`,
+    );
+  }
+  if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
+    throw new RedactOptionsError(
+      `[redact] patternDetector: name must be a non-empty string, or left out to use the type in kebab case; got ${JSON.stringify(options.name)}.`,
+    );
+  }
   const flags = pattern.flags.includes("g")
     ? pattern.flags.replace("y", "")
     : `${pattern.flags.replace("y", "")}g`;

@@ -1,3 +1,5 @@
+import { RedactOptionsError } from "./redact-error.js";
+
 const ALWAYS = new Set([
   "password",
   "passwd",
@@ -84,6 +86,11 @@ export function keyWords(key: string): string[] {
  * Counts and settings that merely mention tokens (`max_tokens`, `token_count`) are not.
  */
 export function isSensitiveKey(key: string): boolean {
+  if (typeof key !== "string") {
+    throw new RedactOptionsError(
+      `[redact] isSensitiveKey(key) takes a string; got ${key === null ? "null" : typeof key}.`,
+    );
+  }
   if (key.length === 0 || key.length > 128) return false;
   let known = cache.get(key);
   if (known === undefined) {
