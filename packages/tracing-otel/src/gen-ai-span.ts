@@ -1,4 +1,4 @@
-import type { AttributeValue, Span } from "@loopguard/core";
+import { type AttributeValue, InvalidArgumentError, type Span } from "@loopguard/core";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { anthropicProvider, GenAi, GenAiOperation } from "./gen-ai-attributes.js";
 
@@ -62,6 +62,18 @@ export function genAiSpanOf(
   span: Span,
   options: { captureContent: boolean; redact?: ContentRedactor },
 ): GenAiSpan {
+  if (typeof span !== "object" || span === null || typeof span.attributes !== "object")
+    throw new InvalidArgumentError(
+      "[tracing-otel] genAiSpanOf(span, options): span must be a loopguard Span (from spansFromEvents or an Exporter's export), with kind, name and attributes",
+    );
+  if (
+    typeof options !== "object" ||
+    options === null ||
+    typeof options.captureContent !== "boolean"
+  )
+    throw new InvalidArgumentError(
+      "[tracing-otel] genAiSpanOf(span, options): options.captureContent must be true or false, e.g. genAiSpanOf(span, { captureContent: false })",
+    );
   const source = span.attributes;
   const attributes: Record<string, AttributeValue> = {};
   const runId = text(source["loopguard.run_id"]);

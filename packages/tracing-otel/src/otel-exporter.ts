@@ -404,6 +404,21 @@ function validate(options: OtelExporterOptions): ResolvedOptions {
     throw new InvalidArgumentError(
       "[tracing-otel] otelExporter: serviceName must be a non-empty string",
     );
+  if (
+    options.resource !== undefined &&
+    (typeof options.resource !== "object" ||
+      options.resource === null ||
+      typeof options.resource.attributes !== "object" ||
+      options.resource.attributes === null ||
+      typeof options.resource.merge !== "function")
+  )
+    throw new InvalidArgumentError(
+      '[tracing-otel] otelExporter: resource must be an OpenTelemetry Resource, e.g. otlpTracing().resource or resourceFromAttributes({ "service.name": "support-agent" }) from @opentelemetry/resources',
+    );
+  if (options.env !== undefined && (typeof options.env !== "object" || options.env === null))
+    throw new InvalidArgumentError(
+      "[tracing-otel] otelExporter: env must be an object of variables such as process.env, or left out to read process.env",
+    );
   for (const key of ["redact", "onError"] as const) {
     if (options[key] !== undefined && typeof options[key] !== "function")
       throw new InvalidArgumentError(`[tracing-otel] otelExporter: ${key} must be a function`);
@@ -449,6 +464,10 @@ function batchOf(batch: OtelExporterOptions["batch"]): ResolvedOptions["batch"] 
 
 /** Reads `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`. */
 export function captureFromEnv(env: Record<string, string | undefined>): boolean {
+  if (typeof env !== "object" || env === null)
+    throw new InvalidArgumentError(
+      "[tracing-otel] captureFromEnv(env): env must be an object of variables such as process.env",
+    );
   const raw = env[captureContentEnv]?.trim().toLowerCase();
   if (raw === undefined || raw === "" || raw === "false") return false;
   if (raw === "true") return true;

@@ -11,7 +11,7 @@ export interface OtlpTracingOptions {
   headers?: Record<string, string>;
   serviceName?: string;
   /** Resource attributes, merged over `OTEL_RESOURCE_ATTRIBUTES`. */
-  resourceAttributes?: Record<string, string>;
+  resourceAttributes?: Record<string, string | number | boolean>;
   /** Milliseconds each export may take, retries included. Default `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10 000. */
   timeoutMillis?: number;
   /** Where to read `OTEL_*` variables. Default `process.env`. */
@@ -54,6 +54,11 @@ export function otlpTracing(options: OtlpTracingOptions = {}): OtlpTracing {
     throw new OtlpConfigError(
       "options",
       '[tracing-otel] otlpTracing(options): options must be an object, e.g. otlpTracing({ url: "http://localhost:4318/v1/traces" })',
+    );
+  if (options.env !== undefined && (typeof options.env !== "object" || options.env === null))
+    throw new OtlpConfigError(
+      "env",
+      "[tracing-otel] otlpTracing: env must be an object of variables such as process.env, or left out to read process.env",
     );
   const env = options.env ?? process.env;
   const read = (name: string) => {
@@ -133,7 +138,14 @@ export function otlpTracing(options: OtlpTracingOptions = {}): OtlpTracing {
         "resourceAttributes",
         "[tracing-otel] otlpTracing: resourceAttributes must be an object of string values",
       );
-    Object.assign(attributes, options.resourceAttributes);
+    for (const [key, value] of Object.entries(options.resourceAttributes)) {
+      if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean")
+        throw new OtlpConfigError(
+          "resourceAttributes",
+          `[tracing-otel] otlpTracing: resourceAttributes.${key} must be a string, number or boolean, got ${value === null ? "null" : typeof value}`,
+        );
+      attributes[key] = value;
+    }
   }
   const serviceName =
     options.serviceName ??
