@@ -1,5 +1,7 @@
 // Durability: `node durability.mjs [events]`. JSONL appends with fsync (one run, then 100
 // concurrent runs) against a plain append+fsync loop on the same disk: the physical limit.
+// Prints events per second of each and the ratios, each ratio taken against the plain loop run
+// right beside it (the disk's speed drifts when other work shares it).
 import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,22 +23,20 @@ const line = (seq) => ({
   at: Date.now(),
 });
 try {
-  // The floor: write one line and fsync, in a loop, on the same disk. Measured before and after
-  // the store (the disk's speed drifts while it warms up); the better of the two counts.
-  const plainLoop = (name) => {
-    const fd = openSync(join(dir, name), "a");
+  // The floor: write one line and fsync, in a loop, on the same disk.
+  let plainFiles = 0;
+  const plainLoop = (count) => {
+    plainFiles += 1;
+    const fd = openSync(join(dir, `plain-${plainFiles}.jsonl`), "a");
     const begun = performance.now();
-    for (let seq = 0; seq < events; seq += 1) {
+    for (let seq = 0; seq < count; seq += 1) {
       writeSync(fd, `${JSON.stringify({ ...line(seq), seq })}\n`);
       fsyncSync(fd);
     }
-    const perSecond = events / ((performance.now() - begun) / 1000);
+    const perSecond = count / ((performance.now() - begun) / 1000);
     closeSync(fd);
     return perSecond;
   };
-  const plainBefore = plainLoop("plain-1.jsonl");
-  let started;
-
   const store = jsonlEventStore({ dir: join(dir, "runs") });
   const start = {
     type: "run-start",
@@ -51,16 +51,38 @@ try {
     at: Date.now(),
   };
   await store.append("one", [start], { expectedSeq: 0 });
-  started = performance.now();
-  for (let seq = 1; seq <= events; seq += 1)
-    await store.append("one", [line(seq)], { expectedSeq: seq });
-  const oneRun = events / ((performance.now() - started) / 1000);
+  // The disk's speed drifts (other work shares it): the plain loop and the store take turns in
+  // rounds, and each round gives a ratio.
+  const rounds = 4;
+  const perRound = Math.max(50, Math.floor(events / rounds));
+  const plainRates = [];
+  const oneRunRates = [];
+  let next = 1;
+  for (let round = 0; round < rounds; round += 1) {
+    const jsonlRound = async () => {
+      const begun = performance.now();
+      for (let count = 0; count < perRound; count += 1, next += 1)
+        await store.append("one", [line(next)], { expectedSeq: next });
+      oneRunRates.push(perRound / ((performance.now() - begun) / 1000));
+    };
+    if (round % 2 === 0) {
+      plainRates.push(plainLoop(perRound));
+      await jsonlRound();
+    } else {
+      await jsonlRound();
+      plainRates.push(plainLoop(perRound));
+    }
+  }
+  const middle = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const plain = middle(plainRates);
+  const oneRun = middle(oneRunRates);
+  const oneRunRatio = middle(oneRunRates.map((rate, index) => rate / plainRates[index]));
 
   const runs = 100;
   const perRun = Math.max(5, Math.floor(events / runs));
   for (let index = 0; index < runs; index += 1)
     await store.append(`r${index}`, [{ ...start, runId: `r${index}` }], { expectedSeq: 0 });
-  started = performance.now();
+  const started = performance.now();
   await Promise.all(
     Array.from({ length: runs }, async (_, index) => {
       for (let seq = 1; seq <= perRun; seq += 1)
@@ -68,14 +90,16 @@ try {
     }),
   );
   const concurrent = (runs * perRun) / ((performance.now() - started) / 1000);
+  const plainAfter = plainLoop(perRound);
   await store.close?.();
-  const plain = Math.max(plainBefore, plainLoop("plain-2.jsonl"));
   console.log(
     JSON.stringify({
       events,
       plainFsyncPerSecond: Math.round(plain),
       jsonlOneRunPerSecond: Math.round(oneRun),
       jsonl100RunsPerSecond: Math.round(concurrent),
+      oneRunRatio: +oneRunRatio.toFixed(3),
+      manyRunsRatio: +(concurrent / plainAfter).toFixed(3),
     }),
   );
 } finally {

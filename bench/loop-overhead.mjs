@@ -2,275 +2,14 @@
 // The workload: a model that calls a tool returning a 2 KB string N times, then answers.
 // Prints one JSON line: { system, n, usPerStep and cpuUsPerStep (one per repeat), retainedKbPerStep, maxRssMb }.
 import { constants, PerformanceObserver, performance } from "node:perf_hooks";
-import { prosePage } from "./payload.mjs";
+import { systems } from "./systems.mjs";
 
-const [system, nText, repeatsText] = process.argv.slice(2);
+const [system, nText, repeatsText, memoryText] = process.argv.slice(2);
 const n = Number(nText);
 const repeats = Number(repeatsText ?? 3);
-const payload = prosePage(2048);
+// "no-memory" skips the retained-memory figure (one more run: 75 s for the Agents SDK at N=1,000).
+const measureMemory = memoryText !== "no-memory";
 
-async function loopguard(allGates) {
-  const v = await import("valibot");
-  const core = await import("@loopguard/core");
-  const { memoryEventStore } = await import("@loopguard/core/testing");
-  const fetchDoc = core.tool({
-    name: "fetch_doc",
-    description: "Fetch a page of a document.",
-    input: v.object({ page: v.number() }),
-    run: async () => payload,
-  });
-  const options = { tools: [fetchDoc] };
-  const active = [];
-  const missing = [];
-  if (allGates) {
-    const policy = await import("@loopguard/policy");
-    const injection = await import("@loopguard/injection");
-    const redactPkg = await import("@loopguard/redact");
-    // 50 rules: 49 that never match this tool (each is still evaluated) and the one that allows it.
-    const rules = [];
-    for (let index = 0; index < 49; index += 1) rules.push(policy.deny(`tool_${index}_*`));
-    rules.push(policy.allow("fetch_*"));
-    options.gates = [policy.policy(rules), policy.runGuard()];
-    active.push("policy (50 rules)", "RunGuard");
-    if (typeof injection.taintGate === "function") {
-      options.gates.push(injection.taintGate());
-      active.push("taint gate");
-    } else missing.push("taintGate (not exported by @loopguard/injection yet)");
-    options.scanner = injection.heuristicScanner();
-    active.push("heuristic scanner");
-    const quarantine = injection.quarantineEnvelope ?? injection.quarantine;
-    if (typeof quarantine === "function") {
-      options.envelope = quarantine();
-      active.push("quarantine envelope");
-    } else missing.push("quarantine envelope (not exported by @loopguard/injection yet)");
-    options.redact = redactPkg.createRedactor();
-    // Traces are built and redacted for an exporter that drops them, so the cost is the runtime's.
-    options.exporters = [
-      { name: "null", export: () => ({ code: "success" }), shutdown: async () => {} },
-    ];
-    active.push("redacted traces", "in-memory store");
-  }
-  const usage = {
-    input_tokens: 10,
-    output_tokens: 10,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
-  };
-  const runOnce = async (steps) => {
-    let call = 0;
-    // A minimal Model that records nothing, like the peers' below.
-    const model = {
-      name: "bench",
-      model: "claude-sonnet-5-5",
-      async create() {
-        call += 1;
-        return call <= steps
-          ? {
-              id: `msg_${call}`,
-              type: "message",
-              role: "assistant",
-              model: "claude-sonnet-5-5",
-              content: [
-                { type: "tool_use", id: `toolu_${call}`, name: "fetch_doc", input: { page: call } },
-              ],
-              stop_reason: "tool_use",
-              stop_sequence: null,
-              usage,
-            }
-          : {
-              id: `msg_${call}`,
-              type: "message",
-              role: "assistant",
-              model: "claude-sonnet-5-5",
-              content: [{ type: "text", text: "done" }],
-              stop_reason: "end_turn",
-              stop_sequence: null,
-              usage,
-            };
-      },
-    };
-    const store = memoryEventStore();
-    const agent = core.createAgent({ ...options, model, store });
-    const result = await agent.run("Read the whole document.");
-    if (result.status !== "completed" || result.steps !== steps + 1)
-      throw new Error(
-        `loopguard run ended ${result.status} after ${result.steps} steps: ${result.error ?? result.why}`,
-      );
-    return { result, store };
-  };
-  runOnce.info = { active, missing };
-  return runOnce;
-}
-
-async function handLoop() {
-  return async (steps) => {
-    const messages = [{ role: "user", content: "Read the whole document." }];
-    const tools = { fetch_doc: async () => payload };
-    let call = 0;
-    const model = async () => {
-      call += 1;
-      return call <= steps
-        ? {
-            content: [
-              { type: "tool_use", id: `toolu_${call}`, name: "fetch_doc", input: { page: call } },
-            ],
-            stop_reason: "tool_use",
-          }
-        : { content: [{ type: "text", text: "done" }], stop_reason: "end_turn" };
-    };
-    for (;;) {
-      const response = await model(messages);
-      messages.push({ role: "assistant", content: response.content });
-      if (response.stop_reason !== "tool_use") break;
-      const results = [];
-      for (const block of response.content) {
-        if (block.type !== "tool_use") continue;
-        results.push({
-          type: "tool_result",
-          tool_use_id: block.id,
-          content: await tools[block.name](block.input),
-        });
-      }
-      messages.push({ role: "user", content: results });
-    }
-    if (messages.length !== 2 * steps + 2) throw new Error("hand loop miscounted");
-    return messages;
-  };
-}
-
-async function aiSdk() {
-  const { generateText, tool, stepCountIs, jsonSchema } = await import("ai");
-  return async (steps) => {
-    let call = 0;
-    const usage = {
-      inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-      outputTokens: { total: 10, text: 10, reasoning: 0 },
-    };
-    // A minimal LanguageModelV3 that records nothing.
-    const model = {
-      specificationVersion: "v3",
-      provider: "bench",
-      modelId: "bench",
-      supportedUrls: {},
-      async doGenerate() {
-        call += 1;
-        return call <= steps
-          ? {
-              content: [
-                {
-                  type: "tool-call",
-                  toolCallId: `call_${call}`,
-                  toolName: "fetch_doc",
-                  input: JSON.stringify({ page: call }),
-                },
-              ],
-              finishReason: { unified: "tool-calls", raw: "tool_use" },
-              usage,
-              warnings: [],
-            }
-          : {
-              content: [{ type: "text", text: "done" }],
-              finishReason: { unified: "stop", raw: "end_turn" },
-              usage,
-              warnings: [],
-            };
-      },
-      async doStream() {
-        throw new Error("not used");
-      },
-    };
-    const result = await generateText({
-      model,
-      prompt: "Read the whole document.",
-      tools: {
-        fetch_doc: tool({
-          description: "Fetch a page of a document.",
-          inputSchema: jsonSchema({
-            type: "object",
-            properties: { page: { type: "number" } },
-            required: ["page"],
-          }),
-          execute: async () => payload,
-        }),
-      },
-      stopWhen: stepCountIs(steps + 1),
-    });
-    if (result.text !== "done")
-      throw new Error(
-        `ai sdk ended with ${JSON.stringify(result.text)} after ${result.steps.length} steps`,
-      );
-    return result;
-  };
-}
-
-async function openaiAgents() {
-  const agents = await import("@openai/agents-core");
-  const { z } = await import("zod");
-  agents.setTracingDisabled?.(true);
-  return async (steps) => {
-    let call = 0;
-    const usage = new agents.Usage({
-      requests: 1,
-      inputTokens: 10,
-      outputTokens: 10,
-      totalTokens: 20,
-    });
-    const model = {
-      async getResponse() {
-        call += 1;
-        const output =
-          call <= steps
-            ? [
-                {
-                  type: "function_call",
-                  callId: `call_${call}`,
-                  name: "fetch_doc",
-                  arguments: JSON.stringify({ page: call }),
-                  status: "completed",
-                },
-              ]
-            : [
-                {
-                  type: "message",
-                  role: "assistant",
-                  status: "completed",
-                  content: [{ type: "output_text", text: "done" }],
-                },
-              ];
-        return { usage, output, responseId: `resp_${call}` };
-      },
-      // biome-ignore lint/correctness/useYield: the bench never streams; this only fills the contract.
-      async *getStreamedResponse() {
-        throw new Error("not used");
-      },
-    };
-    const fetchDoc = agents.tool({
-      name: "fetch_doc",
-      description: "Fetch a page of a document.",
-      parameters: z.object({ page: z.number() }),
-      execute: async () => payload,
-    });
-    const agent = new agents.Agent({
-      name: "bench",
-      instructions: "Read.",
-      tools: [fetchDoc],
-      model,
-    });
-    const runner = new agents.Runner({ tracingDisabled: true });
-    const result = await runner.run(agent, "Read the whole document.", { maxTurns: steps + 2 });
-    if (result.finalOutput !== "done")
-      throw new Error(`agents sdk ended with ${JSON.stringify(result.finalOutput)}`);
-    return result;
-  };
-}
-
-const systems = {
-  "loopguard-all-gates": () => loopguard(true),
-  "loopguard-no-gates": () => loopguard(false),
-  "hand-loop": handLoop,
-  "ai-sdk": aiSdk,
-  "openai-agents": openaiAgents,
-};
 const make = systems[system];
 if (!make) {
   console.error(`unknown system ${system}; one of ${Object.keys(systems).join(", ")}`);
@@ -281,6 +20,7 @@ await runOnce(Math.min(20, n)); // warm-up
 const usPerStep = [];
 const cpuUsPerStep = [];
 const gcUsPerStep = [];
+let last;
 // Garbage collection pauses of the main thread, summed per repeat (forced collections excluded).
 let gcMs = 0;
 const observer = new PerformanceObserver((list) => {
@@ -296,7 +36,8 @@ for (let index = 0; index < repeats; index += 1) {
   gcMs = 0;
   const cpu = process.cpuUsage();
   const started = performance.now();
-  await runOnce(n);
+  last = undefined;
+  last = await runOnce(n);
   usPerStep.push(((performance.now() - started) * 1000) / n);
   const used = process.cpuUsage(cpu);
   cpuUsPerStep.push((used.user + used.system) / n);
@@ -305,16 +46,19 @@ for (let index = 0; index < repeats; index += 1) {
 }
 observer.disconnect();
 // Memory a finished run still holds (its history), per step: the heap grown by keeping the
-// result of one more run alongside one already kept.
+// result of one more run alongside the last timed one.
 const collect = () => {
   for (let round = 0; round < 3; round += 1) globalThis.gc?.();
 };
-const kept = [await runOnce(n)];
-collect();
-const withOne = process.memoryUsage().heapUsed;
-kept.push(await runOnce(n));
-collect();
-const retainedKbPerStep = (process.memoryUsage().heapUsed - withOne) / 1024 / n;
+let retainedKbPerStep;
+if (measureMemory) {
+  const kept = [last];
+  collect();
+  const withOne = process.memoryUsage().heapUsed;
+  kept.push(await runOnce(n));
+  collect();
+  retainedKbPerStep = (process.memoryUsage().heapUsed - withOne) / 1024 / n;
+}
 console.log(
   JSON.stringify({
     system,
