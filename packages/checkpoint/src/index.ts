@@ -1,18 +1,8 @@
 export type { JsonlEventStore, JsonlEventStoreOptions } from "./jsonl-event-store.js";
 export { jsonlEventStore } from "./jsonl-event-store.js";
-export { isValidRunId } from "./run-id.js";
-export type {
-  SqliteDatabase,
-  SqliteEventStore,
-  SqliteEventStoreOptions,
-} from "./sqlite-event-store.js";
-export { sqliteEventStore } from "./sqlite-event-store.js";
-export {
-  MissingDriverError,
-  RunLockedError,
-  StoreClosedError,
-  StoreWriteError,
-} from "./store-errors.js";
+export type { MissingPeerErrorOptions } from "./missing-peer-error.js";
+export { MissingDriverError, MissingPeerError } from "./missing-peer-error.js";
+export { FencedError, PostgresStoreError } from "./postgres-errors.js";
 export type {
   FencedEventStore,
   PostgresAppendOptions,
@@ -26,7 +16,6 @@ export type {
   PostgresFreezeStoreOptions,
 } from "./postgres-freeze-store.js";
 export { postgresFreezeStore } from "./postgres-freeze-store.js";
-export { FencedError, MissingPeerError, PostgresStoreError } from "./postgres-errors.js";
 export type {
   PgClient,
   PgPool,
@@ -34,8 +23,21 @@ export type {
   PgQueryResult,
   PostgresConnectionOptions,
 } from "./postgres-pool.js";
+export { isValidRunId } from "./run-id.js";
+export type {
+  SqliteDatabase,
+  SqliteEventStore,
+  SqliteEventStoreOptions,
+} from "./sqlite-event-store.js";
+export { sqliteEventStore } from "./sqlite-event-store.js";
+export {
+  RunLockedError,
+  StoreClosedError,
+  StoreWriteError,
+} from "./store-errors.js";
 export type { SliceReport, Worker, WorkerOptions } from "./worker.js";
 export { createWorker } from "./worker.js";
+export type { QueueClient, RunJobData, RunQueueOptions } from "./worker-queue.js";
 export type {
   ApproveRunOptions,
   RunQueueTarget,
@@ -43,4 +45,3 @@ export type {
   SubmitRunResult,
 } from "./worker-submit-run.js";
 export { approveRun, submitRun } from "./worker-submit-run.js";
-export type { QueueClient, RunJobData, RunQueueOptions } from "./worker-queue.js";

@@ -27,19 +27,6 @@ export class FencedError extends AppendConflictError {
   }
 }
 
-/** An optional peer dependency (`pg`, `pg-boss`) is not installed. */
-export class MissingPeerError extends LoopguardError {
-  readonly peer: string;
-  constructor(peer: string, what: string, options?: { cause?: unknown }) {
-    super(
-      "missing_peer",
-      `[checkpoint] ${what} needs the \`${peer}\` package, which is not installed: run \`npm install ${peer}\``,
-      options,
-    );
-    this.peer = peer;
-  }
-}
-
 /** PostgreSQL failed or refused a statement the store needs (connection, permissions, schema). */
 export class PostgresStoreError extends LoopguardError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -4,7 +4,7 @@
  * validation of schema names.
  */
 import { InvalidArgumentError } from "@loopguard/core";
-import { MissingPeerError } from "./postgres-errors.js";
+import { missingPeerError } from "./missing-peer-error.js";
 
 /** The result of one query, as `pg` returns it. */
 export interface PgQueryResult {
@@ -97,6 +97,11 @@ export function validateConnection(
       `[checkpoint] ${where}: max must be a positive integer, got ${JSON.stringify(options.max)}`,
     );
   }
+  if (options.onError !== undefined && typeof options.onError !== "function") {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: onError must be a function (error) => void that reports idle connection errors, got ${typeof options.onError}`,
+    );
+  }
   const schema = options.schema ?? "loopguard";
   return { schema, quoted: quoteSchema(schema, where) };
 }
@@ -115,7 +120,7 @@ export async function loadPg(
     ) => PgPool;
     return { Pool };
   } catch (error) {
-    throw new MissingPeerError("pg", where, { cause: error });
+    throw missingPeerError("pg", where, error);
   }
 }
 

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from "better-sqlite3";
-import { MissingDriverError } from "./store-errors.js";
+import { MissingPeerError, missingPeerError } from "./missing-peer-error.js";
 
 /** The better-sqlite3 constructor. */
 export type SqliteDriver = typeof BetterSqlite3;
@@ -15,23 +15,17 @@ export async function loadSqliteDriver(
   try {
     loaded = await importer();
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException)?.code;
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
-      throw new MissingDriverError(
-        "[checkpoint] sqliteEventStore needs better-sqlite3: pnpm add better-sqlite3@12",
-        { cause: error },
-      );
-    }
-    throw new MissingDriverError(
-      `[checkpoint] sqliteEventStore could not load better-sqlite3 (${(error as Error)?.message ?? String(error)}): its native binding may not be built for this Node.js; run pnpm rebuild better-sqlite3`,
-      { cause: error },
-    );
+    throw missingPeerError("better-sqlite3", "sqliteEventStore", error, {
+      install: "better-sqlite3@12",
+      fix: "its native binding may not be built for this Node.js; run npm rebuild better-sqlite3",
+    });
   }
   const driver = (loaded as { default?: unknown }).default ?? loaded;
   if (typeof driver !== "function") {
-    throw new MissingDriverError(
-      "[checkpoint] sqliteEventStore: the better-sqlite3 module has no Database constructor; install better-sqlite3@12",
-    );
+    throw new MissingPeerError("better-sqlite3", "sqliteEventStore", {
+      install: "better-sqlite3@12",
+      loadError: "the module has no Database constructor",
+    });
   }
   return driver as SqliteDriver;
 }

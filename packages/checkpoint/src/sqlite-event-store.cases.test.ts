@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { LoopguardError, StoredEventInput } from "@loopguard/core";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { MissingDriverError, MissingPeerError } from "./index.js";
 import { loadSqliteDriver } from "./sqlite-driver.js";
 import { sqliteEventStore } from "./sqlite-event-store.js";
 
@@ -35,13 +36,24 @@ describe("sqliteEventStore", () => {
     const error = await rejection(loadSqliteDriver(() => Promise.reject(missing)));
     expect(error.code).toBe("missing_peer");
     expect(error.message).toBe(
-      "[checkpoint] sqliteEventStore needs better-sqlite3: pnpm add better-sqlite3@12",
+      "[checkpoint] sqliteEventStore needs the better-sqlite3 package, which is not installed: run npm install better-sqlite3@12",
     );
+    // One class under two names: the SQLite driver's error is the peer error of pg and pg-boss.
+    expect(MissingDriverError).toBe(MissingPeerError);
+    expect(error).toBeInstanceOf(MissingPeerError);
+    expect(MissingDriverError.isInstance(error)).toBe(true);
+    expect((error as MissingPeerError).peer).toBe("better-sqlite3");
+    expect(error.cause).toBe(missing);
     const broken = await rejection(
       loadSqliteDriver(() => Promise.reject(new Error("Could not locate the bindings file"))),
     );
+    expect(broken.code).toBe("missing_peer");
     expect(broken.message).toMatch(
-      /could not load better-sqlite3 \(Could not locate the bindings file\).*pnpm rebuild better-sqlite3/,
+      /could not load better-sqlite3 \(Could not locate the bindings file\).*npm rebuild better-sqlite3/,
+    );
+    const empty = await rejection(loadSqliteDriver(() => Promise.resolve({ default: 42 })));
+    expect(empty.message).toMatch(
+      /could not load better-sqlite3 \(the module has no Database constructor\)/,
     );
     expect(typeof (await loadSqliteDriver())).toBe("function");
   });

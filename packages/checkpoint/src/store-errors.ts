@@ -25,13 +25,6 @@ export class RunLockedError extends LoopguardError {
   }
 }
 
-/** The SQLite driver, an optional peer dependency, is not installed. */
-export class MissingDriverError extends LoopguardError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super("missing_peer", message, options);
-  }
-}
-
 /** A write or fsync of a run's log failed: what reached the disk is unknown until a reopen. */
 export class StoreWriteError extends LoopguardError {
   constructor(message: string, options?: { cause?: unknown }) {

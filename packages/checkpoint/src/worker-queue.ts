@@ -4,7 +4,7 @@
  * one active job per run: the `stately` policy with the run id as singleton key).
  */
 import { InvalidArgumentError, type JsonValue } from "@loopguard/core";
-import { MissingPeerError } from "./postgres-errors.js";
+import { missingPeerError } from "./missing-peer-error.js";
 import { type PgPool, type PgQueryable, quoteSchema } from "./postgres-pool.js";
 
 /** The data of one job: the run to advance, and its task for the first slice. */
@@ -133,7 +133,7 @@ export async function openQueue(
     const module = (await import("pg-boss")) as unknown as { default?: unknown };
     PgBoss = (module.default ?? module) as typeof PgBoss;
   } catch (error) {
-    throw new MissingPeerError("pg-boss", where, { cause: error });
+    throw missingPeerError("pg-boss", where, error);
   }
   const maintenanceIntervalMs = options.maintenanceIntervalMs ?? 5_000;
   const boss = new PgBoss({

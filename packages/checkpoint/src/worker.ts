@@ -126,6 +126,16 @@ export function createWorker(options: WorkerOptions): Worker {
       `[checkpoint] ${where}: store must be a postgresEventStore (workers need its fencing epochs)`,
     );
   }
+  for (const hook of ["onError", "onSlice"] as const) {
+    if (options[hook] !== undefined && typeof options[hook] !== "function")
+      throw new InvalidArgumentError(
+        `[checkpoint] ${where}: ${hook} must be a function, got ${typeof options[hook]}`,
+      );
+  }
+  if (options.id !== undefined && (typeof options.id !== "string" || options.id.trim() === ""))
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: id must be a non-empty string naming this worker in reports, or left out for a random one`,
+    );
   const concurrency = options.concurrency ?? 4;
   const sliceMs = options.sliceMs ?? 5_000;
   const pollingIntervalMs = options.pollingIntervalMs ?? 2_000;
