@@ -23,6 +23,19 @@ export function crashAfter(
   appends: number,
   onCrash?: () => void,
 ): EventStore & { readonly crashed: boolean; readonly whenCrashed: Promise<void> } {
+  if (
+    store === null ||
+    typeof store !== "object" ||
+    typeof store.append !== "function" ||
+    typeof store.read !== "function"
+  )
+    throw new InvalidArgumentError(
+      "[evals] crashAfter(store, n): store must be an EventStore such as jsonlEventStore({ dir }) or memoryEventStore()",
+    );
+  if (onCrash !== undefined && typeof onCrash !== "function")
+    throw new InvalidArgumentError(
+      "[evals] crashAfter(store, n, onCrash): onCrash must be a function, e.g. () => process.exit(137)",
+    );
   if (!Number.isInteger(appends) || appends < 1)
     throw new InvalidArgumentError(
       `[evals] crashAfter(store, n): n must be a positive integer, got ${String(appends)}`,

@@ -1,4 +1,10 @@
-import type { Approver, Gate, OutputEnvelope, Scanner } from "@loopguard/core";
+import {
+  type Approver,
+  type Gate,
+  InvalidArgumentError,
+  type OutputEnvelope,
+  type Scanner,
+} from "@loopguard/core";
 import { createRedactor } from "@loopguard/redact";
 import { companyDomain } from "./support-desk/fixtures.js";
 import { type SupportVault, supportVault } from "./support-vault.js";
@@ -9,6 +15,7 @@ export type OptionalPackage = "policy" | "injection" | "checkpoint" | "tracing-o
 /** The optional packages that loaded, and why the others did not. */
 export interface LoadedPackages {
   /** Module namespaces by package (typed loosely: they are loaded by name at run time). */
+  // biome-ignore lint/suspicious/noExplicitAny: modules loaded by name at run time have no static type
   modules: Partial<Record<OptionalPackage, Record<string, any>>>;
   /** Why each missing package could not be loaded. */
   missing: Partial<Record<OptionalPackage, string>>;
@@ -47,6 +54,7 @@ export function loadPackages(): Promise<LoadedPackages> {
       names.map(async (name) => {
         const specifier = `@loopguard/${name}`;
         try {
+          // biome-ignore lint/suspicious/noExplicitAny: modules loaded by name at run time have no static type
           const loaded = (await import(specifier)) as Record<string, any>;
           const absent = required[name].filter((key) => typeof loaded[key] !== "function");
           if (absent.length > 0)
@@ -78,6 +86,35 @@ export type Sabotage =
   | "model_retries"
   | "run_guard"
   | "vault";
+
+/** Every defence the scorecard can switch off, for checking `sabotage` lists. */
+export const sabotageNames: readonly Sabotage[] = Object.freeze([
+  "taint_gate",
+  "policy_ask",
+  "policy_deny",
+  "scanner",
+  "redaction",
+  "idempotency_keys",
+  "model_retries",
+  "run_guard",
+  "vault",
+]);
+
+/** Checks a `sabotage` list: a misspelt name must not leave a defence on while a test thinks it is off. */
+export function checkSabotage(sabotage: unknown, where: string): readonly Sabotage[] {
+  if (sabotage === undefined) return [];
+  if (!Array.isArray(sabotage))
+    throw new InvalidArgumentError(
+      `[evals] ${where}: sabotage must be an array of defence names such as ["taint_gate"]; known: ${sabotageNames.join(", ")}`,
+    );
+  for (const name of sabotage) {
+    if (!sabotageNames.includes(name as Sabotage))
+      throw new InvalidArgumentError(
+        `[evals] ${where}: unknown sabotage ${JSON.stringify(name)}; known: ${sabotageNames.join(", ")}`,
+      );
+  }
+  return sabotage as Sabotage[];
+}
 
 /** The support desk's defences, built from whatever packages have loaded. */
 export interface SupportDefences {
@@ -116,7 +153,29 @@ export function supportDefences(
   packages: LoadedPackages,
   options: SupportDefenceOptions = {},
 ): SupportDefences {
-  const sabotage = new Set(options.sabotage ?? []);
+  if (
+    packages === null ||
+    typeof packages !== "object" ||
+    typeof packages.modules !== "object" ||
+    typeof packages.missing !== "object"
+  )
+    throw new InvalidArgumentError(
+      "[evals] supportDefences(packages, options): packages must be what loadPackages() resolves to ({ modules, missing })",
+    );
+  if (options === null || typeof options !== "object")
+    throw new InvalidArgumentError(
+      "[evals] supportDefences(packages, options): options must be an object",
+    );
+  const sabotage = new Set(checkSabotage(options.sabotage, "supportDefences"));
+  if (
+    options.approvalAboveUsd !== undefined &&
+    (typeof options.approvalAboveUsd !== "number" ||
+      !Number.isFinite(options.approvalAboveUsd) ||
+      options.approvalAboveUsd < 0)
+  )
+    throw new InvalidArgumentError(
+      `[evals] supportDefences: approvalAboveUsd must be a finite amount >= 0 (default 500), got ${String(options.approvalAboveUsd)}`,
+    );
   const gates: Gate[] = [];
   const active: string[] = [];
   const missing: string[] = [];
@@ -183,6 +242,7 @@ export function supportDefences(
  * The quarantine envelope of `@loopguard/injection`: `quarantine` is either the envelope
  * itself (text, provenance, scan) or a factory of one.
  */
+// biome-ignore lint/suspicious/noExplicitAny: modules loaded by name at run time have no static type
 function quarantineEnvelope(injection: Record<string, any>): OutputEnvelope {
   const quarantine = injection.quarantine as (...args: unknown[]) => unknown;
   const probe = (candidate: unknown): candidate is OutputEnvelope => {
@@ -202,7 +262,7 @@ function quarantineEnvelope(injection: Record<string, any>): OutputEnvelope {
     }
   }
   if (probe(quarantine)) return quarantine as OutputEnvelope;
-  throw new TypeError(
+  throw new InvalidArgumentError(
     "[evals] @loopguard/injection's quarantine is neither an envelope (text, provenance, scan) => string nor a factory of one",
   );
 }
@@ -212,6 +272,14 @@ export function fixedApprover(
   answer: "approve" | "deny",
   approver = "eval-supervisor",
 ): Approver & { requests: string[] } {
+  if (answer !== "approve" && answer !== "deny")
+    throw new InvalidArgumentError(
+      `[evals] fixedApprover(answer): answer must be "approve" or "deny", got ${JSON.stringify(answer)}`,
+    );
+  if (typeof approver !== "string" || approver.trim() === "")
+    throw new InvalidArgumentError(
+      '[evals] fixedApprover(answer, approver): approver must be a non-empty name such as "eval-supervisor"',
+    );
   const requests: string[] = [];
   const fn: Approver = (request) => {
     requests.push(request.tool);

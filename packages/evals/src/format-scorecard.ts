@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from "@loopguard/core";
 import type { Scorecard } from "./run-scenarios.js";
 
 /** Colours for the table; identity functions by default. */
@@ -25,6 +26,10 @@ const plain: ScorecardColors = {
  * console.log(formatScorecard(await runScenarios(scenarios)));
  */
 export function formatScorecard(card: Scorecard, colors: ScorecardColors = plain): string {
+  if (card === null || typeof card !== "object" || !Array.isArray(card.results))
+    throw new InvalidArgumentError(
+      "[evals] formatScorecard(card): card must be the scorecard runScenarios() resolves to",
+    );
   const rows = card.results.map((result, index) => [
     String(index + 1),
     result.name,

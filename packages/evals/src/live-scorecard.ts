@@ -12,9 +12,18 @@ export function wilsonInterval(
   trials: number,
   z = 1.96,
 ): { low: number; high: number } {
-  if (!Number.isInteger(trials) || trials < 1 || successes < 0 || successes > trials)
+  if (
+    !Number.isInteger(trials) ||
+    trials < 1 ||
+    !Number.isInteger(successes) ||
+    successes < 0 ||
+    successes > trials ||
+    typeof z !== "number" ||
+    !Number.isFinite(z) ||
+    z <= 0
+  )
     throw new InvalidArgumentError(
-      `[evals] wilsonInterval: need 0 <= successes <= trials and trials >= 1, got ${successes}/${trials}`,
+      `[evals] wilsonInterval(successes, trials, z): need whole numbers 0 <= successes <= trials, trials >= 1 and z > 0 (1.96 for 95%), got ${successes}/${trials}, z ${z}`,
     );
   const p = successes / trials;
   const denominator = 1 + (z * z) / trials;
@@ -186,6 +195,10 @@ export async function liveScorecard(options: LiveScorecardOptions): Promise<Live
 
 /** Formats the live scorecard. */
 export function formatLiveScorecard(card: LiveScorecard): string {
+  if (card === null || typeof card !== "object" || !Array.isArray(card.results))
+    throw new InvalidArgumentError(
+      "[evals] formatLiveScorecard(card): card must be the scorecard liveScorecard() resolves to",
+    );
   const lines = [`live scorecard: ${card.model}, k=${card.k}`];
   for (const result of card.results) {
     lines.push(

@@ -8,7 +8,13 @@ import {
   type ToolResultBlock,
 } from "@loopguard/core";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
-import { type LoadedPackages, loadPackages, type Sabotage, supportDefences } from "./defences.js";
+import {
+  checkSabotage,
+  type LoadedPackages,
+  loadPackages,
+  type Sabotage,
+  supportDefences,
+} from "./defences.js";
 import { companyDomain, exfilAddress } from "./support-desk/fixtures.js";
 import { supportDesk } from "./support-desk/support-desk.js";
 
@@ -46,8 +52,8 @@ export interface CorpusReport {
 
 /** The corpus error: the file is missing or unreadable. */
 export class CorpusFileError extends LoopguardError {
-  constructor(message: string) {
-    super("corpus_file", message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("corpus_file", message, options);
   }
 }
 
@@ -66,24 +72,38 @@ export function defaultCorpusPath(): string {
 
 /** Reads the corpus, with a clear error when it is missing. */
 export function readCorpus(path = defaultCorpusPath()): CorpusRecord[] {
+  if (typeof path !== "string" || path === "")
+    throw new InvalidArgumentError(
+      "[evals] readCorpus(path): path must be the corpus file (JSON lines), or left out for the default",
+    );
   if (!existsSync(path))
     throw new CorpusFileError(
       `[evals] the attack corpus ${path} does not exist; put injection.jsonl there or set LOOPGUARD_CORPUS to its path`,
     );
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line, index) => {
-      const record = JSON.parse(line) as CorpusRecord;
-      if (
-        typeof record.text !== "string" ||
-        (record.label !== "injection" && record.label !== "benign")
-      )
-        throw new CorpusFileError(
-          `[evals] ${path}:${index + 1} is not a corpus record ({ id, text, label, subset })`,
-        );
-      return record;
-    });
+  const records: CorpusRecord[] = [];
+  for (const [index, line] of readFileSync(path, "utf8").split("\n").entries()) {
+    if (line.trim() === "") continue;
+    let record: CorpusRecord;
+    try {
+      record = JSON.parse(line) as CorpusRecord;
+    } catch (error) {
+      throw new CorpusFileError(
+        `[evals] ${path}:${index + 1} is not JSON (${(error as Error).message}); each line must be one record { id, text, label, subset }`,
+        { cause: error },
+      );
+    }
+    if (
+      record === null ||
+      typeof record !== "object" ||
+      typeof record.text !== "string" ||
+      (record.label !== "injection" && record.label !== "benign")
+    )
+      throw new CorpusFileError(
+        `[evals] ${path}:${index + 1} is not a corpus record ({ id, text, label, subset })`,
+      );
+    records.push(record);
+  }
+  return records;
 }
 
 /**
@@ -168,6 +188,17 @@ export interface RunCorpusOptions {
 export async function runCorpus(options: RunCorpusOptions = {}): Promise<CorpusReport> {
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError("[evals] runCorpus(options): options must be an object");
+  if (options.path !== undefined && (typeof options.path !== "string" || options.path === ""))
+    throw new InvalidArgumentError(
+      "[evals] runCorpus({ path }): path must be the corpus file (JSON lines), e.g. ../shared/data/injection.jsonl",
+    );
+  // Checked through `unknown`: Array.isArray would narrow the records' type to any[].
+  const givenRecords: unknown = options.records;
+  if (givenRecords !== undefined && !Array.isArray(givenRecords))
+    throw new InvalidArgumentError(
+      "[evals] runCorpus({ records }): records must be an array of { id, text, label, subset }",
+    );
+  checkSabotage(options.sabotage, "runCorpus");
   const path = options.path ?? defaultCorpusPath();
   const records = options.records ?? readCorpus(path);
   const packages = options.packages ?? (await loadPackages());
@@ -231,6 +262,10 @@ export async function runCorpus(options: RunCorpusOptions = {}): Promise<CorpusR
 
 /** Formats a corpus report as a table per subset. */
 export function formatCorpusReport(report: CorpusReport): string {
+  if (report === null || typeof report !== "object" || !Array.isArray(report.subsets))
+    throw new InvalidArgumentError(
+      "[evals] formatCorpusReport(report): report must be what runCorpus() resolves to",
+    );
   const rows = report.subsets.map((entry) => [
     entry.subset,
     entry.label,

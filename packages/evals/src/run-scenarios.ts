@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from "@loopguard/core";
-import { type LoadedPackages, loadPackages, type Sabotage } from "./defences.js";
+import { checkSabotage, type LoadedPackages, loadPackages, type Sabotage } from "./defences.js";
 import { findLeaks, type TraceRenderer } from "./observed-surfaces.js";
 import {
   type Check,
@@ -65,6 +65,24 @@ export async function runScenarios(
     throw new InvalidArgumentError(
       "[evals] runScenarios(scenarios): scenarios must be an array of scenario(...) values",
     );
+  if (options === null || typeof options !== "object")
+    throw new InvalidArgumentError(
+      "[evals] runScenarios(scenarios, options): options must be an object",
+    );
+  for (const [index, item] of scenarios.entries()) {
+    if (item === null || typeof item !== "object" || typeof item.run !== "function")
+      throw new InvalidArgumentError(
+        `[evals] runScenarios(scenarios): scenarios[${index}] is not a scenario; make it with scenario(meta, fn)`,
+      );
+  }
+  if (
+    options.only !== undefined &&
+    (!Array.isArray(options.only) || options.only.some((name) => typeof name !== "string"))
+  )
+    throw new InvalidArgumentError(
+      `[evals] runScenarios: only must be an array of scenario names such as ["refund_happy_path"], got ${JSON.stringify(options.only)}`,
+    );
+  checkSabotage(options.sabotage, "runScenarios");
   const names = new Set(scenarios.map((item) => item.name));
   for (const name of options.only ?? []) {
     if (!names.has(name))

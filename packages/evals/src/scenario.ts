@@ -45,6 +45,17 @@ export interface ScenarioMeta {
   notLive?: string;
 }
 
+const scenarioCategories: readonly ScenarioCategory[] = [
+  "happy_path",
+  "injection",
+  "approval",
+  "budget",
+  "faults",
+  "durability",
+  "observability",
+  "run_guard",
+];
+
 /** One named check of a scenario. */
 export interface Check {
   name: string;
@@ -108,6 +119,20 @@ export function scenario(
       `[evals] scenario(meta, fn): meta.name must be snake_case, got ${JSON.stringify(meta?.name)}`,
     );
   }
+  if (!scenarioCategories.includes(meta.category))
+    throw new InvalidArgumentError(
+      `[evals] scenario ${meta.name}: category must be one of ${scenarioCategories.join(", ")}, got ${JSON.stringify(meta.category)}`,
+    );
+  if (
+    meta.requires !== undefined &&
+    (!Array.isArray(meta.requires) ||
+      meta.requires.some(
+        (name) => !["policy", "injection", "checkpoint", "tracing-otel"].includes(name),
+      ))
+  )
+    throw new InvalidArgumentError(
+      `[evals] scenario ${meta.name}: requires must be an array of "policy", "injection", "checkpoint" or "tracing-otel", got ${JSON.stringify(meta.requires)}`,
+    );
   if (typeof meta.title !== "string" || meta.title.trim() === "")
     throw new InvalidArgumentError(`[evals] scenario ${meta.name}: give it a one-line title`);
   if (typeof run !== "function")

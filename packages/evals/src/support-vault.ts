@@ -90,6 +90,22 @@ function customerEmailDetector(readable: readonly string[]): Detector {
 export function supportVault(options: SupportVaultOptions = {}): SupportVault {
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError("[evals] supportVault(options): options must be an object");
+  if (
+    options.readableDomains !== undefined &&
+    (!Array.isArray(options.readableDomains) ||
+      options.readableDomains.some((domain) => typeof domain !== "string" || domain === ""))
+  )
+    throw new InvalidArgumentError(
+      `[evals] supportVault: readableDomains must be an array of mail domains such as ["acme-shop.com"], got ${JSON.stringify(options.readableDomains)}`,
+    );
+  if (options.entries !== undefined && !Array.isArray(options.entries))
+    throw new InvalidArgumentError(
+      "[evals] supportVault: entries must be the array a previous vault's entries held (read back from the run's vault file)",
+    );
+  if (options.onEntry !== undefined && typeof options.onEntry !== "function")
+    throw new InvalidArgumentError(
+      "[evals] supportVault: onEntry must be a function (entry) => void that saves each new entry",
+    );
   const vault = new RecordingVault({
     types: DEFAULT_TYPES.filter((type) => type !== "EMAIL"),
     detectors: [customerEmailDetector(options.readableDomains ?? [companyDomain])],

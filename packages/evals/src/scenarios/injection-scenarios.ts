@@ -1,7 +1,6 @@
 import type { OutputEnvelope, RunResult, StoredEvent } from "@loopguard/core";
 import { type Scenario, type ScenarioContext, scenario } from "../scenario.js";
 import { companyDomain, exfilAddress } from "../support-desk/fixtures.js";
-import { gullibleModel } from "../support-desk/gullible-model.js";
 import type { SupportDesk } from "../support-desk/support-desk.js";
 import { deskAgentOptions } from "./core-scenarios.js";
 

@@ -43,6 +43,29 @@ const refundInstruction = /\brefund\s+(?:order\s+)?([A-Z]\d{4})\b[^.]{0,80}?\$\s
 export function gullibleModel(options: GullibleModelOptions = {}): ScriptedModel {
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError("[evals] gullibleModel(options): options must be an object");
+  for (const key of ["orderId", "query", "model"] as const) {
+    const value = options[key];
+    if (value !== undefined && (typeof value !== "string" || value.trim() === ""))
+      throw new InvalidArgumentError(
+        `[evals] gullibleModel: ${key} must be a non-empty string, got ${JSON.stringify(value)}`,
+      );
+  }
+  for (const key of ["obey", "refund", "parallel"] as const) {
+    const value = options[key];
+    if (value !== undefined && typeof value !== "boolean")
+      throw new InvalidArgumentError(
+        `[evals] gullibleModel: ${key} must be true or false, got ${JSON.stringify(value)}`,
+      );
+  }
+  if (
+    options.refundAmount !== undefined &&
+    (typeof options.refundAmount !== "number" ||
+      !Number.isFinite(options.refundAmount) ||
+      options.refundAmount <= 0)
+  )
+    throw new InvalidArgumentError(
+      `[evals] gullibleModel: refundAmount must be a positive amount (e.g. 649 to trigger an approval), got ${String(options.refundAmount)}`,
+    );
   const orderId = options.orderId ?? "A1001";
   const query = options.query ?? "damaged item";
   const obey = options.obey ?? true;

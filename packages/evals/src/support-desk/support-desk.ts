@@ -29,8 +29,10 @@ export interface SupportDeskOptions {
 
 /** The support-desk workload: tools, their side-effect ledger, the system prompt and the data. */
 export interface SupportDesk {
+  // biome-ignore lint/suspicious/noExplicitAny: a tool list mixes tools of different argument and result types, as core's AgentOptions.tools does
   tools: Tool<any, any>[];
   /** The tools by name. */
+  // biome-ignore lint/suspicious/noExplicitAny: a tool list mixes tools of different argument and result types, as core's AgentOptions.tools does
   byName: Record<SupportToolName, Tool<any, any>>;
   ledger: SideEffectLedger;
   system: string;
@@ -56,6 +58,7 @@ export interface SupportDesk {
 export function supportDesk(options: SupportDeskOptions = {}): SupportDesk {
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError("[evals] supportDesk(options): options must be an object");
+  checkDeskOptions(options);
   const fixtures = supportDeskFixtures(
     options.poisoned === undefined ? {} : { poisoned: options.poisoned },
   );
@@ -216,6 +219,7 @@ export function supportDesk(options: SupportDeskOptions = {}): SupportDesk {
     search_kb: searchKb,
     issue_refund: issueRefund,
     send_email: sendEmail,
+    // biome-ignore lint/suspicious/noExplicitAny: a tool list mixes tools of different argument and result types, as core's AgentOptions.tools does
   } as Record<SupportToolName, Tool<any, any>>;
   return {
     tools: Object.values(byName),
@@ -228,4 +232,66 @@ export function supportDesk(options: SupportDeskOptions = {}): SupportDesk {
       return maxConcurrent;
     },
   };
+}
+
+const toolNames: readonly SupportToolName[] = [
+  "lookup_order",
+  "search_kb",
+  "issue_refund",
+  "send_email",
+];
+const toolFaults: readonly ToolFault[] = ["ok", "transient", "fail", "crash", "hang"];
+
+/** Checks the workload's options, so a misspelt tool or fault is an error, not a quiet no-op. */
+function checkDeskOptions(options: SupportDeskOptions): void {
+  const where = "[evals] supportDesk";
+  if (
+    options.latencyMs !== undefined &&
+    (typeof options.latencyMs !== "number" ||
+      !Number.isFinite(options.latencyMs) ||
+      options.latencyMs < 0)
+  )
+    throw new InvalidArgumentError(
+      `${where}: latencyMs must be a number of milliseconds >= 0 (default 0), got ${String(options.latencyMs)}`,
+    );
+  for (const [key, value] of [
+    ["faults", options.faults],
+    ["timeoutMs", options.timeoutMs],
+  ] as const) {
+    if (value === undefined) continue;
+    if (value === null || typeof value !== "object")
+      throw new InvalidArgumentError(
+        `${where}: ${key} must be an object keyed by tool name (${toolNames.join(", ")})`,
+      );
+    for (const [name, setting] of Object.entries(value)) {
+      if (!toolNames.includes(name as SupportToolName))
+        throw new InvalidArgumentError(
+          `${where}: ${key} names an unknown tool ${JSON.stringify(name)}; the desk's tools are ${toolNames.join(", ")}`,
+        );
+      if (
+        key === "faults" &&
+        (!Array.isArray(setting) ||
+          setting.some((fault) => !toolFaults.includes(fault as ToolFault)))
+      )
+        throw new InvalidArgumentError(
+          `${where}: faults.${name} must be an array of ${toolFaults.join(", ")}, got ${JSON.stringify(setting)}`,
+        );
+      if (
+        key === "timeoutMs" &&
+        (typeof setting !== "number" || !Number.isFinite(setting) || setting <= 0)
+      )
+        throw new InvalidArgumentError(
+          `${where}: timeoutMs.${name} must be a positive number of milliseconds (default 2000), got ${String(setting)}`,
+        );
+    }
+  }
+  if (
+    options.ledger !== undefined &&
+    (options.ledger === null ||
+      typeof options.ledger !== "object" ||
+      !Array.isArray(options.ledger.refunds))
+  )
+    throw new InvalidArgumentError(
+      `${where}: ledger must be a sideEffectLedger() (shared across a crash and a resume)`,
+    );
 }
