@@ -802,13 +802,22 @@ export function createAgent(options: AgentOptions): Agent {
     if (result.status === "ok") {
       const raw = formatToolOutput(result.value);
       const text = config.vault ? config.vault.tokenize(raw) : raw;
-      const { content, scan } = await scanOutput(
-        text,
-        { source: "tool_output", tool: item.name, toolUseId: use.id, runId: fold.start.runId },
-        config.scanner,
-        config.envelope,
-        reportError,
-      );
+      // Without a scanner or an envelope, step 7 leaves the text as it is: skip its promise.
+      const { content, scan } =
+        config.scanner || config.envelope
+          ? await scanOutput(
+              text,
+              {
+                source: "tool_output",
+                tool: item.name,
+                toolUseId: use.id,
+                runId: fold.start.runId,
+              },
+              config.scanner,
+              config.envelope,
+              reportError,
+            )
+          : { content: text, scan: undefined };
       await writer.write({
         type: "tool-call-result",
         step,

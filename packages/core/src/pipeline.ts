@@ -122,6 +122,10 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
       : undefined;
 
   const userGates = [...input.gates];
+  // Whether a user gate of this step or an earlier one is still to run: most calls meet no gate
+  // at most steps, and skipping the await there saves a promise and a turn of the event loop.
+  const due = (upTo: GateStep): boolean =>
+    userGates.length > 0 && stepOrder.indexOf(userGates[0]!.step) <= stepOrder.indexOf(upTo);
   const runGates = async (upTo: GateStep): Promise<Judgement | undefined> => {
     while (
       userGates.length > 0 &&
@@ -161,7 +165,7 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
   };
 
   // Step 0: the kill switch and any other step-0 gate.
-  let early = await runGates("0");
+  let early = due("0") ? await runGates("0") : undefined;
   if (early) return early;
   // Step 0.7: the halt latch.
   const halted = haltedCheck();
@@ -190,11 +194,11 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
   call.args = parsed.value as Record<string, unknown>;
   passed.push("1:validation");
   // Steps 2 to 2.5: policy, rate limits, loop detection, taint (user gates).
-  early = await runGates("2.5");
+  early = due("2.5") ? await runGates("2.5") : undefined;
   if (early) return early;
   // Step 3: approval.
   let approval: ApprovalOutcome | undefined;
-  early = await runGates("3");
+  early = due("3") ? await runGates("3") : undefined;
   if (early) return early;
   if (asks.length > 0) {
     const ask = asks[0]!;
@@ -250,7 +254,7 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
     passed.push("3:approval");
   }
   // Step 4: the tool's circuit breaker.
-  early = await runGates("4");
+  early = due("4") ? await runGates("4") : undefined;
   if (early) return early;
   if (input.breaker) {
     if (!input.breaker.tryAcquire()) {
@@ -267,7 +271,7 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
   }
   passed.push("4:circuit_breaker");
   // Step 5: the budget.
-  early = await runGates("5");
+  early = due("5") ? await runGates("5") : undefined;
   if (early) return early;
   const overBudget = input.budget?.();
   if (overBudget) return refuse("5:budget", overBudget);
