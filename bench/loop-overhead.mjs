@@ -1,6 +1,7 @@
-// One measurement in a fresh process: `node loop-overhead.mjs <system> <N> <repeats>`.
-// The workload: a model that calls a tool returning a 2 KB string N times, then answers.
-// Prints one JSON line: { system, n, usPerStep and cpuUsPerStep (one per repeat), retainedKbPerStep, maxRssMb }.
+// One measurement in a fresh process: `node --expose-gc loop-overhead.mjs <system> <N> <repeats> [no-memory]`.
+// The workload (systems.mjs): a model that calls a tool returning a 2 KB page N times, then answers.
+// Prints one JSON line: { system, n, usPerStep, cpuUsPerStep and gcUsPerStep (one per repeat),
+// retainedKbPerStep, maxRssMb }.
 import { constants, PerformanceObserver, performance } from "node:perf_hooks";
 import { systems } from "./systems.mjs";
 
@@ -45,6 +46,8 @@ for (let index = 0; index < repeats; index += 1) {
   gcUsPerStep.push((gcMs * 1000) / n);
 }
 observer.disconnect();
+// Peak RSS of the timed runs, before the memory figure keeps two runs alive at once.
+const maxRssMb = process.resourceUsage().maxRSS / 1024;
 // Memory a finished run still holds (its history), per step: the heap grown by keeping the
 // result of one more run alongside the last timed one.
 const collect = () => {
@@ -67,7 +70,7 @@ console.log(
     cpuUsPerStep,
     gcUsPerStep,
     retainedKbPerStep,
-    maxRssMb: process.resourceUsage().maxRSS / 1024,
+    maxRssMb,
     ...(runOnce.info ?? {}),
   }),
 );
