@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { LoopguardError, type Span, spansFromEvents } from "@loopguard/core";
 import {
@@ -429,15 +430,27 @@ export async function main(
 async function orderOfRun(paths: DemoPaths, runId: string): Promise<string> {
   const { store } = await demoAgent({ paths });
   const start = (await store.read(runId))[0];
-  if (!start || start.type !== "run-start")
+  if (start?.type !== "run-start")
     throw new UsageError(`run ${runId} not found in ${paths.runs}; list runs with: loopguard runs`);
   return /order (A\d{4})/.exec(start.task)?.[1] ?? "A1001";
 }
 
-const invokedDirectly =
-  process.argv[1] !== undefined &&
-  import.meta.url === new URL(`file://${resolve(process.argv[1])}`).href;
-if (invokedDirectly) {
+/**
+ * Whether this file is the process's entry point. npm and pnpm install the bin as a symlink
+ * (`node_modules/.bin/loopguard`), and `process.argv[1]` keeps the link's path while
+ * `import.meta.url` is the real file's, so both sides are compared as real paths.
+ */
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

@@ -157,5 +157,5 @@ export function summaryBox(
   ].join("\n");
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour codes to measure width
+// Strips ANSI colour codes to measure width.
 const visible = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "");

@@ -1,8 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { built, leaksIn, ledgerOf, run, runIdOf, sensitive, start } from "./cli-helpers.js";
+import { built, cli, leaksIn, ledgerOf, run, runIdOf, sensitive, start } from "./cli-helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopguard-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -148,5 +149,21 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(worker.status).toBe(2);
     expect(worker.stderr).toMatch(/createWorker|DATABASE_URL/);
     expect(run(["approve", "run_x", "--deny", "--answer", "approve"]).status).toBe(2);
+  });
+
+  it("runs through a symlinked bin, as npm and pnpm install it", () => {
+    const bin = join(dir, "bin");
+    mkdirSync(bin, { recursive: true });
+    symlinkSync(cli, join(bin, "loopguard"));
+    const help = spawnSync(process.execPath, [join(bin, "loopguard"), "--help"], {
+      encoding: "utf8",
+    });
+    expect(help.status, help.stderr).toBe(0);
+    expect(help.stdout).toContain("loopguard demo");
+    const bad = spawnSync(process.execPath, [join(bin, "loopguard"), "frobnicate"], {
+      encoding: "utf8",
+    });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('[loopguard] unknown command "frobnicate"');
   });
 });
