@@ -2,6 +2,7 @@ import {
   AppendConflictError,
   createAgent,
   foldRun,
+  type EventStore,
   InvalidArgumentError,
   type RunEvent,
   type StoredEventInput,
