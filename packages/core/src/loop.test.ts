@@ -639,3 +639,29 @@ describe("errors", () => {
     expect(AppendConflictError.isInstance(copy)).toBe(true);
   });
 });
+
+describe("span ids across resumes", () => {
+  it("never emits the same span id twice, wherever the process died", async () => {
+    const script = [
+      { content: [use("t1", "lookup_order", { order_id: "A1" })] },
+      { content: [use("t2", "issue_refund", { order_id: "A1", amount: 3 })] },
+      { content: "done" },
+    ];
+    const reference = memoryEventStore();
+    await createAgent({ model: scriptedModel(script), tools: workload().tools, store: reference }).run("go", { runId: "run_ids" });
+    const events = await reference.read("run_ids");
+    for (let cut = 2; cut < events.length - 1; cut += 1) {
+      const store = memoryEventStore();
+      await store.append("run_ids", events.slice(0, cut), { expectedSeq: 0 });
+      const exporter = recordingExporter();
+      const answered = events.slice(0, cut).filter((event) => event.type === "model-response").length;
+      // The first process exported what finished before it died.
+      const { SpanBuilder } = await import("./spans.js");
+      const builder = new SpanBuilder("run_ids");
+      const before = events.slice(0, cut).flatMap((event) => builder.push(event));
+      await createAgent({ model: scriptedModel(script.slice(answered)), tools: workload().tools, store, exporters: [exporter] }).resume("run_ids");
+      const ids = [...before, ...exporter.spans].map((span) => span.spanId);
+      expect(new Set(ids).size, `cut at ${cut}`).toBe(ids.length);
+    }
+  });
+});

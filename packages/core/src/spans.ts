@@ -58,6 +58,8 @@ export class SpanBuilder {
   #toolUses = new Map<string, ToolUseBlock>();
   #lastAt = 0;
   #sent = 0;
+  /** Empty for the first process; `:resume:<seq>` after each resume, so every id stays unique. */
+  #session = "";
 
   constructor(runId: string) {
     this.#runId = runId;
@@ -67,7 +69,7 @@ export class SpanBuilder {
   #span(kind: SpanKind, key: string, name: string, at: number, parent?: Span): Span {
     return {
       traceId: this.#traceId,
-      spanId: hex(`${this.#runId}:${key}`, 16),
+      spanId: hex(`${this.#runId}:${key}${this.#session}`, 16),
       ...(parent ? { parentSpanId: parent.spanId } : {}),
       kind,
       name,
@@ -124,12 +126,8 @@ export class SpanBuilder {
         this.#step = undefined;
         const previous = this.#run;
         end(previous, before);
-        const run = this.#span(
-          "run",
-          `run:resume:${event.seq}`,
-          previous?.name ?? "invoke_agent",
-          at,
-        );
+        this.#session = `:resume:${event.seq}`;
+        const run = this.#span("run", "run", previous?.name ?? "invoke_agent", at);
         Object.assign(run.attributes, {
           ...(previous?.attributes ?? {}),
           "loopguard.resumed_from_seq": event.fromSeq,
