@@ -9,12 +9,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, "../../..");
 const dataPath = resolve(repoRoot, "../shared/data/injection.jsonl");
 if (!existsSync(dataPath)) {
-  console.error(`[injection bench] ${dataPath} is missing: the labelled corpus lives in shared/data beside the repository (see shared/data/README.md)`);
+  console.error(
+    `[injection bench] ${dataPath} is missing: the labelled corpus lives in shared/data beside the repository (see shared/data/README.md)`,
+  );
   process.exit(1);
 }
 
@@ -22,14 +25,18 @@ let heuristicScanner;
 try {
   ({ heuristicScanner } = await import("../dist/index.js"));
 } catch (error) {
-  console.error(`[injection bench] cannot load ../dist/index.js (${error.message}); build first: pnpm --filter @loopguard/core build && pnpm --filter @loopguard/injection bench`);
+  console.error(
+    `[injection bench] cannot load ../dist/index.js (${error.message}); build first: pnpm --filter @loopguard/core build && pnpm --filter @loopguard/injection bench`,
+  );
   process.exit(1);
 }
 let vard;
 try {
   vard = (await import("@andersmyrmel/vard")).default;
 } catch {
-  console.warn("[injection bench] @andersmyrmel/vard is not installed; comparison columns are left out");
+  console.warn(
+    "[injection bench] @andersmyrmel/vard is not installed; comparison columns are left out",
+  );
 }
 
 const devSubsets = [
@@ -58,7 +65,8 @@ const flaggedByVard = (text) => {
   }
 };
 
-const pct = (part, whole) => (whole === 0 ? "   -  " : `${((100 * part) / whole).toFixed(1).padStart(5)}%`);
+const pct = (part, whole) =>
+  whole === 0 ? "   -  " : `${((100 * part) / whole).toFixed(1).padStart(5)}%`;
 
 function table(selected, title) {
   const groups = new Map();
@@ -78,21 +86,36 @@ function table(selected, title) {
     totals[label][0] += group.length;
     totals[label][1] += ours;
     totals[label][2] += theirs;
-    console.log(`| ${subset} | ${label} | ${group.length} | ${pct(ours, group.length)} |${vard ? ` ${pct(theirs, group.length)} |` : ""}`);
+    console.log(
+      `| ${subset} | ${label} | ${group.length} | ${pct(ours, group.length)} |${vard ? ` ${pct(theirs, group.length)} |` : ""}`,
+    );
   }
   const [ni, oi, ti] = totals.injection;
   const [nb, ob, tb] = totals.benign;
-  console.log(`| **all injections (detection)** | injection | ${ni} | **${pct(oi, ni)}** |${vard ? ` ${pct(ti, ni)} |` : ""}`);
-  console.log(`| **all benign (false positives)** | benign | ${nb} | **${pct(ob, nb)}** |${vard ? ` ${pct(tb, nb)} |` : ""}`);
+  console.log(
+    `| **all injections (detection)** | injection | ${ni} | **${pct(oi, ni)}** |${vard ? ` ${pct(ti, ni)} |` : ""}`,
+  );
+  console.log(
+    `| **all benign (false positives)** | benign | ${nb} | **${pct(ob, nb)}** |${vard ? ` ${pct(tb, nb)} |` : ""}`,
+  );
   return { detection: oi / ni, falsePositives: ob / nb };
 }
 
-console.log(`loopguard heuristicScanner vs ${vard ? "@andersmyrmel/vard 1.2.0 (moderate preset)" : "nothing"}; "flagged" = verdict not clean`);
+console.log(
+  `loopguard heuristicScanner vs ${vard ? "@andersmyrmel/vard 1.2.0 (moderate preset)" : "nothing"}; "flagged" = verdict not clean`,
+);
 console.log(`corpus: ${dataPath} (${rows.length} rows)`);
 const dev = table(rows.filter(isDev), "DEV subsets (rules were tuned on these)");
-const test = table(rows.filter((row) => !isDev(row)), "TEST subsets (never tuned on)");
-console.log(`\ndev: detection ${(100 * dev.detection).toFixed(1)}% (target >= 95%), false positives ${(100 * dev.falsePositives).toFixed(1)}% (target <= 2%)`);
-console.log(`test: detection ${(100 * test.detection).toFixed(1)}%, false positives ${(100 * test.falsePositives).toFixed(1)}%`);
+const test = table(
+  rows.filter((row) => !isDev(row)),
+  "TEST subsets (never tuned on)",
+);
+console.log(
+  `\ndev: detection ${(100 * dev.detection).toFixed(1)}% (target >= 95%), false positives ${(100 * dev.falsePositives).toFixed(1)}% (target <= 2%)`,
+);
+console.log(
+  `test: detection ${(100 * test.detection).toFixed(1)}%, false positives ${(100 * test.falsePositives).toFixed(1)}%`,
+);
 
 if (process.argv.includes("--misses")) {
   console.log("\nDEV misses and false positives:");
@@ -100,7 +123,9 @@ if (process.argv.includes("--misses")) {
     const result = scanner.scan(row.text, { source: "document" });
     const flagged = result.verdict !== "clean";
     if (flagged !== (row.label === "injection")) {
-      console.log(`- [${row.subset}/${row.label}] ${result.verdict} ${result.score} ${[...new Set(result.findings.map((finding) => finding.rule))].join(",")}: ${JSON.stringify(row.text.slice(0, 300))}`);
+      console.log(
+        `- [${row.subset}/${row.label}] ${result.verdict} ${result.score} ${[...new Set(result.findings.map((finding) => finding.rule))].join(",")}: ${JSON.stringify(row.text.slice(0, 300))}`,
+      );
     }
   }
 }
@@ -129,37 +154,83 @@ const vardMs = vard
     })
   : undefined;
 const mbps = (ms) => corpusBytes / 1e6 / (ms / 1000);
-console.log(`\nThroughput on mixed text (all ${rows.length} corpus rows, ${(corpusBytes / 1e6).toFixed(2)} MB per pass, one scan per row)`);
+console.log(
+  `\nThroughput on mixed text (all ${rows.length} corpus rows, ${(corpusBytes / 1e6).toFixed(2)} MB per pass, one scan per row)`,
+);
 console.log("| scanner | MB/s | ratio |");
 console.log("|---|---:|---:|");
 console.log(`| loopguard heuristicScanner | ${mbps(ourMs).toFixed(2)} | 1.00 |`);
-if (vardMs) console.log(`| vard moderate | ${mbps(vardMs).toFixed(2)} | ${(mbps(vardMs) / mbps(ourMs)).toFixed(2)} |`);
+if (vardMs)
+  console.log(
+    `| vard moderate | ${mbps(vardMs).toFixed(2)} | ${(mbps(vardMs) / mbps(ourMs)).toFixed(2)} |`,
+  );
 
 // --- Worst case on adversarial input --------------------------------------------------------
 const megabyte = 1_000_000;
+const capMs = 20_000;
 const fill = (unit) => unit.repeat(Math.ceil(megabyte / unit.length)).slice(0, megabyte);
+
+/** Times vard in a worker and stops it after `capMs` (it can backtrack for minutes). */
+function timeVard(unit) {
+  return new Promise((resolvePromise) => {
+    const worker = new Worker(new URL("./vard-worker.mjs", import.meta.url), {
+      workerData: { unit, size: megabyte },
+    });
+    const timer = setTimeout(() => {
+      void worker.terminate();
+      resolvePromise(Number.POSITIVE_INFINITY);
+    }, capMs);
+    worker.once("message", (ms) => {
+      clearTimeout(timer);
+      void worker.terminate();
+      resolvePromise(ms);
+    });
+    worker.once("error", () => {
+      clearTimeout(timer);
+      resolvePromise(Number.NaN);
+    });
+  });
+}
+
 const adversarial = [
-  ["1 MB of 'ignore '", fill("ignore ")],
-  ["1 MB of 'ignore all previous '", fill("ignore all previous ")],
-  ["1 MB base64-looking run", fill("QWxhZGRpbjpvcGVuIHNlc2FtZQ")],
-  ["1 MB of nested tags '<a><b>'", fill("<a><b>")],
-  ["1 MB of unclosed '<div class=\"'", fill('<div class="')],
-  ["1 MB of '<!--'", fill("<!--")],
-  ["1 MB of '%41'", fill("%41")],
-  ["1 MB of '&#x3c;'", fill("&#x3c;")],
-  ["1 MB of '[system'", fill("[system")],
-  ["1 MB of zero-width + 'a'", fill("a\u200b")],
-  ["1 MB of Cyrillic look-alikes 'іgnоrе '", fill("іgnоrе ")],
-  ["1 MB without spaces 'aaaa'", fill("a")],
+  ["1 MB of 'ignore '", "ignore "],
+  ["1 MB of 'ignore all previous '", "ignore all previous "],
+  ["1 MB base64-looking run", "QWxhZGRpbjpvcGVuIHNlc2FtZQ"],
+  ["1 MB of nested tags '<a><b>'", "<a><b>"],
+  ["1 MB of unclosed '<div class=\"'", '<div class="'],
+  ["1 MB of '<!--'", "<!--"],
+  ["1 MB of '%41'", "%41"],
+  ["1 MB of '&#x3c;'", "&#x3c;"],
+  ["1 MB of '[system'", "[system"],
+  ["1 MB of zero-width + 'a'", "a\u200b"],
+  ["1 MB of Cyrillic look-alikes 'іgnоrе '", "іgnоrе "],
+  ["1 MB without spaces 'aaaa'", "a"],
 ];
-console.log("\nWorst case on adversarial input (ms per 1 MB scan; lower is better)");
+console.log(
+  `\nWorst case on adversarial input (ms per 1 MB scan, lower is better; vard is stopped after ${capMs / 1000} s)`,
+);
 console.log(`| input | loopguard ms |${vard ? " vard ms | vard / loopguard |" : ""}`);
 console.log(`|---|---:|${vard ? "---:|---:|" : ""}`);
 let worst = 0;
-for (const [label, text] of adversarial) {
+for (const [label, unit] of adversarial) {
+  const text = fill(unit);
   const ours = timeIt(() => scanner.scan(text, { source: "document" }), 200);
   worst = Math.max(worst, ours);
-  const theirs = vard ? timeIt(() => flaggedByVard(text), 200) : undefined;
-  console.log(`| ${label} | ${ours.toFixed(1)} |${vard ? ` ${theirs.toFixed(1)} | ${(theirs / ours).toFixed(2)} |` : ""}`);
+  const theirs = vard ? await timeVard(unit) : undefined;
+  const shown =
+    theirs === Number.POSITIVE_INFINITY
+      ? `> ${capMs}`
+      : Number.isNaN(theirs)
+        ? "error"
+        : theirs?.toFixed(1);
+  const ratio =
+    theirs === Number.POSITIVE_INFINITY
+      ? `> ${(capMs / ours).toFixed(0)}`
+      : Number.isNaN(theirs)
+        ? "-"
+        : (theirs / ours).toFixed(2);
+  console.log(`| ${label} | ${ours.toFixed(1)} |${vard ? ` ${shown} | ${ratio} |` : ""}`);
 }
-console.log(`\nworst case: ${worst.toFixed(1)} ms per MB (${(1000 / worst).toFixed(2)} MB/s)`);
+console.log(
+  `\nloopguard worst case: ${worst.toFixed(1)} ms per MB (${(1000 / worst).toFixed(2)} MB/s)`,
+);

@@ -1,4 +1,4 @@
-import type { Provenance, ScanResult, Scanner } from "@loopguard/core";
+import type { Provenance, Scanner, ScanResult } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
 
 /** Options of {@link compositeScanner}. */
@@ -26,30 +26,56 @@ export interface CompositeScannerOptions {
  * const scanner = compositeScanner({ heuristic: heuristicScanner(), classifier: llmClassifier({ model }), greyZone: [0.2, 0.75] });
  */
 export function compositeScanner(options: CompositeScannerOptions): Scanner {
-  if (!options || typeof options !== "object") throw new InvalidArgumentError("[injection] compositeScanner(options): options must be an object with heuristic and classifier");
+  if (!options || typeof options !== "object")
+    throw new InvalidArgumentError(
+      "[injection] compositeScanner(options): options must be an object with heuristic and classifier",
+    );
   const { heuristic, classifier } = options;
   for (const [label, scanner] of [
     ["heuristic", heuristic],
     ["classifier", classifier],
   ] as const) {
-    if (!scanner || typeof scanner.scan !== "function") throw new InvalidArgumentError(`[injection] compositeScanner({ ${label} }): must be a Scanner (an object with scan(text, provenance))`);
+    if (!scanner || typeof scanner.scan !== "function")
+      throw new InvalidArgumentError(
+        `[injection] compositeScanner({ ${label} }): must be a Scanner (an object with scan(text, provenance))`,
+      );
   }
   const [low, high] = options.greyZone ?? [0.2, 0.75];
-  if (!(typeof low === "number" && typeof high === "number" && low >= 0 && low <= high && high <= 1)) {
-    throw new InvalidArgumentError(`[injection] compositeScanner({ greyZone }): must be [low, high] with 0 <= low <= high <= 1, got ${JSON.stringify(options.greyZone)}`);
+  if (
+    !(typeof low === "number" && typeof high === "number" && low >= 0 && low <= high && high <= 1)
+  ) {
+    throw new InvalidArgumentError(
+      `[injection] compositeScanner({ greyZone }): must be [low, high] with 0 <= low <= high <= 1, got ${JSON.stringify(options.greyZone)}`,
+    );
   }
   const name = options.name ?? "composite";
 
-  const safely = async (scanner: Scanner, text: string, provenance: Provenance): Promise<ScanResult> => {
+  const safely = async (
+    scanner: Scanner,
+    text: string,
+    provenance: Provenance,
+  ): Promise<ScanResult> => {
     try {
       const result = await scanner.scan(text, provenance);
-      if (!result || !["clean", "suspicious", "injection"].includes(result.verdict)) throw new TypeError(`returned ${JSON.stringify(result)}`);
+      if (!result || !["clean", "suspicious", "injection"].includes(result.verdict))
+        throw new TypeError(`returned ${JSON.stringify(result)}`);
       return result;
     } catch (error) {
       return {
         verdict: "suspicious",
         score: 0.5,
-        findings: [{ rule: "scanner_error", start: 0, end: 0, detail: `${scanner.name}: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300) }],
+        findings: [
+          {
+            rule: "scanner_error",
+            start: 0,
+            end: 0,
+            detail:
+              `${scanner.name}: ${error instanceof Error ? error.message : String(error)}`.slice(
+                0,
+                300,
+              ),
+          },
+        ],
         scanner: scanner.name,
       };
     }
@@ -62,7 +88,11 @@ export function compositeScanner(options: CompositeScannerOptions): Scanner {
       if (first.score < low && first.verdict === "clean") return first;
       if (first.score >= high) return first;
       const second = await safely(classifier, text, provenance);
-      return { ...second, findings: [...first.findings, ...second.findings], scanner: second.scanner ?? classifier.name };
+      return {
+        ...second,
+        findings: [...first.findings, ...second.findings],
+        scanner: second.scanner ?? classifier.name,
+      };
     },
   };
 }

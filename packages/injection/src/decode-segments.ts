@@ -59,26 +59,43 @@ export function findEncodedSegments(text: string, limits: DecodeLimits): Encoded
     if (segments.length < limits.maxSegments) segments.push(segment);
   };
   base64Run.lastIndex = 0;
-  for (let match = base64Run.exec(text); match && segments.length < limits.maxSegments; match = base64Run.exec(text)) {
+  for (
+    let match = base64Run.exec(text);
+    match && segments.length < limits.maxSegments;
+    match = base64Run.exec(text)
+  ) {
     const run = match[0].slice(0, limits.maxSegmentChars);
     // An identifier or a word in camel case is not base64 of text: it needs mixed case and digits or padding.
     if (!/[a-z]/.test(run) || !/[A-Z]/.test(run)) continue;
     const usable = run.replace(/=+$/, "");
-    const bytes = Buffer.from(usable.slice(0, usable.length - (usable.length % 4 === 1 ? 1 : 0)), /[-_]/.test(usable) ? "base64url" : "base64");
+    const bytes = Buffer.from(
+      usable.slice(0, usable.length - (usable.length % 4 === 1 ? 1 : 0)),
+      /[-_]/.test(usable) ? "base64url" : "base64",
+    );
     const decoded = decodeUtf8(bytes);
-    if (looksLikeText(decoded)) add({ kind: "base64", start: match.index, end: match.index + run.length, decoded });
+    if (looksLikeText(decoded))
+      add({ kind: "base64", start: match.index, end: match.index + run.length, decoded });
   }
   hexRun.lastIndex = 0;
-  for (let match = hexRun.exec(text); match && segments.length < limits.maxSegments; match = hexRun.exec(text)) {
+  for (
+    let match = hexRun.exec(text);
+    match && segments.length < limits.maxSegments;
+    match = hexRun.exec(text)
+  ) {
     const run = match[0].slice(0, limits.maxSegmentChars);
     const digits = run.replace(/\\x|[ :]/g, "");
     if (digits.length % 2 !== 0) continue;
     const decoded = decodeUtf8(Buffer.from(digits, "hex"));
-    if (looksLikeText(decoded)) add({ kind: "hex", start: match.index, end: match.index + run.length, decoded });
+    if (looksLikeText(decoded))
+      add({ kind: "hex", start: match.index, end: match.index + run.length, decoded });
   }
   if (text.includes("%")) {
     nonSpaceRun.lastIndex = 0;
-    for (let match = nonSpaceRun.exec(text); match && segments.length < limits.maxSegments; match = nonSpaceRun.exec(text)) {
+    for (
+      let match = nonSpaceRun.exec(text);
+      match && segments.length < limits.maxSegments;
+      match = nonSpaceRun.exec(text)
+    ) {
       const run = match[0];
       if (run.indexOf("%") < 0) continue;
       const count = run.match(percentByte)?.length ?? 0;
@@ -89,7 +106,13 @@ export function findEncodedSegments(text: string, limits: DecodeLimits): Encoded
       } catch {
         continue;
       }
-      if (looksLikeText(decoded)) add({ kind: "url", start: match.index, end: match.index + Math.min(run.length, limits.maxSegmentChars), decoded });
+      if (looksLikeText(decoded))
+        add({
+          kind: "url",
+          start: match.index,
+          end: match.index + Math.min(run.length, limits.maxSegmentChars),
+          decoded,
+        });
     }
   }
   return segments;

@@ -1,4 +1,4 @@
-import type { Provenance, ScanFinding, ScanResult, Scanner, ScanVerdict } from "@loopguard/core";
+import type { Provenance, ScanFinding, Scanner, ScanResult, ScanVerdict } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
 import { findEncodedSegments, rot13 } from "./decode-segments.js";
 import { normalizeText, phraseView, type TextView } from "./normalize-text.js";
@@ -74,7 +74,8 @@ export function combineWeights(findings: readonly ScanFinding[]): number {
 
 function checkThresholds(thresholds: VerdictThresholds): VerdictThresholds {
   const { suspicious, injection } = thresholds;
-  const valid = (value: number) => typeof value === "number" && Number.isFinite(value) && value > 0 && value <= 1;
+  const valid = (value: number) =>
+    typeof value === "number" && Number.isFinite(value) && value > 0 && value <= 1;
   if (!valid(suspicious) || !valid(injection) || suspicious > injection) {
     throw new InvalidArgumentError(
       `[injection] thresholds must satisfy 0 < suspicious <= injection <= 1, got ${JSON.stringify(thresholds)}; for example { suspicious: 0.4, injection: 0.75 }`,
@@ -86,23 +87,34 @@ function checkThresholds(thresholds: VerdictThresholds): VerdictThresholds {
 function checkRules(rules: readonly HeuristicRule[]): void {
   for (const rule of rules) {
     if (!rule || typeof rule.name !== "string" || !/^[a-z][a-z0-9_]{0,63}$/.test(rule.name)) {
-      throw new InvalidArgumentError(`[injection] every rule needs a snake_case name, got ${JSON.stringify(rule?.name)}`);
+      throw new InvalidArgumentError(
+        `[injection] every rule needs a snake_case name, got ${JSON.stringify(rule?.name)}`,
+      );
     }
     if (!(rule.pattern instanceof RegExp) || !rule.pattern.global) {
-      throw new InvalidArgumentError(`[injection] rule ${rule.name}: pattern must be a RegExp with the g flag`);
+      throw new InvalidArgumentError(
+        `[injection] rule ${rule.name}: pattern must be a RegExp with the g flag`,
+      );
     }
     if (typeof rule.weight !== "number" || !(rule.weight >= 0 && rule.weight <= 1)) {
-      throw new InvalidArgumentError(`[injection] rule ${rule.name}: weight must be a number in [0, 1], got ${rule.weight}`);
+      throw new InvalidArgumentError(
+        `[injection] rule ${rule.name}: weight must be a number in [0, 1], got ${rule.weight}`,
+      );
     }
     if (rule.view !== "raw" && rule.view !== "phrase") {
-      throw new InvalidArgumentError(`[injection] rule ${rule.name}: view must be "raw" or "phrase", got ${JSON.stringify(rule.view)}`);
+      throw new InvalidArgumentError(
+        `[injection] rule ${rule.name}: view must be "raw" or "phrase", got ${JSON.stringify(rule.view)}`,
+      );
     }
   }
 }
 
 function positiveInteger(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < 0) throw new InvalidArgumentError(`[injection] ${name} must be a non-negative integer, got ${value}`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new InvalidArgumentError(
+      `[injection] ${name} must be a non-negative integer, got ${value}`,
+    );
   return value;
 }
 
@@ -121,10 +133,15 @@ function positiveInteger(value: number | undefined, fallback: number, name: stri
  * // { verdict: "injection", score: 0.85, findings: [{ rule: "override_instructions", start: 0, end: 32, ... }] }
  */
 export function heuristicScanner(options: HeuristicScannerOptions = {}): HeuristicScanner {
-  if (options === null || typeof options !== "object") throw new InvalidArgumentError("[injection] heuristicScanner(options): options must be an object");
+  if (options === null || typeof options !== "object")
+    throw new InvalidArgumentError(
+      "[injection] heuristicScanner(options): options must be an object",
+    );
   const thresholds = checkThresholds({ suspicious: 0.4, injection: 0.75, ...options.thresholds });
   const disabled = new Set(options.disable ?? []);
-  const rules = [...(options.rules ?? defaultRules), ...(options.extraRules ?? [])].filter((rule) => !disabled.has(rule.name));
+  const rules = [...(options.rules ?? defaultRules), ...(options.extraRules ?? [])].filter(
+    (rule) => !disabled.has(rule.name),
+  );
   checkRules(rules);
   const decode = options.decode ?? true;
   const useRot13 = options.rot13 ?? true;
@@ -137,7 +154,13 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
   const name = options.name ?? "heuristic";
 
   /** Runs rules over a view; `place` maps a normalised span to the original text. */
-  const run = (view: TextView, list: readonly HeuristicRule[], findings: ScanFinding[], place: (start: number, end: number) => [number, number], suffix = "") => {
+  const run = (
+    view: TextView,
+    list: readonly HeuristicRule[],
+    findings: ScanFinding[],
+    place: (start: number, end: number) => [number, number],
+    suffix = "",
+  ) => {
     for (const rule of list) {
       const pattern = rule.pattern;
       pattern.lastIndex = 0;
@@ -147,36 +170,83 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
           pattern.lastIndex += 1;
           continue;
         }
-        const [start, end] = place(view.offsets[match.index]!, view.offsets[match.index + match[0].length]!);
-        findings.push({ rule: rule.name, start, end, weight: rule.weight, detail: rule.detail + suffix });
+        const [start, end] = place(
+          view.offsets[match.index]!,
+          view.offsets[match.index + match[0].length]!,
+        );
+        findings.push({
+          rule: rule.name,
+          start,
+          end,
+          weight: rule.weight,
+          detail: rule.detail + suffix,
+        });
         count += 1;
         if (count >= maxFindings) break;
       }
     }
   };
 
-  const scanText = (text: string, findings: ScanFinding[], place: (start: number, end: number) => [number, number], depth: number) => {
+  const scanText = (
+    text: string,
+    findings: ScanFinding[],
+    place: (start: number, end: number) => [number, number],
+    depth: number,
+  ) => {
     const normalized = normalizeText(text);
     run(normalized, rawRules, findings, place);
     const phrases = phraseView(normalized);
     run(phrases, phraseRules, findings, place);
     if (useRot13 && rot13Rules.length > 0 && /[a-z]{4}/.test(phrases.text)) {
       const before = findings.length;
-      run({ text: rot13(phrases.text), offsets: phrases.offsets }, rot13Rules, findings, place, " (ROT13)");
+      run(
+        { text: rot13(phrases.text), offsets: phrases.offsets },
+        rot13Rules,
+        findings,
+        place,
+        " (ROT13)",
+      );
       if (findings.length > before) {
         const first = findings[before]!;
-        findings.push({ rule: "encoded_payload", start: first.start, end: first.end, weight: weights.encodedPayload, detail: "ROT13 text that hides instructions" });
+        findings.push({
+          rule: "encoded_payload",
+          start: first.start,
+          end: first.end,
+          weight: weights.encodedPayload,
+          detail: "ROT13 text that hides instructions",
+        });
       }
     }
     if (depth === 0) {
       if (normalized.tagCharacters > 0) {
-        findings.push({ rule: "invisible_text", start: 0, end: text.length, weight: weights.invisibleText, detail: `${normalized.tagCharacters} invisible Unicode tag characters` });
-      } else if (normalized.invisible >= 3 && /[\p{L}][\u200b-\u200d\u2060\ufeff\u00ad][\p{L}]/u.test(text)) {
-        findings.push({ rule: "invisible_text", start: 0, end: text.length, weight: weights.zeroWidth, detail: `${normalized.invisible} zero-width characters inside words` });
+        findings.push({
+          rule: "invisible_text",
+          start: 0,
+          end: text.length,
+          weight: weights.invisibleText,
+          detail: `${normalized.tagCharacters} invisible Unicode tag characters`,
+        });
+      } else if (
+        normalized.invisible >= 3 &&
+        /[\p{L}][\u200b-\u200d\u2060\ufeff\u00ad][\p{L}]/u.test(text)
+      ) {
+        findings.push({
+          rule: "invisible_text",
+          start: 0,
+          end: text.length,
+          weight: weights.zeroWidth,
+          detail: `${normalized.invisible} zero-width characters inside words`,
+        });
       }
       for (const [start, end] of normalized.mixedScript.slice(0, maxFindings)) {
         const [from, to] = place(normalized.offsets[start]!, normalized.offsets[end]!);
-        findings.push({ rule: "mixed_script", start: from, end: to, weight: weights.mixedScript, detail: "a word mixing Latin with Cyrillic or Greek look-alikes" });
+        findings.push({
+          rule: "mixed_script",
+          start: from,
+          end: to,
+          weight: weights.mixedScript,
+          detail: "a word mixing Latin with Cyrillic or Greek look-alikes",
+        });
       }
     }
     if (decode && depth < 2) {
@@ -186,8 +256,15 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
         scanText(segment.decoded, inner, () => [segmentStart, segmentEnd], depth + 1);
         const strong = inner.filter((finding) => (finding.weight ?? 0) >= 0.3);
         if (strong.length === 0) continue;
-        findings.push({ rule: "encoded_payload", start: segmentStart, end: segmentEnd, weight: weights.encodedPayload, detail: `${segment.kind} text that hides instructions` });
-        for (const finding of strong) findings.push({ ...finding, detail: `${finding.detail} (in ${segment.kind})` });
+        findings.push({
+          rule: "encoded_payload",
+          start: segmentStart,
+          end: segmentEnd,
+          weight: weights.encodedPayload,
+          detail: `${segment.kind} text that hides instructions`,
+        });
+        for (const finding of strong)
+          findings.push({ ...finding, detail: `${finding.detail} (in ${segment.kind})` });
       }
     }
   };
@@ -198,7 +275,9 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     rules: Object.freeze(rules),
     scan(text: string, _provenance?: Provenance): ScanResult {
       if (typeof text !== "string") {
-        throw new InvalidArgumentError(`[injection] ${name}.scan(text): text must be a string, got ${text === null ? "null" : typeof text}`);
+        throw new InvalidArgumentError(
+          `[injection] ${name}.scan(text): text must be a string, got ${text === null ? "null" : typeof text}`,
+        );
       }
       const findings: ScanFinding[] = [];
       scanText(text, findings, (start, end) => [start, end], 0);

@@ -2,7 +2,11 @@ export type { CompositeScannerOptions } from "./composite-scanner.js";
 export { compositeScanner } from "./composite-scanner.js";
 export type { DecodeLimits, EncodedSegment } from "./decode-segments.js";
 export { findEncodedSegments, looksLikeText, rot13 } from "./decode-segments.js";
-export type { HeuristicScanner, HeuristicScannerOptions, VerdictThresholds } from "./heuristic-scanner.js";
+export type {
+  HeuristicScanner,
+  HeuristicScannerOptions,
+  VerdictThresholds,
+} from "./heuristic-scanner.js";
 export { combineWeights, heuristicScanner, verdictOf } from "./heuristic-scanner.js";
 export type { ClassifierVerdict, LlmClassifier, LlmClassifierOptions } from "./llm-classifier.js";
 export { classifierSystemPrompt, llmClassifier, parseClassifierReply } from "./llm-classifier.js";
@@ -15,4 +19,12 @@ export { defaultRules } from "./rules.js";
 export type { TaintGateOptions, TaintSink } from "./taint-gate.js";
 export { globPattern, taintGate } from "./taint-gate.js";
 export type { TaintKind, TaintValue } from "./taint-values.js";
-export { amountKey, argumentKeys, extractValues, keyMatches, looseKey, taintKinds, valueKey } from "./taint-values.js";
+export {
+  amountKey,
+  argumentKeys,
+  extractValues,
+  keyMatches,
+  looseKey,
+  taintKinds,
+  valueKey,
+} from "./taint-values.js";

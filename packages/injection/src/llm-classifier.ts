@@ -1,4 +1,4 @@
-import type { Model, Provenance, ScanResult, Scanner } from "@loopguard/core";
+import type { Model, Provenance, Scanner, ScanResult } from "@loopguard/core";
 import { InvalidArgumentError, sha256 } from "@loopguard/core";
 
 /** Options of {@link llmClassifier}. */
@@ -39,7 +39,10 @@ export const classifierSystemPrompt = [
 
 /** Parses and validates a classifier reply; `undefined` when it is not exactly the expected JSON. */
 export function parseClassifierReply(text: string): ClassifierVerdict | undefined {
-  const trimmed = text.trim().replace(/^```(?:json)?\s*/i, "").replace(/\s*```$/, "");
+  const trimmed = text
+    .trim()
+    .replace(/^```(?:json)?\s*/i, "")
+    .replace(/\s*```$/, "");
   if (!trimmed.startsWith("{") || !trimmed.endsWith("}")) return undefined;
   let value: unknown;
   try {
@@ -52,9 +55,19 @@ export function parseClassifierReply(text: string): ClassifierVerdict | undefine
   const keys = Object.keys(record);
   if (keys.some((key) => !["verdict", "confidence", "reason"].includes(key))) return undefined;
   if (record.verdict !== "injection" && record.verdict !== "benign") return undefined;
-  if (typeof record.confidence !== "number" || !Number.isFinite(record.confidence) || record.confidence < 0 || record.confidence > 1) return undefined;
+  if (
+    typeof record.confidence !== "number" ||
+    !Number.isFinite(record.confidence) ||
+    record.confidence < 0 ||
+    record.confidence > 1
+  )
+    return undefined;
   if (record.reason !== undefined && typeof record.reason !== "string") return undefined;
-  return { verdict: record.verdict, confidence: record.confidence, reason: (record.reason ?? "").slice(0, 500) };
+  return {
+    verdict: record.verdict,
+    confidence: record.confidence,
+    reason: (record.reason ?? "").slice(0, 500),
+  };
 }
 
 /** A scanner backed by a model, with its cache exposed for diagnostics. */
@@ -77,8 +90,15 @@ export interface LlmClassifier extends Scanner {
  * const scanner = compositeScanner({ heuristic: heuristicScanner(), classifier, greyZone: [0.2, 0.75] });
  */
 export function llmClassifier(options: LlmClassifierOptions): LlmClassifier {
-  if (!options || typeof options !== "object" || !options.model || typeof options.model.create !== "function") {
-    throw new InvalidArgumentError("[injection] llmClassifier({ model }): model must implement core's Model contract (create(request, { signal }))");
+  if (
+    !options ||
+    typeof options !== "object" ||
+    !options.model ||
+    typeof options.model.create !== "function"
+  ) {
+    throw new InvalidArgumentError(
+      "[injection] llmClassifier({ model }): model must implement core's Model contract (create(request, { signal }))",
+    );
   }
   const { model } = options;
   const cacheSize = options.cacheSize ?? 1000;
@@ -93,13 +113,19 @@ export function llmClassifier(options: LlmClassifierOptions): LlmClassifier {
     ["maxTokens", maxTokens, 16],
     ["timeoutMs", timeoutMs, 1],
   ] as const) {
-    if (!Number.isInteger(value) || value < low) throw new InvalidArgumentError(`[injection] llmClassifier({ ${label} }): must be an integer >= ${low}, got ${value}`);
+    if (!Number.isInteger(value) || value < low)
+      throw new InvalidArgumentError(
+        `[injection] llmClassifier({ ${label} }): must be an integer >= ${low}, got ${value}`,
+      );
   }
   for (const [label, value] of [
     ["minBenignConfidence", minBenign],
     ["injectionConfidence", injectionConfidence],
   ] as const) {
-    if (typeof value !== "number" || !(value >= 0 && value <= 1)) throw new InvalidArgumentError(`[injection] llmClassifier({ ${label} }): must be a number in [0, 1], got ${value}`);
+    if (typeof value !== "number" || !(value >= 0 && value <= 1))
+      throw new InvalidArgumentError(
+        `[injection] llmClassifier({ ${label} }): must be a number in [0, 1], got ${value}`,
+      );
   }
   const name = options.name ?? "llm";
   const cache = new Map<string, ScanResult>();
@@ -124,18 +150,29 @@ export function llmClassifier(options: LlmClassifierOptions): LlmClassifier {
       return cache.size;
     },
     async scan(text: string, provenance?: Provenance): Promise<ScanResult> {
-      if (typeof text !== "string") throw new InvalidArgumentError(`[injection] ${name}.scan(text): text must be a string, got ${typeof text}`);
+      if (typeof text !== "string")
+        throw new InvalidArgumentError(
+          `[injection] ${name}.scan(text): text must be a string, got ${typeof text}`,
+        );
       const key = sha256(text);
       const cached = cache.get(key);
       if (cached) {
         remember(key, cached);
         return structuredClone(cached);
       }
-      const sent = text.length > maxChars ? `${text.slice(0, maxChars / 2)}\n[... ${text.length - maxChars} characters cut ...]\n${text.slice(-maxChars / 2)}` : text;
+      const sent =
+        text.length > maxChars
+          ? `${text.slice(0, maxChars / 2)}\n[... ${text.length - maxChars} characters cut ...]\n${text.slice(-maxChars / 2)}`
+          : text;
       // The text is data: its own `</data>` cannot close our tag.
-      const escaped = sent.replace(/<\s*\/?\s*data\s*>/gi, (tag) => tag.replace("<", "‹").replace(">", "›"));
+      const escaped = sent.replace(/<\s*\/?\s*data\s*>/gi, (tag) =>
+        tag.replace("<", "‹").replace(">", "›"),
+      );
       const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new Error(`classifier timed out after ${timeoutMs} ms`)), timeoutMs);
+      const timer = setTimeout(
+        () => controller.abort(new Error(`classifier timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       let reply: string;
       try {
         const response = await model.create(
@@ -156,30 +193,59 @@ export function llmClassifier(options: LlmClassifierOptions): LlmClassifier {
           .filter((block): block is { type: "text"; text: string } => block.type === "text")
           .map((block) => block.text)
           .join("");
-        if (response.stop_reason === "refusal") return failClosed("the classifier refused to answer", text.length);
+        if (response.stop_reason === "refusal")
+          return failClosed("the classifier refused to answer", text.length);
       } catch (error) {
-        return failClosed(`the classifier failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300), text.length);
+        return failClosed(
+          `the classifier failed: ${error instanceof Error ? error.message : String(error)}`.slice(
+            0,
+            300,
+          ),
+          text.length,
+        );
       } finally {
         clearTimeout(timer);
       }
       const parsed = parseClassifierReply(reply);
-      if (!parsed) return failClosed("the classifier's reply was not the expected JSON verdict", text.length);
+      if (!parsed)
+        return failClosed("the classifier's reply was not the expected JSON verdict", text.length);
       const result: ScanResult =
         parsed.verdict === "injection"
           ? {
               verdict: parsed.confidence >= injectionConfidence ? "injection" : "suspicious",
               score: Math.max(0.5, parsed.confidence),
-              findings: [{ rule: "llm_injection", start: 0, end: text.length, weight: parsed.confidence, detail: parsed.reason }],
+              findings: [
+                {
+                  rule: "llm_injection",
+                  start: 0,
+                  end: text.length,
+                  weight: parsed.confidence,
+                  detail: parsed.reason,
+                },
+              ],
               scanner: name,
             }
           : parsed.confidence < minBenign
             ? {
                 verdict: "suspicious",
                 score: 0.5,
-                findings: [{ rule: "llm_uncertain", start: 0, end: text.length, weight: 0.5, detail: parsed.reason }],
+                findings: [
+                  {
+                    rule: "llm_uncertain",
+                    start: 0,
+                    end: text.length,
+                    weight: 0.5,
+                    detail: parsed.reason,
+                  },
+                ],
                 scanner: name,
               }
-            : { verdict: "clean", score: Math.round((1 - parsed.confidence) * 0.3 * 1e6) / 1e6, findings: [], scanner: name };
+            : {
+                verdict: "clean",
+                score: Math.round((1 - parsed.confidence) * 0.3 * 1e6) / 1e6,
+                findings: [],
+                scanner: name,
+              };
       remember(key, result);
       return structuredClone(result);
     },

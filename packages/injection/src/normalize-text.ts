@@ -41,7 +41,15 @@ export function unitsToString(units: Uint16Array, size: number): string {
 /** Whether a non-ASCII UTF-16 unit is whitespace. */
 function isSpaceUnit(code: number): boolean {
   return (
-    code === 0x85 || code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 || code === 0x202f || code === 0x205f || code === 0x3000
+    code === 0x85 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000
   );
 }
 
@@ -70,7 +78,7 @@ function isLatinExtended(cp: number): boolean {
 
 /** The normalised form of one non-ASCII code point (cached: text repeats its characters). */
 function normalizeCodePoint(cp: number): string {
-  let result = cache.get(cp);
+  const result = cache.get(cp);
   if (result !== undefined) return result;
   let text = String.fromCodePoint(cp).normalize("NFKC");
   if (isLatinExtended(cp) || /[\u00c0-\u024f\u1e00-\u1eff]/.test(text)) {
@@ -87,23 +95,98 @@ function normalizeCodePoint(cp: number): string {
 
 /** Cyrillic and Greek letters that look like Latin ones (folded only inside mixed-script words). */
 const homoglyphs: Record<string, string> = {
-  а: "a", в: "b", е: "e", ё: "e", к: "k", м: "m", н: "h", о: "o", р: "p", с: "c", т: "t", у: "y", х: "x",
-  і: "i", ї: "i", ј: "j", ѕ: "s", ԁ: "d", ԛ: "q", ԝ: "w", һ: "h", ӏ: "l", ɡ: "g", ɑ: "a", ο: "o", α: "a",
-  ι: "i", ν: "v", κ: "k", ρ: "p", τ: "t", υ: "u", ε: "e", β: "b", η: "n", μ: "u", χ: "x", γ: "y", ζ: "z",
-  ω: "w", ϲ: "c", ϳ: "j",
+  а: "a",
+  в: "b",
+  е: "e",
+  ё: "e",
+  к: "k",
+  м: "m",
+  н: "h",
+  о: "o",
+  р: "p",
+  с: "c",
+  т: "t",
+  у: "y",
+  х: "x",
+  і: "i",
+  ї: "i",
+  ј: "j",
+  ѕ: "s",
+  ԁ: "d",
+  ԛ: "q",
+  ԝ: "w",
+  һ: "h",
+  ӏ: "l",
+  ɡ: "g",
+  ɑ: "a",
+  ο: "o",
+  α: "a",
+  ι: "i",
+  ν: "v",
+  κ: "k",
+  ρ: "p",
+  τ: "t",
+  υ: "u",
+  ε: "e",
+  β: "b",
+  η: "n",
+  μ: "u",
+  χ: "x",
+  γ: "y",
+  ζ: "z",
+  ω: "w",
+  ϲ: "c",
+  ϳ: "j",
 };
 
 const namedEntities: Record<string, number> = {
-  lt: 0x3c, gt: 0x3e, amp: 0x26, quot: 0x22, apos: 0x27, nbsp: 0x20, sol: 0x2f, bsol: 0x5c, lsqb: 0x5b,
-  rsqb: 0x5d, lpar: 0x28, rpar: 0x29, colon: 0x3a, num: 0x23, excl: 0x21, equals: 0x3d, vert: 0x7c,
-  lowbar: 0x5f, period: 0x2e, comma: 0x2c, semi: 0x3b, quest: 0x3f, commat: 0x40, lbrace: 0x7b, rbrace: 0x7d,
-  newline: 0x0a, tab: 0x09, zwsp: 0x200b, zwj: 0x200d, zwnj: 0x200c, shy: 0xad, lsquo: 0x2018, rsquo: 0x2019,
-  ldquo: 0x201c, rdquo: 0x201d, hyphen: 0x2010, dash: 0x2010, ndash: 0x2013, mdash: 0x2014,
+  lt: 0x3c,
+  gt: 0x3e,
+  amp: 0x26,
+  quot: 0x22,
+  apos: 0x27,
+  nbsp: 0x20,
+  sol: 0x2f,
+  bsol: 0x5c,
+  lsqb: 0x5b,
+  rsqb: 0x5d,
+  lpar: 0x28,
+  rpar: 0x29,
+  colon: 0x3a,
+  num: 0x23,
+  excl: 0x21,
+  equals: 0x3d,
+  vert: 0x7c,
+  lowbar: 0x5f,
+  period: 0x2e,
+  comma: 0x2c,
+  semi: 0x3b,
+  quest: 0x3f,
+  commat: 0x40,
+  lbrace: 0x7b,
+  rbrace: 0x7d,
+  newline: 0x0a,
+  tab: 0x09,
+  zwsp: 0x200b,
+  zwj: 0x200d,
+  zwnj: 0x200c,
+  shy: 0xad,
+  lsquo: 0x2018,
+  rsquo: 0x2019,
+  ldquo: 0x201c,
+  rdquo: 0x201d,
+  hyphen: 0x2010,
+  dash: 0x2010,
+  ndash: 0x2013,
+  mdash: 0x2014,
 };
 const entityPattern = /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z]{2,8}));?/y;
 
 /** Decodes the HTML character reference at `index`, if there is one. */
-function decodeEntity(input: string, index: number): { codePoint: number; length: number } | undefined {
+function decodeEntity(
+  input: string,
+  index: number,
+): { codePoint: number; length: number } | undefined {
   entityPattern.lastIndex = index;
   const match = entityPattern.exec(input);
   if (!match) return undefined;
@@ -114,7 +197,8 @@ function decodeEntity(input: string, index: number): { codePoint: number; length
     if (!match[0].endsWith(";")) return undefined;
     cp = namedEntities[match[3]!.toLowerCase()];
   }
-  if (cp === undefined || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp === 0) return undefined;
+  if (cp === undefined || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp === 0)
+    return undefined;
   return { codePoint: cp, length: match[0].length };
 }
 
@@ -122,7 +206,12 @@ const lookAlikeGlobal = /[\u0370-\u052f\u0250-\u02af]/g;
 
 /** Whether a UTF-16 unit belongs to a word (letters of the scripts we fold, and digits). */
 function isWordUnit(code: number): boolean {
-  return (code >= 97 && code <= 122) || (code >= 48 && code <= 57) || (code >= 0xc0 && code <= 0x52f) || (code >= 0x1e00 && code <= 0x1fff);
+  return (
+    (code >= 97 && code <= 122) ||
+    (code >= 48 && code <= 57) ||
+    (code >= 0xc0 && code <= 0x52f) ||
+    (code >= 0x1e00 && code <= 0x1fff)
+  );
 }
 const latinLetter = /[a-z]/;
 const lookAlikeLetter = /[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0250-\u02af]/;
@@ -140,7 +229,8 @@ const lookAlikeLetter = /[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0250-\u02af]/
  * normalizeText("Ｉｇｎｏｒｅ\u200b рrevious").text; // "ignore previous"
  */
 export function normalizeText(input: string, options: NormalizeOptions = {}): NormalizedText {
-  if (typeof input !== "string") throw new TypeError("[injection] normalizeText(text): text must be a string");
+  if (typeof input !== "string")
+    throw new TypeError("[injection] normalizeText(text): text must be a string");
   const length = input.length;
   // Normalised UTF-16 units and their offsets; NFKC can grow the text, so both buffers grow.
   let units = new Uint16Array(length + 16);
@@ -228,8 +318,10 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
     for (let match = lookAlikeGlobal.exec(text); match; match = lookAlikeGlobal.exec(text)) {
       let start = match.index;
       let end = match.index + 1;
-      while (start > copied && match.index - start < 64 && isWordUnit(text.charCodeAt(start - 1))) start -= 1;
-      while (end < text.length && end - match.index < 64 && isWordUnit(text.charCodeAt(end))) end += 1;
+      while (start > copied && match.index - start < 64 && isWordUnit(text.charCodeAt(start - 1)))
+        start -= 1;
+      while (end < text.length && end - match.index < 64 && isWordUnit(text.charCodeAt(end)))
+        end += 1;
       lookAlikeGlobal.lastIndex = end;
       const word = text.slice(start, end);
       if (!latinLetter.test(word)) continue;
@@ -242,7 +334,14 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
     }
     if (copied > 0) text = folded + text.slice(copied);
   }
-  return { text, offsets: offsets.subarray(0, size + 1), invisible, tagCharacters, entities, mixedScript };
+  return {
+    text,
+    offsets: offsets.subarray(0, size + 1),
+    invisible,
+    tagCharacters,
+    entities,
+    mixedScript,
+  };
 }
 
 /** A view derived from a normalised text, with offsets still pointing into the original. */
@@ -275,7 +374,11 @@ export function phraseView(normalized: TextView): TextView {
       const match = tagPattern.exec(source);
       if (match) skip = match[0].length;
       else if (code === 0x3c) skip = 1;
-    } else if (code < 0x80 ? markupAscii[code] === 1 : code === 0xab || code === 0xbb || code === 0x201c || code === 0x201d) {
+    } else if (
+      code < 0x80
+        ? markupAscii[code] === 1
+        : code === 0xab || code === 0xbb || code === 0x201c || code === 0x201d
+    ) {
       skip = 1;
     }
     if (skip > 0 || code === 32 || code === 10) {

@@ -40,10 +40,15 @@ const filler =
   "(?:(?:all|any|every|each|of|the|your|my|our|these|those|this|that|above|prior|previous|preceding|earlier|foregoing|former|old|older|original|initial|existing|current|other|and|following|system|given|provided|evidence|information|info|text|context|s|'s) ){0,6}";
 const instructionNouns =
   "(?:instructions?|iunstructions?|instrcutions?|instuctions?|directions?|directives?|prompts?|prompting|rules?|guidelines?|guidance|commands?|programming|training|constraints?|restrictions?|polic(?:y|ies)|system prompt|system message)";
-const priorWords = "(?:previous|prior|above|preceding|earlier|foregoing|initial|original|old|former|existing)";
+const priorWords =
+  "(?:previous|prior|above|preceding|earlier|foregoing|initial|original|old|former|existing)";
 const aiNouns =
   "(?:ai|a\\.i\\.|assistant|ai assistant|chatbot|chat bot|chat assistant|llm|large language model|language model|ai language model|ai model|ai agent|gpt-?[0-9.]{0,4}|chatgpt|claude|gemini|llama|command r\\+?|copilot|agent)";
-const automatedNouns = "(?:software|systems?|agents?|tools?|readers?|screeners?|scanners?|reviewers?|parsers?|assistants?)";
+/** Where an imperative verb starts: a sentence start, or after "please", "and", "then", ... */
+const imperative =
+  "(?:^|(?<=[.!?:;\\n] ?)|(?<=\\b(?:please|and|then|also|first|now|just|immediately|todo|kindly|must|should) ))";
+const automatedNouns =
+  "(?:software|systems?|agents?|tools?|readers?|screeners?|scanners?|reviewers?|parsers?|assistants?)";
 
 /** The default rules, in the order they are tried. */
 export const defaultRules: readonly HeuristicRule[] = [
@@ -72,7 +77,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore something that came earlier",
-    pattern: phrase(`\\b${overrideVerbs} (?:(?:all|any|of|the|your|my) ){0,3}${priorWords} [a-z]{3,20}\\b`),
+    pattern: phrase(
+      `\\b${overrideVerbs} (?:(?:all|any|of|the|your|my) ){0,3}${priorWords} [a-z]{3,20}\\b`,
+    ),
   },
   {
     name: "override_instructions",
@@ -89,7 +96,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "phrase",
     detail: "tells the reader to ignore them and do something else",
-    pattern: phrase(`\\b(?:ignore|disregard|forget) (?:them|it|this|these|those|that|everything)(?: all)? and (?:instead|just|only|focus|do|tell|print|say|output|follow)\\b`),
+    pattern: phrase(
+      `\\b(?:ignore|disregard|forget) (?:them|it|this|these|those|that|everything)(?: all)? and (?:instead|just|only|focus|do|tell|print|say|output|follow)\\b`,
+    ),
   },
   {
     name: "override_instructions",
@@ -106,7 +115,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "phrase",
     detail: "marks the end of earlier instructions",
-    pattern: phrase(`\\bend (?:of )?(?:the )?(?:out of date |outdated |old |previous |original |system )?(?:instructions|system prompt|prompt)\\b`),
+    pattern: phrase(
+      `\\bend (?:of )?(?:the )?(?:out of date |outdated |old |previous |original |system )?(?:instructions|system prompt|prompt)\\b`,
+    ),
   },
   {
     name: "override_instructions",
@@ -168,28 +179,32 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (zh)",
-    pattern: /(?:忽略|无视|忽视|不要理会|不要理睬|忘记|忘掉|無視|忘記|忽視|不理会)[^\n]{0,10}(?:指令|指示|说明|說明|提示词|提示詞|命令|规则|規則|设定|設定)/g,
+    pattern:
+      /(?:忽略|无视|忽视|不要理会|不要理睬|忘记|忘掉|無視|忘記|忽視|不理会)[^\n]{0,10}(?:指令|指示|说明|說明|提示词|提示詞|命令|规则|規則|设定|設定)/g,
   },
   {
     name: "override_instructions",
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ja)",
-    pattern: /(?:(?:以前|前|上記|これまで|先|最初)の[^\n]{0,8}(?:指示|命令|指令|ルール|プロンプト|設定)[^\n]{0,6}(?:無視|忘れ))|(?:(?:指示|命令|ルール)を(?:すべて|全て)?(?:無視|忘れ))/g,
+    pattern:
+      /(?:(?:以前|前|上記|これまで|先|最初)の[^\n]{0,8}(?:指示|命令|指令|ルール|プロンプト|設定)[^\n]{0,6}(?:無視|忘れ))|(?:(?:指示|命令|ルール)を(?:すべて|全て)?(?:無視|忘れ))/g,
   },
   {
     name: "override_instructions",
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ko)",
-    pattern: /(?:이전|앞의|위의|기존|모든|앞선)[^\n]{0,12}(?:지시|명령|지침|규칙|프롬프트|설정)[^\n]{0,8}(?:무시|잊어|잊으)/g,
+    pattern:
+      /(?:이전|앞의|위의|기존|모든|앞선)[^\n]{0,12}(?:지시|명령|지침|규칙|프롬프트|설정)[^\n]{0,8}(?:무시|잊어|잊으)/g,
   },
   {
     name: "override_instructions",
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ar)",
-    pattern: /(?:تجاهل|تجاهلي|تجاهلوا|انس|إنس|انسى|اهمل|أهمل|اترك)[^\n]{0,16}(?:التعليمات|الأوامر|التوجيهات|القواعد|الإرشادات)/g,
+    pattern:
+      /(?:تجاهل|تجاهلي|تجاهلوا|انس|إنس|انسى|اهمل|أهمل|اترك)[^\n]{0,16}(?:التعليمات|الأوامر|التوجيهات|القواعد|الإرشادات)/g,
   },
   // --- New instructions ----------------------------------------------------------------------
   {
@@ -208,7 +223,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "announces a change of programming",
-    pattern: phrase(`\\b(?:begin|start|initiate|commence) (?:new )?(?:reprogramming|new instructions?|instructions? override)\\b|\\breprogramm(?:ing|ed)\\b|\\bsystem (?:upgrade|override|reset)\\b`),
+    pattern: phrase(
+      `\\b(?:begin|start|initiate|commence) (?:new )?(?:reprogramming|new instructions?|instructions? override)\\b|\\breprogramm(?:ing|ed)\\b|\\bsystem (?:upgrade|override|reset)\\b`,
+    ),
   },
   {
     name: "new_instructions",
@@ -225,7 +242,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.45,
     view: "phrase",
     detail: "assigns the reader a new task",
-    pattern: phrase(`\\byour (?:new |real |true |actual |only |main )?(?:task|job|goal|purpose|mission|role|objective) (?:is|will be) (?:now |to |only )`),
+    pattern: phrase(
+      `\\byour (?:new |real |true |actual |only |main )?(?:task|job|goal|purpose|mission|role|objective) (?:is|will be) (?:now |to |only )`,
+    ),
   },
   {
     name: "new_instructions",
@@ -242,7 +261,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "asks the reader to do something first",
-    pattern: phrase(`\\b(?:please )?do the following (?:first|instead|immediately|now)\\b|\\bstrictly (?:adhere to|follow|obey) the following\\b`),
+    pattern: phrase(
+      `\\b(?:please )?do the following (?:first|instead|immediately|now)\\b|\\bstrictly (?:adhere to|follow|obey) the following\\b`,
+    ),
   },
   {
     name: "new_instructions",
@@ -269,7 +290,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader what to do instead",
-    pattern: phrase(`\\binstead,? (?:tell|print|say|output|write|reply|respond|send|do|follow|repeat|focus|just)\\b|\\bfocus (?:only|exclusively|solely|entirely) on (?:the following|the information|this|positive)\\b`),
+    pattern: phrase(
+      `\\binstead,? (?:tell|print|say|output|write|reply|respond|send|do|follow|repeat|focus|just)\\b|\\bfocus (?:only|exclusively|solely|entirely) on (?:the following|the information|this|positive)\\b`,
+    ),
   },
   {
     name: "new_instructions",
@@ -293,7 +316,18 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.35,
     view: "phrase",
     detail: "urgent call to action",
-    pattern: phrase(`\\b(?:important|urgent|critical|attention)!{0,3} (?:update|message|notice|instructions?|note)!{0,3}(?: ?:| from)|\\bthis is an? (?:very |extremely )?(?:important|urgent) (?:message|instruction|notice) (?:from|for|to)\\b`),
+    pattern: phrase(
+      `\\b(?:important|urgent|critical|attention)!{0,3} (?:update|message|notice|instructions?|note)!{0,3}(?: ?:| from)|\\bthis is an? (?:very |extremely )?(?:important|urgent) (?:message|instruction|notice) (?:from|for|to)\\b`,
+    ),
+  },
+  {
+    name: "new_instructions",
+    weight: 0.45,
+    view: "phrase",
+    detail: "a to-do item that tells the reader to act in the world",
+    pattern: phrase(
+      `todo ?: ?(?:please )?(?:say|tell|send|transfer|wire|pay|visit|invite|email|e-mail|forward|share|post|upload|grant|reply|book|buy|purchase|recommend|click|give|delete all|change the password|update the password|reset the password)\\b`,
+    ),
   },
   // --- Text that addresses the AI ------------------------------------------------------------
   {
@@ -311,21 +345,27 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "names the model it speaks to",
-    pattern: phrase(`\\b(?:ai|language) model (?:developed|made|trained|created) by\\b|\\b(?:dear|hey|hi|hello|attention) (?:ai|assistant|chatgpt|claude|gpt|llm|bot|agent|language model)\\b|\\bif you are an? (?:ai|llm|language model|assistant|bot|agent)\\b`),
+    pattern: phrase(
+      `\\b(?:ai|language) model (?:developed|made|trained|created) by\\b|\\b(?:dear|hey|hi|hello|attention) (?:ai|assistant|chatgpt|claude|gpt|llm|bot|agent|language model)\\b|\\bif you are an? (?:ai|llm|language model|assistant|bot|agent)\\b`,
+    ),
   },
   {
     name: "addresses_ai",
     weight: 0.4,
     view: "phrase",
     detail: "tells the reader how to react to the user",
-    pattern: phrase(`\\b(?:if|when|whenever|every time) (?:the |a )?(?:user|someone|anyone|human|customer) (?:asks|requests|says|wants)\\b`),
+    pattern: phrase(
+      `\\b(?:if|when|whenever|every time) (?:the |a )?(?:user|someone|anyone|human|customer) (?:asks|requests|says|wants)\\b`,
+    ),
   },
   {
     name: "addresses_ai",
     weight: 0.3,
     view: "phrase",
     detail: "tells the reader how to answer when asked",
-    pattern: phrase(`\\bif asked (?:about|how|what|whether|to|for|why)\\b|\\bdon'?t evaluate\\b|\\bdo not evaluate\\b`),
+    pattern: phrase(
+      `\\bif asked (?:about|how|what|whether|to|for|why)\\b|\\bdon'?t evaluate\\b|\\bdo not evaluate\\b`,
+    ),
   },
   // --- Exfiltration ----------------------------------------------------------------------------
   {
@@ -335,7 +375,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     rot13: true,
     detail: "asks to send private data somewhere",
     pattern: phrase(
-      `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|share|leak|exfiltrate|copy|relay|deliver|submit|bcc|give|tell|provide|include|disclose|reveal)(?: me)? [^\\n]{0,80}?\\b(?:passwords?|security codes?|verification codes?|2fa codes?|otp|one-time codes?|credentials|api keys?|access tokens?|secret keys?|private keys?|conversation history|chat history|message history|credit cards?|card numbers?|bank account(?: number)?s?|iban|passport(?: numbers?)?|social security|ssn|(?:all|every|each) (?:single )?(?:emails?|messages?|files?|documents?|contacts)|inbox|contact list|customer list|customer data|user data|personal data|login details)\\b`,
+      `${imperative}(?:send|forward|email|e-mail|mail|transfer|upload|post|share|leak|exfiltrate|copy|relay|deliver|submit|bcc|give|tell|provide|include|disclose|reveal)(?: me)? [^\\n]{0,80}?\\b(?:passwords?|security codes?|verification codes?|2fa codes?|otp|one-time codes?|credentials|api keys?|access tokens?|secret keys?|private keys?|conversation history|chat history|message history|credit cards?|card numbers?|bank account(?: number)?s?|iban|passport(?: numbers?)?|social security|ssn|(?:all|every|each) (?:single )?(?:emails?|messages?|files?|documents?|contacts)|inbox|contact list|customer list|customer data|user data|personal data|login details)\\b`,
     ),
   },
   {
@@ -344,7 +384,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     detail: "asks to send something to an address",
     pattern: phrase(
-      `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|leak|exfiltrate|relay|bcc)(?: me)? [^\\n]{0,80}?\\b(?:to|at) '?[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,120}\\.[a-z]{2,12}\\b`,
+      `${imperative}(?:send|forward|email|e-mail|mail|transfer|upload|post|leak|exfiltrate|relay|bcc)(?: me)? [^\\n]{0,80}?\\b(?:to|at) '?[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,120}\\.[a-z]{2,12}\\b`,
     ),
   },
   {
@@ -401,7 +441,9 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.4,
     view: "phrase",
     detail: "tells the reader to cover its tracks",
-    pattern: phrase(`\\b(?:delete|remove|erase) (?:the|this|that|any|all) (?:e-?mails?|messages?|evidence|traces?|records?|logs?) (?:you|that you|after|afterwards|once)\\b`),
+    pattern: phrase(
+      `\\b(?:delete|remove|erase) (?:the|this|that|any|all) (?:e-?mails?|messages?|evidence|traces?|records?|logs?) (?:you|that you|after|afterwards|once)\\b`,
+    ),
   },
   {
     name: "secrecy",
@@ -458,28 +500,33 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.8,
     view: "raw",
     detail: "chat-template control tokens",
-    pattern: /<\|? ?(?:im_start|im_end|system|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|assistant|user)\b ?\|?>/g,
+    pattern:
+      /<\|? ?(?:im_start|im_end|system|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|assistant|user)\b ?\|?>/g,
   },
   {
     name: "role_spoofing",
     weight: 0.5,
     view: "raw",
     detail: "a fake system tag",
-    pattern: /< ?\/? ?(?:system|system[_-]?prompt|instructions?|admin|developer|sys)(?: [^<>\n]{0,40})? ?>|[<[] ?(?:end|start) of (?:session|conversation|context|document|prompt|input|system prompt|instructions) ?[>\]]/g,
+    pattern:
+      /< ?\/? ?(?:system|system[_-]?prompt|instructions?|admin|developer|sys)(?: [^<>\n]{0,40})? ?>|[<[] ?(?:end|start) of (?:session|conversation|context|document|prompt|input|system prompt|instructions) ?[>\]]/g,
   },
   {
     name: "role_spoofing",
     weight: 0.45,
     view: "phrase",
     detail: "text that claims to come from the system",
-    pattern: phrase(`\\bsystem (?:chain of thought|note|message|override|update|alert|notice|instructions?|administrator says)\\b|\\bnote by (?:a |the )?(?:trustworthy|trusted|verified|senior|expert)\\b`),
+    pattern: phrase(
+      `\\bsystem (?:chain of thought|note|message|override|update|alert|notice|instructions?|administrator says)\\b|\\bnote by (?:a |the )?(?:trustworthy|trusted|verified|senior|expert)\\b`,
+    ),
   },
   {
     name: "envelope_spoofing",
     weight: 0.9,
     view: "raw",
     detail: "a tag of the quarantine envelope or of tool results",
-    pattern: /< ?\/? ?(?:tool_output|tool_result|tool_use|function_results?|function_calls|untrusted[_-]?(?:data|content|input|text)?|tool_response)\b/g,
+    pattern:
+      /< ?\/? ?(?:tool_output|tool_result|tool_use|function_results?|function_calls|untrusted[_-]?(?:data|content|input|text)?|tool_response)\b/g,
   },
   {
     name: "tool_call_payload",
@@ -503,6 +550,8 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "text that says it is hidden from humans",
-    pattern: phrase(`\\b(?:invisible|hidden|not visible) (?:to|from) (?:humans|human readers|the user|users|readers|people)\\b|\\bvisible (?:only )?to (?:llms?|ai|the ai|language models|machines|bots)\\b`),
+    pattern: phrase(
+      `\\b(?:invisible|hidden|not visible) (?:to|from) (?:humans|human readers|the user|users|readers|people)\\b|\\bvisible (?:only )?to (?:llms?|ai|the ai|language models|machines|bots)\\b`,
+    ),
   },
 ];

@@ -1,6 +1,20 @@
-import type { Gate, GateDecision, RunState, ScanVerdict, SeenOutput, ToolCall } from "@loopguard/core";
-import { InvalidArgumentError, digestOf } from "@loopguard/core";
-import { argumentKeys, extractValues, keyMatches, type TaintKind, type TaintValue, taintKinds } from "./taint-values.js";
+import type {
+  Gate,
+  GateDecision,
+  RunState,
+  ScanVerdict,
+  SeenOutput,
+  ToolCall,
+} from "@loopguard/core";
+import { digestOf, InvalidArgumentError } from "@loopguard/core";
+import {
+  argumentKeys,
+  extractValues,
+  keyMatches,
+  type TaintKind,
+  type TaintValue,
+  taintKinds,
+} from "./taint-values.js";
 
 /** A sink: a tool (glob) whose calls must not carry tainted values, optionally only in some arguments. */
 export interface TaintSink {
@@ -58,7 +72,10 @@ const verdictRank: Record<ScanVerdict, number> = { clean: 0, suspicious: 1, inje
 
 /** Compiles a glob (`*`, `?`) to an anchored pattern. */
 export function globPattern(glob: string): RegExp {
-  const source = glob.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".");
+  const source = glob
+    .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+    .replace(/\*/g, ".*")
+    .replace(/\?/g, ".");
   return new RegExp(`^${source}$`);
 }
 
@@ -69,7 +86,8 @@ function attributeStrings(run: RunState | undefined): string[] {
     if (depth > 4 || strings.length > 1000) return;
     if (typeof value === "string") strings.push(value);
     else if (Array.isArray(value)) for (const item of value) visit(item, depth + 1);
-    else if (value && typeof value === "object") for (const item of Object.values(value)) visit(item, depth + 1);
+    else if (value && typeof value === "object")
+      for (const item of Object.values(value)) visit(item, depth + 1);
   };
   visit(run.attributes, 0);
   return strings;
@@ -92,43 +110,74 @@ function attributeStrings(run: RunState | undefined): string[] {
  * const agent = createAgent({ model, tools, scanner: heuristicScanner(), envelope: quarantine(), gates: [taintGate()] });
  */
 export function taintGate(options: TaintGateOptions = {}): Gate {
-  if (options === null || typeof options !== "object") throw new InvalidArgumentError("[injection] taintGate(options): options must be an object");
+  if (options === null || typeof options !== "object")
+    throw new InvalidArgumentError("[injection] taintGate(options): options must be an object");
   const minVerdict = options.sources?.minVerdict ?? "suspicious";
   if (minVerdict !== "suspicious" && minVerdict !== "injection") {
-    throw new InvalidArgumentError(`[injection] taintGate({ sources: { minVerdict } }): minVerdict must be "suspicious" or "injection", got ${JSON.stringify(minVerdict)}`);
+    throw new InvalidArgumentError(
+      `[injection] taintGate({ sources: { minVerdict } }): minVerdict must be "suspicious" or "injection", got ${JSON.stringify(minVerdict)}`,
+    );
   }
   const onTaint = options.onTaint ?? "deny";
-  if (onTaint !== "deny" && onTaint !== "ask") throw new InvalidArgumentError(`[injection] taintGate({ onTaint }): onTaint must be "deny" or "ask", got ${JSON.stringify(onTaint)}`);
+  if (onTaint !== "deny" && onTaint !== "ask")
+    throw new InvalidArgumentError(
+      `[injection] taintGate({ onTaint }): onTaint must be "deny" or "ask", got ${JSON.stringify(onTaint)}`,
+    );
   const kinds = options.kinds ?? taintKinds;
   for (const kind of kinds) {
-    if (!taintKinds.includes(kind)) throw new InvalidArgumentError(`[injection] taintGate({ kinds }): unknown kind ${JSON.stringify(kind)}; use ${taintKinds.join(", ")}`);
+    if (!taintKinds.includes(kind))
+      throw new InvalidArgumentError(
+        `[injection] taintGate({ kinds }): unknown kind ${JSON.stringify(kind)}; use ${taintKinds.join(", ")}`,
+      );
   }
   const sourceTools = options.sources?.tools;
-  if (sourceTools !== undefined && (!Array.isArray(sourceTools) || sourceTools.some((tool) => typeof tool !== "string"))) {
-    throw new InvalidArgumentError("[injection] taintGate({ sources: { tools } }): tools must be an array of tool names or globs");
+  if (
+    sourceTools !== undefined &&
+    (!Array.isArray(sourceTools) || sourceTools.some((tool) => typeof tool !== "string"))
+  ) {
+    throw new InvalidArgumentError(
+      "[injection] taintGate({ sources: { tools } }): tools must be an array of tool names or globs",
+    );
   }
   const sourcePatterns = sourceTools?.map(globPattern);
   const sinks = (options.sinks ?? []).map((sink) => {
     const entry = typeof sink === "string" ? { tool: sink } : sink;
     if (!entry || typeof entry.tool !== "string" || entry.tool === "") {
-      throw new InvalidArgumentError(`[injection] taintGate({ sinks }): each sink is a tool glob or { tool, args? }, got ${JSON.stringify(sink)}`);
+      throw new InvalidArgumentError(
+        `[injection] taintGate({ sinks }): each sink is a tool glob or { tool, args? }, got ${JSON.stringify(sink)}`,
+      );
     }
-    if (entry.args !== undefined && (!Array.isArray(entry.args) || entry.args.some((arg) => typeof arg !== "string"))) {
-      throw new InvalidArgumentError(`[injection] taintGate({ sinks }): args of sink ${entry.tool} must be an array of argument names`);
+    if (
+      entry.args !== undefined &&
+      (!Array.isArray(entry.args) || entry.args.some((arg) => typeof arg !== "string"))
+    ) {
+      throw new InvalidArgumentError(
+        `[injection] taintGate({ sinks }): args of sink ${entry.tool} must be an array of argument names`,
+      );
     }
     return { tool: entry.tool, pattern: globPattern(entry.tool), args: entry.args };
   });
   const sensitiveTools = options.sensitiveTools ?? true;
   if (options.trusted !== undefined && typeof options.trusted !== "function") {
-    throw new InvalidArgumentError("[injection] taintGate({ trusted }): trusted must be a function (call) => string[]");
+    throw new InvalidArgumentError(
+      "[injection] taintGate({ trusted }): trusted must be a function (call) => string[]",
+    );
   }
   const trusted = options.trusted ?? ((call: ToolCall) => attributeStrings(call.run));
   const name = options.name ?? "taint";
-  const settings = { minVerdict, onTaint, kinds: [...kinds], sources: sourceTools ?? null, sinks: sinks.map((sink) => [sink.tool, sink.args ?? null]), sensitiveTools };
+  const settings = {
+    minVerdict,
+    onTaint,
+    kinds: [...kinds],
+    sources: sourceTools ?? null,
+    sinks: sinks.map((sink) => [sink.tool, sink.args ?? null]),
+    sensitiveTools,
+  };
   // Two taint gates with different settings on one run keep separate caches.
   const scratchKey = `@loopguard/injection:${name}:${digestOf(settings)}`;
 
-  const isSource = (output: SeenOutput) => !sourcePatterns || sourcePatterns.some((pattern) => pattern.test(output.tool));
+  const isSource = (output: SeenOutput) =>
+    !sourcePatterns || sourcePatterns.some((pattern) => pattern.test(output.tool));
 
   const stateOf = (run: RunState): TaintState => {
     let state = run.scratch.get(scratchKey) as TaintState | undefined;
@@ -145,7 +194,13 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       for (const value of extractValues(output.text, kinds)) {
         if (flagged) {
           const id = `${value.kind}:${value.key}`;
-          if (!state.tainted.has(id)) state.tainted.set(id, { value, tool: output.tool, toolUseId: output.toolUseId, verdict });
+          if (!state.tainted.has(id))
+            state.tainted.set(id, {
+              value,
+              tool: output.tool,
+              toolUseId: output.toolUseId,
+              verdict,
+            });
         } else if (verdict === "clean") {
           state.clean.add(value.key);
         }
@@ -178,7 +233,10 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       if (state.tainted.size === 0) return { type: "allow" };
       const trustedKeys = new Set(state.clean);
       const trustedText = trusted(call);
-      if (!Array.isArray(trustedText)) throw new InvalidArgumentError("[injection] taintGate({ trusted }): trusted(call) must return an array of strings");
+      if (!Array.isArray(trustedText))
+        throw new InvalidArgumentError(
+          "[injection] taintGate({ trusted }): trusted(call) must return an array of strings",
+        );
       for (const text of trustedText) {
         if (typeof text !== "string") continue;
         for (const value of extractValues(text, kinds)) trustedKeys.add(value.key);
@@ -196,8 +254,15 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
           }
           if (!hit) continue;
           const message = `Argument "${argument}" of ${call.tool} carries a ${source.value.kind === "id" ? "identifier" : source.value.kind} that came from the output of ${source.tool} (call ${source.toolUseId}), which the scanner flagged as ${source.verdict}; values taken from flagged text cannot steer a sensitive action.`;
-          const details = { argument, kind: source.value.kind, sourceTool: source.tool, sourceCall: source.toolUseId, sourceVerdict: source.verdict };
-          if (onTaint === "ask") return { type: "ask", reason: "tainted_argument", message, details };
+          const details = {
+            argument,
+            kind: source.value.kind,
+            sourceTool: source.tool,
+            sourceCall: source.toolUseId,
+            sourceVerdict: source.verdict,
+          };
+          if (onTaint === "ask")
+            return { type: "ask", reason: "tainted_argument", message, details };
           return {
             type: "deny",
             reason: "tainted_argument",

@@ -10,7 +10,15 @@ import { normalizeText } from "./normalize-text.js";
 export type TaintKind = "email" | "url" | "domain" | "id" | "iban" | "amount" | "token";
 
 /** Every kind, in a stable order. */
-export const taintKinds: readonly TaintKind[] = Object.freeze(["email", "url", "domain", "id", "iban", "amount", "token"]);
+export const taintKinds: readonly TaintKind[] = Object.freeze([
+  "email",
+  "url",
+  "domain",
+  "id",
+  "iban",
+  "amount",
+  "token",
+]);
 
 /** A value found in text. */
 export interface TaintValue {
@@ -21,10 +29,13 @@ export interface TaintValue {
 
 const email = /[a-z0-9._%+-]{1,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}/g;
 const url = /\b(?:https?:\/\/|www\.)[^\s<>"'`)\]}|\\^]{1,1000}/g;
-const domain = /\b(?:[a-z0-9-]{1,63}\.){1,8}(?:com|net|org|io|biz|info|co|us|uk|de|fr|es|it|nl|ru|cn|jp|xyz|example|test|invalid|app|dev|ai|me|top|online|site|shop|store|cloud|link|click|live|tk|ml|ga|cf|gq|ly|to|cc)\b/g;
+const domain =
+  /\b(?:[a-z0-9-]{1,63}\.){1,8}(?:com|net|org|io|biz|info|co|us|uk|de|fr|es|it|nl|ru|cn|jp|xyz|example|test|invalid|app|dev|ai|me|top|online|site|shop|store|cloud|link|click|live|tk|ml|ga|cf|gq|ly|to|cc)\b/g;
 const id = /\b[a-z]{1,5}[-_ #.:/]{0,2}[0-9]{3,12}\b|\b[0-9]{6,20}\b/g;
-const iban = /\b[a-z]{2}[0-9]{2}(?: ?[a-z0-9]{4}){2,8}(?: ?[a-z0-9]{1,4})?\b|\b[a-z]{2}[0-9]{12,32}\b/g;
-const amount = /(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy))\s?[0-9]{1,3}(?:[, .'][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?\b|\b[0-9]{1,3}(?:[, .'][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?\s?(?:[$€£¥₹]|(?:usd|eur|gbp|chf|jpy|dollars?|euros?|pounds?)\b)/g;
+const iban =
+  /\b[a-z]{2}[0-9]{2}(?: ?[a-z0-9]{4}){2,8}(?: ?[a-z0-9]{1,4})?\b|\b[a-z]{2}[0-9]{12,32}\b/g;
+const amount =
+  /(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy))\s?[0-9]{1,3}(?:[, .'][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?\b|\b[0-9]{1,3}(?:[, .'][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?\s?(?:[$€£¥₹]|(?:usd|eur|gbp|chf|jpy|dollars?|euros?|pounds?)\b)/g;
 const token = /\b[a-z0-9_-]{24,200}\b/g;
 
 /** Reduces a value to letters and digits, lower case (after NFKC and look-alike folding). */
@@ -36,9 +47,7 @@ export function looseKey(text: string): string {
 
 /** The key of a URL: host and path without scheme, `www.`, trailing slash or punctuation. */
 function urlKey(text: string): string {
-  const bare = text
-    .replace(/^(?:https?:\/\/)?(?:www\.)?/, "")
-    .replace(/[/.,;:!?]+$/, "");
+  const bare = text.replace(/^(?:https?:\/\/)?(?:www\.)?/, "").replace(/[/.,;:!?]+$/, "");
   return looseKey(bare);
 }
 
@@ -49,7 +58,10 @@ function hostOf(text: string): string {
 
 /** The number of a money amount as a fixed-point string, or `undefined`. */
 export function amountKey(text: string): string | undefined {
-  const digits = text.replace(/[^0-9.,' ]/g, "").trim().replace(/[' ]/g, "");
+  const digits = text
+    .replace(/[^0-9.,' ]/g, "")
+    .trim()
+    .replace(/[' ]/g, "");
   if (!/[0-9]/.test(digits)) return undefined;
   let normalized = digits;
   const lastSeparator = Math.max(digits.lastIndexOf("."), digits.lastIndexOf(","));
@@ -90,7 +102,12 @@ export function valueKey(kind: TaintKind, text: string): string | undefined {
  * extractValues("Refund order B-2002 to x@evil.example ($30,000)");
  * // [{ kind: "email", key: "xevilexample" }, { kind: "id", key: "b2002" }, { kind: "amount", key: "30000.00" }, ...]
  */
-export function extractValues(text: string, kinds: readonly TaintKind[] = taintKinds, limit = 10_000, emailDomains = false): TaintValue[] {
+export function extractValues(
+  text: string,
+  kinds: readonly TaintKind[] = taintKinds,
+  limit = 10_000,
+  emailDomains = false,
+): TaintValue[] {
   const normalized = normalizeText(text, { foldHomoglyphs: true }).text;
   const found = new Map<string, TaintValue>();
   const add = (kind: TaintKind, raw: string) => {
@@ -101,7 +118,11 @@ export function extractValues(text: string, kinds: readonly TaintKind[] = taintK
   const want = new Set(kinds);
   const each = (pattern: RegExp, kind: TaintKind, also?: (match: string) => void) => {
     pattern.lastIndex = 0;
-    for (let match = pattern.exec(normalized); match && found.size < limit; match = pattern.exec(normalized)) {
+    for (
+      let match = pattern.exec(normalized);
+      match && found.size < limit;
+      match = pattern.exec(normalized)
+    ) {
       if (want.has(kind)) add(kind, match[0]);
       also?.(match[0]);
     }
@@ -115,7 +136,11 @@ export function extractValues(text: string, kinds: readonly TaintKind[] = taintK
   });
   if (want.has("domain")) {
     domain.lastIndex = 0;
-    for (let match = domain.exec(normalized); match && found.size < limit; match = domain.exec(normalized)) {
+    for (
+      let match = domain.exec(normalized);
+      match && found.size < limit;
+      match = domain.exec(normalized)
+    ) {
       // A domain that is the tail of an email address is the address's, not a link of its own.
       const before = normalized.slice(Math.max(0, match.index - 2), match.index);
       if (!before.includes("@")) add("domain", match[0]);
@@ -126,7 +151,11 @@ export function extractValues(text: string, kinds: readonly TaintKind[] = taintK
   each(amount, "amount");
   if (want.has("token")) {
     token.lastIndex = 0;
-    for (let match = token.exec(normalized); match && found.size < limit; match = token.exec(normalized)) {
+    for (
+      let match = token.exec(normalized);
+      match && found.size < limit;
+      match = token.exec(normalized)
+    ) {
       if (/[0-9]/.test(match[0]) && /[a-z]/.test(match[0])) add("token", match[0]);
     }
   }
@@ -138,7 +167,10 @@ export function extractValues(text: string, kinds: readonly TaintKind[] = taintK
  * reduced to a key, and windows of up to six consecutive words (so `x @ evil . example` inside
  * a sentence still gives `xevilexample`). Numbers are amounts and identifiers.
  */
-export function argumentKeys(value: unknown, kinds: readonly TaintKind[] = taintKinds): Set<string> {
+export function argumentKeys(
+  value: unknown,
+  kinds: readonly TaintKind[] = taintKinds,
+): Set<string> {
   const keys = new Set<string>();
   const visit = (item: unknown, depth: number) => {
     if (keys.size > 20_000 || depth > 8) return;
@@ -148,17 +180,27 @@ export function argumentKeys(value: unknown, kinds: readonly TaintKind[] = taint
       return;
     }
     if (typeof item === "string") {
-      for (const value of extractValues(item, kinds, 10_000, true)) keys.add(`${value.kind}:${value.key}`);
-      const whole = looseKey(item.replace(/^\s*mailto:/i, "").replace(/^\s*(?:https?:\/\/)?(?:www\.)?/i, ""));
+      for (const value of extractValues(item, kinds, 10_000, true))
+        keys.add(`${value.kind}:${value.key}`);
+      const whole = looseKey(
+        item.replace(/^\s*mailto:/i, "").replace(/^\s*(?:https?:\/\/)?(?:www\.)?/i, ""),
+      );
       if (whole.length >= 4) keys.add(`loose:${whole}`);
-      const amountValue = /^[\s$€£¥₹a-z]{0,6}[0-9][0-9.,' ]{0,30}[\s$€£¥₹a-z]{0,8}$/i.test(item) ? amountKey(item) : undefined;
+      const amountValue = /^[\s$€£¥₹a-z]{0,6}[0-9][0-9.,' ]{0,30}[\s$€£¥₹a-z]{0,8}$/i.test(item)
+        ? amountKey(item)
+        : undefined;
       if (amountValue) keys.add(`amount:${amountValue}`);
-      const words = item.split(/[\s,;]+/).filter((word) => word !== "").slice(0, 2000);
+      const words = item
+        .split(/[\s,;]+/)
+        .filter((word) => word !== "")
+        .slice(0, 2000);
       for (let start = 0; start < words.length; start++) {
         let joined = "";
         for (let size = 1; size <= 6 && start + size <= words.length; size++) {
           joined += words[start + size - 1];
-          const key = looseKey(joined.replace(/^mailto:/i, "").replace(/^(?:https?:\/\/)?(?:www\.)?/i, ""));
+          const key = looseKey(
+            joined.replace(/^mailto:/i, "").replace(/^(?:https?:\/\/)?(?:www\.)?/i, ""),
+          );
           if (key.length >= 4) keys.add(`loose:${key}`);
         }
       }
