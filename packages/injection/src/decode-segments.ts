@@ -19,8 +19,10 @@ export interface DecodeLimits {
   maxSegmentChars: number;
 }
 
-const base64Run = /[A-Za-z0-9+/_-]{24,}={0,2}/g;
-const hexRun = /(?:\\x[0-9a-fA-F]{2}){6,}|\b(?:[0-9a-fA-F]{2}[ :]?){12,}/g;
+// Lookbehinds make each run start only at its first character, so a scan is linear.
+const base64Run = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}/g;
+const hexRun =
+  /(?<!\\x[0-9a-fA-F]?)(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F:]|[0-9a-fA-F]{2}[ :])(?:[0-9a-fA-F]{2}[ :]?){12,}/g;
 const nonSpaceRun = /[^\s<>"'()]{1,4096}/g;
 const percentByte = /%[0-9a-fA-F]{2}/g;
 

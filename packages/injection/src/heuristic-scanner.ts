@@ -53,6 +53,16 @@ const weights = {
   mixedScript: 0.35,
 };
 
+const englishWords = /\b(?:the|and|to|of|is|you|all|your|instructions)\b/g;
+const rot13Words = /\b(?:gur|naq|gb|bs|vf|lbh|nyy|lbhe|vafgehpgvbaf)\b/g;
+
+/** Whether text reads like ROT13 English: its common words are ROT13 of English ones. */
+function looksLikeRot13(text: string): boolean {
+  const rot = text.match(rot13Words)?.length ?? 0;
+  if (rot < 2) return false;
+  return rot >= (text.match(englishWords)?.length ?? 0) / 4;
+}
+
 /** The verdict of a score under thresholds. */
 export function verdictOf(score: number, thresholds: VerdictThresholds): ScanVerdict {
   if (score >= thresholds.injection) return "injection";
@@ -197,7 +207,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     run(normalized, rawRules, findings, place);
     const phrases = phraseView(normalized);
     run(phrases, phraseRules, findings, place);
-    if (useRot13 && rot13Rules.length > 0 && /[a-z]{4}/.test(phrases.text)) {
+    if (useRot13 && rot13Rules.length > 0 && looksLikeRot13(phrases.text)) {
       const before = findings.length;
       run(
         { text: rot13(phrases.text), offsets: phrases.offsets },

@@ -44,9 +44,14 @@ const priorWords =
   "(?:previous|prior|above|preceding|earlier|foregoing|initial|original|old|former|existing)";
 const aiNouns =
   "(?:ai|a\\.i\\.|assistant|ai assistant|chatbot|chat bot|chat assistant|llm|large language model|language model|ai language model|ai model|ai agent|gpt-?[0-9.]{0,4}|chatgpt|claude|gemini|llama|command r\\+?|copilot|agent)";
-/** Where an imperative verb starts: a sentence start, or after "please", "and", "then", ... */
-const imperative =
-  "(?:^|(?<=[.!?:;\\n] ?)|(?<=\\b(?:please|and|then|also|first|now|just|immediately|todo|kindly|must|should) ))";
+/** What may stand before an imperative verb: a sentence start, or "please", "and", "then", ... */
+const imperativeBefore =
+  "(?:^|[.!?:;\\n] ?|\\b(?:please|and|then|also|first|now|just|immediately|todo|kindly|must|should) )";
+/**
+ * Placed right after an imperative verb: looks back over the verb to check what stands before
+ * it (checking after the verb matched keeps the scan fast: the lookbehind runs only on verbs).
+ */
+const imperative = `(?<=${imperativeBefore}[a-z-]{2,12})`;
 const automatedNouns =
   "(?:software|systems?|agents?|tools?|readers?|screeners?|scanners?|reviewers?|parsers?|assistants?)";
 
@@ -375,7 +380,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     rot13: true,
     detail: "asks to send private data somewhere",
     pattern: phrase(
-      `${imperative}(?:send|forward|email|e-mail|mail|transfer|upload|post|share|leak|exfiltrate|copy|relay|deliver|submit|bcc|give|tell|provide|include|disclose|reveal)(?: me)? [^\\n]{0,80}?\\b(?:passwords?|security codes?|verification codes?|2fa codes?|otp|one-time codes?|credentials|api keys?|access tokens?|secret keys?|private keys?|conversation history|chat history|message history|credit cards?|card numbers?|bank account(?: number)?s?|iban|passport(?: numbers?)?|social security|ssn|(?:all|every|each) (?:single )?(?:emails?|messages?|files?|documents?|contacts)|inbox|contact list|customer list|customer data|user data|personal data|login details)\\b`,
+      `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|share|leak|exfiltrate|copy|relay|deliver|submit|bcc|give|tell|provide|include|disclose|reveal)${imperative}(?: me)? [^\\n]{0,80}?\\b(?:passwords?|security codes?|verification codes?|2fa codes?|otp|one-time codes?|credentials|api keys?|access tokens?|secret keys?|private keys?|conversation history|chat history|message history|credit cards?|card numbers?|bank account(?: number)?s?|iban|passport(?: numbers?)?|social security|ssn|(?:all|every|each) (?:single )?(?:emails?|messages?|files?|documents?|contacts)|inbox|contact list|customer list|customer data|user data|personal data|login details)\\b`,
     ),
   },
   {
@@ -384,7 +389,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     detail: "asks to send something to an address",
     pattern: phrase(
-      `${imperative}(?:send|forward|email|e-mail|mail|transfer|upload|post|leak|exfiltrate|relay|bcc)(?: me)? [^\\n]{0,80}?\\b(?:to|at) '?[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,120}\\.[a-z]{2,12}\\b`,
+      `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|leak|exfiltrate|relay|bcc)${imperative}(?: me)? [^\\n]{0,80}?\\b(?:to|at) '?[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,120}\\.[a-z]{2,12}\\b`,
     ),
   },
   {
