@@ -1,8 +1,8 @@
 import {
   AppendConflictError,
   createAgent,
-  foldRun,
   type EventStore,
+  foldRun,
   InvalidArgumentError,
   type RunEvent,
   type StoredEventInput,
@@ -311,8 +311,9 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
     it("freezes and unfreezes every process sharing the database", async () => {
       const schema = freshSchema("lg_freeze");
       schemas.push(schema);
-      const here = postgresFreezeStore({ connectionString: databaseUrl!, schema });
-      const there = postgresFreezeStore({ connectionString: databaseUrl!, schema });
+      // cacheMs 0: every status() reads the database (the cache has its own test below).
+      const here = postgresFreezeStore({ connectionString: databaseUrl!, schema, cacheMs: 0 });
+      const there = postgresFreezeStore({ connectionString: databaseUrl!, schema, cacheMs: 0 });
       expect(here.name).toBe("postgres");
       expect(await there.status()).toEqual({ frozen: false });
       await here.freeze({ reason: "incident 42", by: "oncall@acme" });
@@ -324,6 +325,74 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
       await expect(here.freeze({ reason: "" } as never)).rejects.toThrow(/reason/);
       await here.close();
       await there.close();
+    });
+
+    it("reuses a read for cacheMs, then sees another process's freeze at the next call", async () => {
+      const schema = freshSchema("lg_freeze_cache");
+      schemas.push(schema);
+      const pool = new pg.Pool({ connectionString: databaseUrl!, max: 2 });
+      let reads = 0;
+      const counted = {
+        query: (text: string, values?: unknown[]) => {
+          if (/FROM "[a-z0-9_]+"\.freeze WHERE id/.test(text)) reads += 1;
+          return pool.query(text, values);
+        },
+        connect: () => pool.connect(),
+        end: () => pool.end(),
+      };
+      let clock = 1_000_000;
+      const worker = postgresFreezeStore({ pool: counted, schema, cacheMs: 250, now: () => clock });
+      const operator = postgresFreezeStore({ connectionString: databaseUrl!, schema, cacheMs: 0 });
+      expect(await worker.status()).toEqual({ frozen: false });
+      // Calls at once share one read; calls inside the window read nothing.
+      const together = await Promise.all(Array.from({ length: 20 }, () => worker.status()));
+      expect(together.every((status) => status.frozen === false)).toBe(true);
+      expect(reads).toBe(1);
+      await operator.freeze({ reason: "refund bug", by: "oncall" });
+      clock += 250;
+      expect((await worker.status()).frozen).toBe(false); // still inside the window
+      expect(reads).toBe(1);
+      clock += 1;
+      expect(await worker.status()).toMatchObject({
+        frozen: true,
+        reason: "refund bug",
+        by: "oncall",
+      });
+      expect(reads).toBe(2);
+      // This process's own unfreeze is seen at once, without a read.
+      await worker.unfreeze({ by: "oncall" });
+      expect((await worker.status()).frozen).toBe(false);
+      expect(reads).toBe(2);
+      // A failed read is not cached: the next call reads again.
+      await pool.query(`ALTER TABLE "${schema}".freeze RENAME TO freeze_gone`);
+      clock += 1_000;
+      await expect(worker.status()).rejects.toThrow();
+      await pool.query(`ALTER TABLE "${schema}".freeze_gone RENAME TO "freeze"`);
+      expect((await worker.status()).frozen).toBe(false);
+      expect(reads).toBe(4);
+      expect(() => postgresFreezeStore({ pool: counted, schema, cacheMs: -1 })).toThrow(/cacheMs/);
+      expect(() => postgresFreezeStore({ pool: counted, schema, now: 5 as never })).toThrow(/now/);
+      await worker.close();
+      await operator.close();
+      await pool.end();
+    });
+
+    it("with the real clock, every caller sees a freeze once the window has passed", async () => {
+      const schema = freshSchema("lg_freeze_clock");
+      schemas.push(schema);
+      const workers = Array.from({ length: 3 }, () =>
+        postgresFreezeStore({ connectionString: databaseUrl!, schema, cacheMs: 100, max: 1 }),
+      );
+      const operator = postgresFreezeStore({ connectionString: databaseUrl!, schema, max: 1 });
+      for (const worker of workers) expect((await worker.status()).frozen).toBe(false);
+      await operator.freeze({ reason: "stop everything" });
+      const committed = Date.now();
+      await new Promise((resolveWait) => setTimeout(resolveWait, 101));
+      for (const worker of workers) {
+        expect(Date.now() - committed).toBeGreaterThan(100);
+        expect((await worker.status()).frozen).toBe(true);
+      }
+      for (const store of [...workers, operator]) await store.close();
     });
   });
 });
