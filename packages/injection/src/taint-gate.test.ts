@@ -1,5 +1,5 @@
 import type { ModelRequest, RunState, ToolCall } from "@loopguard/core";
-import { createAgent, RunState as RunStateClass, tool } from "@loopguard/core";
+import { createAgent, guardTool, RunState as RunStateClass, tool, withRun } from "@loopguard/core";
 import { memoryEventStore, type ScriptedReply, scriptedModel } from "@loopguard/core/testing";
 import fc from "fast-check";
 import * as v from "valibot";
@@ -399,5 +399,27 @@ describe("taintGate", () => {
       "deny",
     );
     expect(await gate.check(callOf(run, { amount: 29999 }))).toEqual({ type: "allow" });
+  });
+});
+
+describe("taintGate under guardTool (a loop loopguard does not own)", () => {
+  it("follows the run through withRun and refuses the tainted call", async () => {
+    const { tools, refunds } = shop(poisonedRefund);
+    const [readDocument, issueRefund] = tools;
+    const options = { gates: [taintGate()], scanner: heuristicScanner(), envelope: quarantine() };
+    const read = guardTool(readDocument!, options);
+    const refund = guardTool(issueRefund!, options);
+    const outcome = await withRun(
+      { agentId: "assistant", attributes: { task: "Order A1001 ($89.99) arrived broken" } },
+      async () => {
+        const ticket = await read({ doc: "ticket" });
+        expect(ticket.type).toBe("ok");
+        const own = await refund({ order_id: "A1001", amount: 89.99, reason: "damaged" });
+        expect(own.type).toBe("ok");
+        return refund({ order_id: "b-2002", amount: 450, reason: "damaged" });
+      },
+    );
+    expect(outcome).toMatchObject({ type: "refused", reason: "tainted_argument" });
+    expect(refunds).toEqual([{ order_id: "A1001", amount: 89.99 }]);
   });
 });
