@@ -97,7 +97,13 @@ function shop(document: string) {
       return { sent: true };
     },
   });
-  return { tools: [readDocument, issueRefund, sendEmail], refunds, emails };
+  return {
+    tools: [readDocument, issueRefund, sendEmail],
+    readDocument,
+    issueRefund,
+    refunds,
+    emails,
+  };
 }
 
 const benignTicket =
@@ -404,11 +410,10 @@ describe("taintGate", () => {
 
 describe("taintGate under guardTool (a loop loopguard does not own)", () => {
   it("follows the run through withRun and refuses the tainted call", async () => {
-    const { tools, refunds } = shop(poisonedRefund);
-    const [readDocument, issueRefund] = tools;
+    const { readDocument, issueRefund, refunds } = shop(poisonedRefund);
     const options = { gates: [taintGate()], scanner: heuristicScanner(), envelope: quarantine() };
-    const read = guardTool(readDocument!, options);
-    const refund = guardTool(issueRefund!, options);
+    const read = guardTool(readDocument, options);
+    const refund = guardTool(issueRefund, options);
     const outcome = await withRun(
       { agentId: "assistant", attributes: { task: "Order A1001 ($89.99) arrived broken" } },
       async () => {
