@@ -16,7 +16,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
 const quick = process.argv.includes("--quick");
 const notesPath = join(here, "notes.md");
-const lastRunPath = join(here, "out", "last-run.md");
+const lastRunPath = join(here, "out", "last-run.txt");
 /** docs/benchmarks.md: the figures of a run, then the hand-written notes. */
 const writeDoc = (figures) => {
   let notes = "";
@@ -28,7 +28,7 @@ const writeDoc = (figures) => {
 if (process.argv.includes("--notes")) {
   // Re-attach edited notes to the last run's figures without measuring again.
   writeDoc(readFileSync(lastRunPath, "utf8"));
-  console.log("wrote docs/benchmarks.md from bench/out/last-run.md and bench/notes.md");
+  console.log("wrote docs/benchmarks.md from bench/out/last-run.txt and bench/notes.md");
   process.exit(0);
 }
 const lines = [];
