@@ -6,7 +6,16 @@
 // the repeats), and comparisons are ratios measured in this same run. Nothing here asserts
 // anything about time: the targets are printed beside the figures, never enforced.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -92,15 +101,30 @@ const version = (name) => {
 const git = (...args) =>
   spawnSync("git", args, { cwd: root, encoding: "utf8" }).stdout?.trim() ?? "";
 
+// The benchmarks import the built packages: refuse to run without them, warn when a source file
+// is newer than the build (the figures would describe old code).
+const newestSource = (dir) => {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith(".ts") && !entry.name.includes(".test."))
+      newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+};
 for (const pkg of ["core", "policy", "injection", "redact", "checkpoint"]) {
-  try {
-    readFileSync(join(root, "packages", pkg, "dist", "index.js"));
-  } catch {
+  const built = join(root, "packages", pkg, "dist", "index.js");
+  if (!existsSync(built)) {
     console.error(
       `[bench] packages/${pkg}/dist is missing: build first (pnpm build), then pnpm bench`,
     );
     process.exit(1);
   }
+  if (newestSource(join(root, "packages", pkg, "src")) > statSync(built).mtimeMs)
+    console.error(
+      `[bench] packages/${pkg}/src is newer than its dist: run pnpm build first, or these figures describe the last build`,
+    );
 }
 
 const started = Date.now();
@@ -438,11 +462,12 @@ say();
 say(`Total time of this run: ${((Date.now() - started) / 1000).toFixed(0)} s.`);
 say();
 const figures = `${lines.join("\n")}\n`;
-mkdirSync(dirname(lastRunPath), { recursive: true });
-writeFileSync(lastRunPath, figures);
 if (quick && !process.argv.includes("--write")) {
   console.log("\n(--quick: docs/benchmarks.md left as it is; add --write to overwrite it)");
 } else {
+  // Kept so edited notes can be re-attached to these figures without measuring again (--notes).
+  mkdirSync(dirname(lastRunPath), { recursive: true });
+  writeFileSync(lastRunPath, figures);
   writeDoc(figures);
   console.log("\nwrote docs/benchmarks.md");
 }
