@@ -12,27 +12,30 @@ export type JsonValue =
  * Two values that are equal as JSON give the same string, whatever their key order.
  */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value, new WeakSet()));
+  return JSON.stringify(sortKeys(value, []));
 }
 
-function sortKeys(value: unknown, seen: WeakSet<object>): unknown {
+// `ancestors` holds the objects on the path from the root: a value met again on its own path is
+// a cycle. An array is cheaper here than a WeakSet (most values are a few levels deep, and a
+// WeakSet per call costs an allocation and extra work for the garbage collector).
+function sortKeys(value: unknown, ancestors: object[]): unknown {
   if (value === null || typeof value !== "object") return value;
-  if (seen.has(value)) throw new TypeError("canonicalJson: value contains a cycle");
-  seen.add(value);
+  if (ancestors.includes(value)) throw new TypeError("canonicalJson: value contains a cycle");
+  ancestors.push(value);
   let out: unknown;
   if (Array.isArray(value)) {
-    out = value.map((item) => (item === undefined ? null : sortKeys(item, seen)));
+    out = value.map((item) => (item === undefined ? null : sortKeys(item, ancestors)));
   } else if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
-    out = sortKeys((value as { toJSON: () => unknown }).toJSON(), seen);
+    out = sortKeys((value as { toJSON: () => unknown }).toJSON(), ancestors);
   } else {
     const sorted: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
       const item = (value as Record<string, unknown>)[key];
-      if (item !== undefined) sorted[key] = sortKeys(item, seen);
+      if (item !== undefined) sorted[key] = sortKeys(item, ancestors);
     }
     out = sorted;
   }
-  seen.delete(value);
+  ancestors.pop();
   return out;
 }
 
