@@ -249,6 +249,8 @@ export function createAgent(options: AgentOptions): Agent {
   const retry = resolveRetryOptions(config.retry);
   const maxTokensDefault = config.maxTokens ?? model.defaultMaxTokens ?? 4096;
   const now = config.now ?? Date.now;
+  const vault = config.vault;
+  const revealOption = vault ? { reveal: (text: string) => vault.reveal(text) } : {};
   const fixedBytes = Buffer.byteLength(
     JSON.stringify({ system: config.system ?? "", tools: toolSpecs }),
   );
@@ -339,7 +341,7 @@ export function createAgent(options: AgentOptions): Agent {
     }
     #applied(event: StoredEvent): void {
       if (event.type === "run-start")
-        this.fold.current = new RunFold(event, `run ${this.runId}`, this.fold.current?.state);
+        this.fold.current = new RunFold(event, `run ${this.runId}`, revealOption);
       else this.fold.current!.apply(event);
       if (config.exporters.length > 0) {
         try {
@@ -695,7 +697,11 @@ export function createAgent(options: AgentOptions): Agent {
         }
         const call: ToolCall = {
           tool: use.name,
-          args: (use.input ?? {}) as Record<string, unknown>,
+          // Gates judge real values (a policy reads the real email domain); the log keeps tokens.
+          args: (config.vault ? config.vault.reveal(use.input ?? {}) : (use.input ?? {})) as Record<
+            string,
+            unknown
+          >,
           toolUseId: use.id,
           idempotencyKey: `${state.runId}:${use.id}`,
           sensitive: item?.sensitive ?? false,
@@ -738,7 +744,7 @@ export function createAgent(options: AgentOptions): Agent {
           step: turn.step,
           toolUseId: use.id,
           tool: use.name,
-          args,
+          args: config.vault ? tokenizeDeep(args, config.vault) : args,
           argsDigest: digestOf(args),
           idempotencyKey: call.idempotencyKey,
           decision: judgement.record,
@@ -994,13 +1000,13 @@ export function createAgent(options: AgentOptions): Agent {
     const where = `run ${runId} (${store.name} store)`;
     if (config.exporters.length === 0) {
       return {
-        writer: new Writer(runId, { current: foldRun(events, where) }, events.length),
+        writer: new Writer(runId, { current: foldRun(events, where, revealOption) }, events.length),
         events,
       };
     }
     // Replay the log into the span builder too, so spans left open by the last process end
     // (and are exported once) when this one appends its run-resume.
-    const fold = new RunFold(events[0]!, where);
+    const fold = new RunFold(events[0]!, where, revealOption);
     const writer = new Writer(runId, { current: fold }, events.length);
     writer.spans.push(events[0]!, fold.messages);
     for (let index = 1; index < events.length; index += 1) {
@@ -1113,6 +1119,18 @@ export function createAgent(options: AgentOptions): Agent {
 }
 
 const timedOut = Symbol("timed out");
+
+/** Tokenises every string of a JSON value with the vault (for what the log records). */
+function tokenizeDeep<T>(value: T, vault: Vault): T {
+  if (typeof value === "string") return vault.tokenize(value) as T;
+  if (Array.isArray(value)) return value.map((item) => tokenizeDeep(item, vault)) as T;
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = tokenizeDeep(item, vault);
+    return out as T;
+  }
+  return value;
+}
 
 function refusalText(record: DecisionRecord): string {
   const hints =

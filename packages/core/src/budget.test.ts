@@ -158,7 +158,8 @@ describe("budgets", () => {
       ),
       { numRuns: 150 },
     );
-  });
+    // 150 whole runs: seconds on a quiet machine, far more on a loaded CI box.
+  }, 180_000);
 
   it("stops a model that keeps calling tools before a $0.10 cap, with a partial answer", async () => {
     const model = runawayModel();

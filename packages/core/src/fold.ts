@@ -68,7 +68,19 @@ export class RunFold {
   #activeBefore = 0;
   readonly #where: string;
 
-  constructor(start: StoredEvent, where = "the log", state?: RunState) {
+  readonly #reveal: ((text: string) => string) | undefined;
+
+  /**
+   * Starts a fold at a run's `run-start`. `options.reveal` (a vault's) turns tokens in tool
+   * outputs back into values for the run state gates read; the conversation keeps the tokens.
+   */
+  constructor(
+    start: StoredEvent,
+    where = "the log",
+    options: { state?: RunState; reveal?: (text: string) => string } = {},
+  ) {
+    const state = options.state;
+    this.#reveal = options.reveal;
     this.#where = where;
     if (start.type !== "run-start") {
       throw new CorruptLogError(
@@ -84,6 +96,7 @@ export class RunFold {
         runId: start.runId,
         agentId: start.agentId,
         roles: Array.isArray(start.context?.roles) ? (start.context.roles as string[]) : [],
+        task: options.reveal ? options.reveal(start.task) : start.task,
         ...(start.context ? { attributes: start.context } : {}),
       });
     const first: Message = { role: "user", content: start.task };
@@ -268,7 +281,7 @@ export class RunFold {
         state.outputs.push({
           tool: event.tool,
           toolUseId: event.toolUseId,
-          text: event.content,
+          text: this.#reveal ? this.#reveal(event.content) : event.content,
           ...(event.scan
             ? {
                 scan: {
@@ -328,13 +341,17 @@ function chain(previous: string, json: string): string {
  * Folds a run's events into its state. The conversation comes out exactly as the uncrashed run
  * would send it next. Throws `CorruptLogError` (naming the event) when the log cannot be a run.
  */
-export function foldRun(events: readonly StoredEvent[], where = "the log"): RunFold {
+export function foldRun(
+  events: readonly StoredEvent[],
+  where = "the log",
+  options: { reveal?: (text: string) => string } = {},
+): RunFold {
   const first = events[0];
   if (!first)
     throw new CorruptLogError(
       `[core] ${where} is empty: a run's log starts with a run-start event`,
     );
-  const fold = new RunFold(first, where);
+  const fold = new RunFold(first, where, options);
   for (let index = 1; index < events.length; index += 1) fold.apply(events[index]!);
   return fold;
 }

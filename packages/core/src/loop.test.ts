@@ -648,20 +648,101 @@ describe("span ids across resumes", () => {
       { content: "done" },
     ];
     const reference = memoryEventStore();
-    await createAgent({ model: scriptedModel(script), tools: workload().tools, store: reference }).run("go", { runId: "run_ids" });
+    await createAgent({
+      model: scriptedModel(script),
+      tools: workload().tools,
+      store: reference,
+    }).run("go", { runId: "run_ids" });
     const events = await reference.read("run_ids");
     for (let cut = 2; cut < events.length - 1; cut += 1) {
       const store = memoryEventStore();
       await store.append("run_ids", events.slice(0, cut), { expectedSeq: 0 });
       const exporter = recordingExporter();
-      const answered = events.slice(0, cut).filter((event) => event.type === "model-response").length;
+      const answered = events
+        .slice(0, cut)
+        .filter((event) => event.type === "model-response").length;
       // The first process exported what finished before it died.
       const { SpanBuilder } = await import("./spans.js");
       const builder = new SpanBuilder("run_ids");
       const before = events.slice(0, cut).flatMap((event) => builder.push(event));
-      await createAgent({ model: scriptedModel(script.slice(answered)), tools: workload().tools, store, exporters: [exporter] }).resume("run_ids");
+      await createAgent({
+        model: scriptedModel(script.slice(answered)),
+        tools: workload().tools,
+        store,
+        exporters: [exporter],
+      }).resume("run_ids");
       const ids = [...before, ...exporter.spans].map((span) => span.spanId);
       expect(new Set(ids).size, `cut at ${cut}`).toBe(ids.length);
     }
+  });
+});
+
+describe("gates and the vault", () => {
+  it("gates judge real values while the log keeps tokens", async () => {
+    const values = new Map<string, string>();
+    const byValue = new Map<string, string>();
+    const vault = {
+      tokenize: (text: string) =>
+        text.replace(/[\w.]+@[\w.-]+/g, (email) => {
+          let token = byValue.get(email);
+          if (!token) {
+            token = `<EMAIL_${values.size + 1}>`;
+            values.set(token, email);
+            byValue.set(email, token);
+          }
+          return token;
+        }),
+      reveal: <T>(value: T): T =>
+        JSON.parse(
+          JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token),
+        ) as T,
+    };
+    const seen: string[] = [];
+    const domainGate: Gate = {
+      name: "policy",
+      step: "2",
+      check: (call) => {
+        if (call.tool !== "send_email") return { type: "allow" };
+        seen.push(String(call.args.to));
+        return String(call.args.to).endsWith("@customer.example")
+          ? { type: "allow" }
+          : { type: "deny", reason: "policy_deny", message: "outside" };
+      },
+    };
+    const sent: string[] = [];
+    const lookup = tool({
+      name: "lookup_customer",
+      description: "Find.",
+      input: v.object({ id: v.string() }),
+      run: async () => "Email: jane@customer.example",
+    });
+    const email = tool({
+      name: "send_email",
+      description: "Email.",
+      input: v.object({ to: v.string() }),
+      run: async ({ to }) => {
+        sent.push(to);
+        return "sent";
+      },
+    });
+    const store = memoryEventStore();
+    const model = scriptedModel([
+      { content: [use("t1", "lookup_customer", { id: "c1" })] },
+      { content: [use("t2", "send_email", { to: "<EMAIL_1>" })] },
+      { content: "ok" },
+    ]);
+    const result = await createAgent({
+      model,
+      tools: [lookup, email],
+      store,
+      vault,
+      gates: [domainGate],
+    }).run("Email the customer");
+    expect(result.blocked).toEqual([]);
+    expect(seen).toEqual(["jane@customer.example"]);
+    expect(sent).toEqual(["jane@customer.example"]);
+    const log = JSON.stringify(await store.read(result.runId));
+    expect(log).not.toContain("jane@customer.example");
+    expect(log).toContain("<EMAIL_1>");
   });
 });

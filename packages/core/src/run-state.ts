@@ -22,7 +22,10 @@ export interface RefusedCall {
 export interface SeenOutput {
   tool: string;
   toolUseId: string;
-  /** The text the tool returned (before the envelope). */
+  /**
+   * The content the model saw (the envelope included); with a vault, revealed, so gates
+   * compare real values with real values.
+   */
   text: string;
   scan?: Pick<ScanResult, "verdict" | "score"> & { rules: string[] };
 }
@@ -40,6 +43,8 @@ export interface RunContextInput {
   runId?: string;
   agentId?: string;
   roles?: readonly string[];
+  /** The task (the user's request), for gates that trust what the user wrote. */
+  task?: string;
   /** Anything else gates may read (tenant, user id, ...); must be JSON. */
   attributes?: Record<string, JsonValue>;
 }
@@ -54,6 +59,8 @@ export class RunState {
   readonly agentId: string;
   readonly roles: readonly string[];
   readonly attributes: Readonly<Record<string, JsonValue>>;
+  /** The task the run was given (its first user message), when known; gates may trust it. */
+  readonly task: string | undefined;
   readonly calls: AdmittedCall[] = [];
   readonly refusals: RefusedCall[] = [];
   readonly outputs: SeenOutput[] = [];
@@ -69,6 +76,7 @@ export class RunState {
     this.agentId = input.agentId;
     this.roles = Object.freeze([...(input.roles ?? [])]);
     this.attributes = Object.freeze({ ...(input.attributes ?? {}) });
+    this.task = input.task;
   }
 
   /** Whether the run's halt latch is set; once set, every later call is refused. */
