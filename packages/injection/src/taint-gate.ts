@@ -43,7 +43,7 @@ export interface TaintGateOptions {
   kinds?: readonly TaintKind[];
   /**
    * Trusted text of the call's run (the user's task, the customer's record, ...): values found
-   * in it are never tainted. Default: the string values of `run.attributes`.
+   * in it are never tainted. Default: the run's task and the string values of `run.attributes`.
    */
   trusted?: (call: ToolCall) => readonly string[];
   /** The gate's name in decision records. Default `taint`. */
@@ -90,6 +90,9 @@ function attributeStrings(run: RunState | undefined): string[] {
       for (const item of Object.values(value)) visit(item, depth + 1);
   };
   visit(run.attributes, 0);
+  // The user's own request is trusted: an order id the customer typed is not tainted because
+  // a poisoned page repeats it.
+  if (typeof run.task === "string") strings.push(run.task);
   return strings;
 }
 
@@ -101,7 +104,7 @@ function attributeStrings(run: RunState | undefined): string[] {
  * even when the model fell for the injection.
  *
  * Values that also appear in clean output or in trusted text (`trusted(call)`, by default the
- * string values of `run.attributes`) are not tainted, so the customer's own order id passes.
+ * run's task and the string values of `run.attributes`) are not tainted, so the customer's own order id passes.
  * Taint is derived from `run.outputs`, which core rebuilds from the log, so it survives resume;
  * the cache in `run.scratch` only reads outputs it has not seen. Needs a scanner on the agent
  * (`scanner: heuristicScanner()`): without scans nothing is flagged.
