@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import * as v from "valibot";
 import { breakerOf } from "./agent.js";
 import type { ApprovalOutcome, Approver } from "./approval.js";
@@ -17,6 +17,8 @@ import { type RunContextInput, RunState } from "./run-state.js";
 import { tool as declareTool, type Tool } from "./tool.js";
 
 const storage = new AsyncLocalStorage<RunState>();
+/** The signal of a guarded call whose caller passed none: it never aborts (tools still time out). */
+const neverAborted = new AbortController().signal;
 
 /** The run `withRun` gives its callback: the halt latch and the run's identity. */
 export type RunHandle = RunState;
@@ -130,7 +132,7 @@ export function guardTool<TArgs, TResult>(
     callOptions: { toolUseId?: string; signal?: AbortSignal } = {},
   ): Promise<GuardOutcome<TResult>> => {
     const run = storage.getStore();
-    const toolUseId = callOptions.toolUseId ?? `call_${randomBytes(6).toString("hex")}`;
+    const toolUseId = callOptions.toolUseId ?? `call_${randomUUID()}`;
     const runId = run?.runId ?? "no-run";
     const call: ToolCall = {
       tool: item.name,
@@ -168,7 +170,7 @@ export function guardTool<TArgs, TResult>(
       };
     }
     run?.calls.push({ tool: item.name, argsDigest: digestOf(judgement.args), toolUseId });
-    const signal = callOptions.signal ?? new AbortController().signal;
+    const signal = callOptions.signal ?? neverAborted;
     const result = await executeTool(
       item as Tool,
       judgement.args,
