@@ -17,6 +17,7 @@ import {
   openPool,
   type PgPool,
   type PostgresConnectionOptions,
+  statementName,
   validateConnection,
 } from "./postgres-pool.js";
 import { assertRunId } from "./run-id.js";
@@ -59,6 +60,11 @@ export interface PostgresEventStore extends EventStore {
    * older epoch is fenced off from that moment: its next fenced append is refused.
    */
   claim(runId: string): Promise<number>;
+  /**
+   * Claims a run and reads its log in one round trip: what a worker does at the start of every
+   * slice. `events` is the whole log as of the claim (empty for a run that has none yet).
+   */
+  claimAndRead(runId: string): Promise<{ epoch: number; events: StoredEvent[] }>;
   /** The run's current epoch (0 when it was never claimed). */
   epochOf(runId: string): Promise<number>;
   /** A view of the store whose appends to `runId` are fenced by `epoch`. */
@@ -83,6 +89,15 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
   const { schema, quoted: s } = validateConnection(options, where);
   let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
   let closed = false;
+  // The statements of every slice are prepared once per connection (named), so PostgreSQL
+  // parses and plans the append's CTE once, not on every append.
+  const names = {
+    append: statementName("append", schema),
+    claim: statementName("claim", schema),
+    claimRead: statementName("claim_read", schema),
+    read: statementName("read", schema),
+    runRow: statementName("run_row", schema),
+  };
   // The last summary this process wrote per run, so an append usually needs one round trip.
   const summaries = new Map<string, { nextSeq: number; summary: RunSummary }>();
   const remember = (runId: string, nextSeq: number, summary: RunSummary) => {
@@ -204,10 +219,11 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
       const cached = summaries.get(runId);
       if (cached?.nextSeq === expectedSeq) previous = cached.summary;
       else {
-        const { rows } = await pool.query(
-          `SELECT next_seq, summary FROM ${s}.runs WHERE run_id = $1`,
-          [runId],
-        );
+        const { rows } = await pool.query({
+          name: names.runRow,
+          text: `SELECT next_seq, summary FROM ${s}.runs WHERE run_id = $1`,
+          values: [runId],
+        });
         if (Number(rows[0]?.next_seq ?? 0) === expectedSeq && typeof rows[0]?.summary === "string")
           previous = JSON.parse(rows[0].summary) as RunSummary;
       }
@@ -217,8 +233,9 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     // One statement, so one atomic step: the guarded upsert of the run's row (seq and epoch
     // checked on the row's latest version, under its row lock) and the insert of the events
     // happen together or not at all. A claim (an UPDATE of the same row) waits for it.
-    const { rows } = await pool.query(
-      `WITH guard AS (
+    const { rows } = await pool.query({
+      name: names.append,
+      text: `WITH guard AS (
          INSERT INTO ${s}.runs AS r (run_id, next_seq, status, agent_id, created_at, updated_at, summary)
          SELECT $1, $7, $8, $9, $10, $11, $12 WHERE $13::integer = 0 AND $2::bigint IS NULL
          ON CONFLICT (run_id) DO UPDATE SET next_seq = excluded.next_seq, status = excluded.status, agent_id = excluded.agent_id,
@@ -238,7 +255,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
          WHERE EXISTS (SELECT 1 FROM written)
        )
        SELECT epoch FROM written`,
-      [
+      values: [
         runId,
         epoch ?? null,
         seqs,
@@ -253,7 +270,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         JSON.stringify(summary),
         expectedSeq,
       ],
-    );
+    });
     if (rows.length === 0) {
       summaries.delete(runId);
       const current = await pool.query(`SELECT epoch, next_seq FROM ${s}.runs WHERE run_id = $1`, [
@@ -272,11 +289,16 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
   const read = async (runId: string): Promise<StoredEvent[]> => {
     checkRunId(runId, "read");
     const pool = await ready();
-    const { rows } = await pool.query(
-      `SELECT seq, body FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
-      [runId],
-    );
-    return rows.map((row, index) => {
+    const { rows } = await pool.query({
+      name: names.read,
+      text: `SELECT seq, body FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
+      values: [runId],
+    });
+    return parseRows(runId, rows);
+  };
+
+  const parseRows = (runId: string, rows: Record<string, unknown>[]): StoredEvent[] =>
+    rows.map((row, index) => {
       const seq = Number(row.seq);
       let body: unknown;
       try {
@@ -299,7 +321,6 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
       }
       return { ...(body as StoredEventInput), seq } as StoredEvent;
     });
-  };
 
   const list = async (filter: ListFilter = {}): Promise<RunSummary[]> => {
     if (filter === null || typeof filter !== "object")
@@ -342,11 +363,38 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
   const claim = async (runId: string): Promise<number> => {
     checkRunId(runId, "claim");
     const pool = await ready();
-    const { rows } = await pool.query(
-      `INSERT INTO ${s}.runs (run_id, epoch) VALUES ($1, 1) ON CONFLICT (run_id) DO UPDATE SET epoch = ${s}.runs.epoch + 1 RETURNING epoch`,
-      [runId],
-    );
+    const { rows } = await pool.query({
+      name: names.claim,
+      text: `INSERT INTO ${s}.runs (run_id, epoch) VALUES ($1, 1) ON CONFLICT (run_id) DO UPDATE SET epoch = ${s}.runs.epoch + 1 RETURNING epoch`,
+      values: [runId],
+    });
     return Number(rows[0]!.epoch);
+  };
+
+  const claimAndRead = async (runId: string): Promise<{ epoch: number; events: StoredEvent[] }> => {
+    checkRunId(runId, "claimAndRead");
+    const pool = await ready();
+    // The claim returns the row's latest version (it waits for an append holding the row
+    // lock), but the join reads the events as of the statement's start: if an append committed
+    // in between, the counts differ and the log is read again, after the claim.
+    const { rows } = await pool.query({
+      name: names.claimRead,
+      text: `WITH claimed AS (
+         INSERT INTO ${s}.runs (run_id, epoch) VALUES ($1, 1)
+         ON CONFLICT (run_id) DO UPDATE SET epoch = ${s}.runs.epoch + 1
+         RETURNING epoch, next_seq
+       )
+       SELECT claimed.epoch, claimed.next_seq, e.seq, e.body
+       FROM claimed LEFT JOIN ${s}.events e ON e.run_id = $1
+       ORDER BY e.seq`,
+      values: [runId],
+    });
+    const first = rows[0]!;
+    const epoch = Number(first.epoch);
+    const nextSeq = Number(first.next_seq);
+    const eventRows = first.seq === null ? [] : rows;
+    if (eventRows.length === nextSeq) return { epoch, events: parseRows(runId, eventRows) };
+    return { epoch, events: await read(runId) };
   };
 
   const epochOf = async (runId: string): Promise<number> => {
@@ -367,6 +415,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     read,
     list,
     claim,
+    claimAndRead,
     epochOf,
     fenced(runId, epoch) {
       checkRunId(runId, "fenced");

@@ -12,9 +12,17 @@ export interface PgQueryResult {
   rowCount: number | null;
 }
 
+/** A query with a name: `pg` prepares it once per connection and reuses the plan. */
+export interface PgQueryConfig {
+  /** The prepared statement's name (unique per text on a connection). */
+  name?: string;
+  text: string;
+  values?: unknown[];
+}
+
 /** Anything that runs a parameterised query: a `pg` Pool or a checked-out client. */
 export interface PgQueryable {
-  query(text: string, values?: unknown[]): Promise<PgQueryResult>;
+  query(text: string | PgQueryConfig, values?: unknown[]): Promise<PgQueryResult>;
 }
 
 /** A client checked out of a pool, for transactions. */
@@ -104,6 +112,22 @@ export function validateConnection(
   }
   const schema = options.schema ?? "loopguard";
   return { schema, quoted: quoteSchema(schema, where) };
+}
+
+/**
+ * A prepared statement's name for one statement of one schema: `lg_<what>_<schema>`, or for a
+ * long schema its first 40 characters and a hash, within PostgreSQL's 63-byte names (longer
+ * names are cut there by the server, and two cut names could collide).
+ */
+export function statementName(what: string, schema: string): string {
+  const plain = `lg_${what}_${schema}`;
+  if (plain.length <= 63) return plain;
+  let hash = 2166136261;
+  for (let index = 0; index < schema.length; index += 1) {
+    hash ^= schema.charCodeAt(index);
+    hash = Math.imul(hash, 16777619) >>> 0;
+  }
+  return `lg_${what}_${schema.slice(0, 40)}_${hash.toString(36)}`;
 }
 
 /** Imports the optional `pg` peer, or says how to install it. */

@@ -1,13 +1,12 @@
 import { randomBytes } from "node:crypto";
 import {
-  type Agent,
   type ApprovalAnswer,
-  type EventStore,
   InvalidArgumentError,
   type JsonValue,
   type RunResult,
 } from "@loopguard/core";
 import { type PostgresEventStore, postgresEventStore } from "./postgres-event-store.js";
+import type { AgentFactory } from "./worker.js";
 import {
   ensureQueue,
   jobSettings,
@@ -83,7 +82,7 @@ export async function submitRun(
 /** Options of `approveRun`. */
 export interface ApproveRunOptions {
   /** The agent factory the workers use; it records the answer through a store view fenced to this call's claim. */
-  agent: (store: EventStore) => Agent;
+  agent: AgentFactory;
 }
 
 /**
@@ -109,7 +108,15 @@ export async function approveRun(
     );
   return withQueue(target, where, true, async (boss, settings, store) => {
     const epoch = await store.claim(runId);
-    const agent = options.agent(store.fenced(runId, epoch));
+    const agent = await options.agent(store.fenced(runId, epoch), {
+      runId,
+      epoch,
+      workerId: "approveRun",
+    });
+    if (!agent || typeof agent.approve !== "function")
+      throw new InvalidArgumentError(
+        `[checkpoint] ${where}: the agent factory must return an agent made with createAgent`,
+      );
     const result = await agent.approve(runId, answer, { resume: false });
     if (result.status !== "awaiting_approval") {
       await boss.send(settings.queue, { runId } satisfies RunJobData, {

@@ -14,7 +14,7 @@ import {
   type PostgresEventStore,
   postgresEventStore,
 } from "./postgres-event-store.js";
-import { inTransaction, type PgPool } from "./postgres-pool.js";
+import type { PgClient, PgPool, PgQueryResult } from "./postgres-pool.js";
 import {
   jobSettings,
   openQueue,
@@ -36,9 +36,10 @@ export interface WorkerOptions extends RunQueueOptions {
   schema?: string;
   /**
    * Makes the agent that advances one slice of a run, given the store view it must use (fenced
-   * to the run and the worker's claim). Called once per slice; keep it cheap.
+   * to the run and the worker's claim) and which run and claim it is for (to load per-run state
+   * such as a PII vault). Called once per slice; may be async; keep it cheap.
    */
-  agent: (store: EventStore) => Agent;
+  agent: AgentFactory;
   /** Slices run at once in this process. Default 4. */
   concurrency?: number;
   /** How long one job advances a run before it pauses at a step boundary and re-queues it. Default 5 000 ms. */
@@ -54,6 +55,22 @@ export interface WorkerOptions extends RunQueueOptions {
   /** Receives errors of the queue, the store and slices; they never stop the worker. */
   onError?: (error: unknown, where: string) => void;
 }
+
+/** Which run and claim an agent is made for (the second argument of an agent factory). */
+export interface SliceContext {
+  /** The run the agent will start, resume or answer. */
+  runId: string;
+  /** The fencing epoch of the claim the store view is bound to. */
+  epoch: number;
+  /** The worker's id, or `approveRun` when an approval is recorded. */
+  workerId: string;
+}
+
+/**
+ * Makes the agent of one slice (or of one `approveRun`), on the store view it must write
+ * through. It may return a promise (e.g. after loading the run's vault).
+ */
+export type AgentFactory = (store: EventStore, slice: SliceContext) => Agent | Promise<Agent>;
 
 /** What one slice of a run did. */
 export interface SliceReport {
@@ -206,29 +223,31 @@ export function createWorker(options: WorkerOptions): Worker {
     data: RunJobData,
     detail: object,
   ): Promise<boolean> {
-    return inTransaction(pool!, async (client) => {
+    return inTransactionWith(
+      pool!,
+      // BEGIN and the check in one round trip (a simple query: no parameters, so the run id,
+      // checked by assertRunId to letters, digits and _.:-, is written in as a literal).
       // FOR SHARE makes a concurrent claim (an UPDATE of this row) wait for this transaction.
-      const { rows } = await client.query(
-        `SELECT epoch FROM "${store.schema}".runs WHERE run_id = $1 FOR SHARE`,
-        [runId],
-      );
-      if (Number(rows[0]?.epoch ?? 0) !== epoch) return false;
-      const db = queueDb(client);
-      if (action === "fail") {
-        await boss!.fail(settings.queue, job.id, detail, { db });
+      `BEGIN; SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
+      async (client, rows) => {
+        if (Number(rows[0]?.epoch ?? 0) !== epoch) return false;
+        const db = queueDb(client);
+        if (action === "fail") {
+          await boss!.fail(settings.queue, job.id, detail, { db });
+          return true;
+        }
+        await boss!.complete(settings.queue, job.id, detail, { db });
+        if (action === "continue") {
+          const { task: _task, ...next } = data;
+          await boss!.send(settings.queue, next, {
+            ...jobSettings(settings),
+            singletonKey: runId,
+            db,
+          });
+        }
         return true;
-      }
-      await boss!.complete(settings.queue, job.id, detail, { db });
-      if (action === "continue") {
-        const { task: _task, ...next } = data;
-        await boss!.send(settings.queue, next, {
-          ...jobSettings(settings),
-          singletonKey: runId,
-          db,
-        });
-      }
-      return true;
-    });
+      },
+    );
   }
 
   async function runSlice(job: QueueJob): Promise<void> {
@@ -265,14 +284,17 @@ export function createWorker(options: WorkerOptions): Worker {
     let result: RunResult | undefined;
     let thrown: unknown;
     try {
-      epoch = await store.claim(runId);
-      view = trackStore(store.fenced(runId, epoch));
-      const agent = options.agent(view);
+      // One round trip claims the run and reads its log; the agent's own read of the log
+      // (on resume) is served from it.
+      const claimed = await store.claimAndRead(runId);
+      epoch = claimed.epoch;
+      const events = claimed.events;
+      view = trackStore(store.fenced(runId, epoch), events);
+      const agent = await options.agent(view, { runId, epoch, workerId: id });
       if (!agent || typeof agent.resume !== "function")
         throw new InvalidArgumentError(
           `[checkpoint] ${where}: the agent factory must return an agent made with createAgent`,
         );
-      const events = await view.read(runId);
       if (events.length === 0) {
         if (data.task === undefined) {
           await settle(job, runId, epoch, "complete", data, { outcome: "skipped" });
@@ -424,7 +446,9 @@ interface TrackedStore extends EventStore {
   ended: boolean;
 }
 
-function trackStore(view: FencedEventStore): TrackedStore {
+function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): TrackedStore {
+  // The log read with the claim answers the first read of the slice (the agent's resume).
+  let first = prefetched;
   const tracked: TrackedStore = {
     name: view.name,
     runId: view.runId,
@@ -445,11 +469,45 @@ function trackStore(view: FencedEventStore): TrackedStore {
       }
     },
     async read(runId) {
-      const events: StoredEvent[] = await view.read(runId);
+      let events: StoredEvent[];
+      if (first && runId === view.runId) {
+        events = first;
+        first = undefined;
+      } else events = await view.read(runId);
       if (events.some((event) => event.type === "run-end")) tracked.ended = true;
       return events;
     },
     list: (filter) => view.list(filter),
   };
+  if (prefetched?.some((event) => event.type === "run-end")) tracked.ended = true;
   return tracked;
+}
+
+/**
+ * Runs `work` in a transaction whose first round trip is `begin` (a simple query starting with
+ * BEGIN, whose last statement's rows are handed to `work`); commits, or rolls back on a throw.
+ */
+async function inTransactionWith<T>(
+  pool: PgPool,
+  begin: string,
+  work: (client: PgClient, rows: PgQueryResult["rows"]) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    const results = (await client.query(begin)) as PgQueryResult | PgQueryResult[];
+    const last = Array.isArray(results) ? results[results.length - 1] : results;
+    const result = await work(client, last?.rows ?? []);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    try {
+      await client.query("ROLLBACK");
+    } catch (rollbackError) {
+      broken = rollbackError as Error;
+    }
+    throw error;
+  } finally {
+    client.release(broken ?? false);
+  }
 }

@@ -219,6 +219,51 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
       ]);
     });
 
+    it("claimAndRead claims and reads in one call: nothing for a new run, the whole log after", async () => {
+      expect(await store.claimAndRead("cr1")).toEqual({ epoch: 1, events: [] });
+      const owner = store.fenced("cr1", 1);
+      await owner.append("cr1", [start("cr1")], { expectedSeq: 0 });
+      await owner.append("cr1", [end(2_000)], { expectedSeq: 1 });
+      const again = await store.claimAndRead("cr1");
+      expect(again.epoch).toBe(2);
+      expect(again.events).toEqual(await store.read("cr1"));
+      await expect(owner.append("cr1", [end(3_000)], { expectedSeq: 2 })).rejects.toBeInstanceOf(
+        FencedError,
+      );
+      await expect(store.claimAndRead("../x")).rejects.toThrow(/run id/);
+    });
+
+    it("claimAndRead that waited for an append's row lock returns the log with that append in it", async () => {
+      const owner = store.fenced("cr2", await store.claim("cr2"));
+      await owner.append("cr2", [start("cr2")], { expectedSeq: 0 });
+      // A writer holds the run's row lock with one more event, not yet committed.
+      const writer = new pg.Client({ connectionString: databaseUrl! });
+      await writer.connect();
+      const s = `"${store.schema}"`;
+      await writer.query("BEGIN");
+      await writer.query(`UPDATE ${s}.runs SET next_seq = 2 WHERE run_id = 'cr2'`);
+      await writer.query(
+        `INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body) VALUES ('cr2', 1, 1, 2000, 'run-end', $1)`,
+        [JSON.stringify(end(2_000))],
+      );
+      const claiming = store.claimAndRead("cr2");
+      // Commit only once the claim is waiting for the row lock (its snapshot taken before).
+      const pool = await store.pool();
+      for (let tries = 0; ; tries += 1) {
+        const { rows } = await pool.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%claimed AS%'`,
+        );
+        if (Number(rows[0]?.n) > 0) break;
+        if (tries > 200) throw new Error("the claim never waited for the row lock");
+        await new Promise((resolveWait) => setTimeout(resolveWait, 10));
+      }
+      await writer.query("COMMIT");
+      await writer.end();
+      const { epoch, events } = await claiming;
+      expect(epoch).toBe(2);
+      expect(events.map((event) => event.type)).toEqual(["run-start", "run-end"]);
+    });
+
     it("fences a claim that races an in-flight append: the append lands before or is refused, never after", async () => {
       const epoch = await store.claim("f2");
       const writer = store.fenced("f2", epoch);
