@@ -29,7 +29,8 @@ const usage = `loopguard: safe, durable Claude agents
   loopguard trace <runId> [--out DIR] [--dir DIR]
   loopguard eval [--json] [--only NAME]... [--live] [--k N] [--corpus] [--sabotage DEFENCE]...
   loopguard serve [--port N] [--dir DIR]   (LOOPGUARD_WEBHOOK_SECRET required)
-  loopguard worker [--connection URL] [--concurrency N]   (or DATABASE_URL)
+  loopguard worker [--connection URL] [--concurrency N] [--schema NAME] [--lease-ms N] [--slice-ms N]
+                   [--polling-ms N] [--step-delay MS]   (or DATABASE_URL)
 
   --dir defaults to .loopguard/runs; each run's PII vault is a 0600 file in .loopguard/vault.
   NO_COLOR or --no-color turns colour off.`;
@@ -397,7 +398,15 @@ export async function main(
     case "worker": {
       const { values } = parse(
         rest,
-        { connection: { type: "string" }, concurrency: { type: "string" } },
+        {
+          connection: { type: "string" },
+          concurrency: { type: "string" },
+          schema: { type: "string" },
+          "lease-ms": { type: "string" },
+          "slice-ms": { type: "string" },
+          "polling-ms": { type: "string" },
+          "step-delay": { type: "string" },
+        },
         0,
       );
       const concurrency = positiveInt(values.concurrency, "--concurrency") ?? 4;
@@ -412,12 +421,19 @@ export async function main(
         throw new UsageError(
           "worker needs a PostgreSQL database: --connection postgres://... or DATABASE_URL",
         );
+      const leaseMs = positiveInt(values["lease-ms"], "--lease-ms");
+      const sliceMs = positiveInt(values["slice-ms"], "--slice-ms");
+      const pollingIntervalMs = positiveInt(values["polling-ms"], "--polling-ms");
+      const stepDelayMs = positiveInt(values["step-delay"], "--step-delay");
       const { runWorker } = await import("./worker.js");
       return runWorker({
-        createWorker: checkpoint.createWorker,
         connectionString,
         concurrency,
-        paths: pathsOf(values),
+        ...(typeof values.schema === "string" ? { schema: values.schema } : {}),
+        ...(leaseMs !== undefined ? { leaseMs } : {}),
+        ...(sliceMs !== undefined ? { sliceMs } : {}),
+        ...(pollingIntervalMs !== undefined ? { pollingIntervalMs } : {}),
+        ...(stepDelayMs !== undefined ? { stepDelayMs } : {}),
         out,
       });
     }

@@ -1,33 +1,72 @@
-import type { Agent, EventStore } from "@loopguard/core";
-import { type DemoPaths, demoAgent } from "./demo-agent.js";
+import { createWorker, type PgPool, postgresFreezeStore } from "@loopguard/checkpoint";
+import {
+  type Agent,
+  createAgent,
+  type EventStore,
+  type Gate,
+  type Model,
+  type ModelRequest,
+  type Tool,
+  type ToolContext,
+} from "@loopguard/core";
+import {
+  gullibleModel,
+  loadPackages,
+  supportDefences,
+  supportDesk,
+  supportVault,
+  type VaultEntry,
+} from "@loopguard/evals";
 
 /** Options of `loopguard worker`. */
 export interface RunWorkerOptions {
-  /** `createWorker` of `@loopguard/checkpoint` (loaded by name: PostgreSQL is optional). */
-  createWorker: (options: {
-    connectionString: string;
-    concurrency: number;
-    agent: (store: EventStore) => Agent;
-    onSlice?: (report: { runId: string; outcome: string; status?: string }) => void;
-    onError?: (error: unknown, where: string) => void;
-  }) => { id: string; start(): Promise<void>; stop(): Promise<void> };
   connectionString: string;
   concurrency: number;
-  paths: DemoPaths;
+  /** The schema of the event store, the vault and the demo's ledger. Default `loopguard`. */
+  schema?: string;
+  /** The job lease (pg-boss `expireInSeconds`), in ms. Default 30 000. */
+  leaseMs?: number;
+  /** How long one job advances a run. Default 5 000 (at most half the lease). */
+  sliceMs?: number;
+  /** How often an idle worker polls. Default 2 000. */
+  pollingIntervalMs?: number;
+  /** Latency of each model step in ms, as a real model has. Default 0. */
+  stepDelayMs?: number;
   out: (line: string) => void;
 }
 
 /**
  * Runs a PostgreSQL worker that advances queued support-desk runs (submitted with
  * `submitRun`) until SIGINT or SIGTERM, then stops taking jobs and waits for slices in flight.
+ *
+ * Everything a run needs lives in the database, so any worker can take over any run: the event
+ * log, the run's PII vault (`<schema>.vault_entries`, written before any event that carries
+ * its tokens), the fleet freeze (`postgresFreezeStore`, read by the kill switch) and the
+ * demo's outside world (`<schema>.demo_ledger`: refunds and emails keyed by idempotency key,
+ * as a payments API would keep them).
  */
 export async function runWorker(options: RunWorkerOptions): Promise<number> {
-  // The agent factory is synchronous; the packages it needs are loaded once up front.
-  const template = await demoAgent({ paths: options.paths });
-  const worker = options.createWorker({
+  const schema = options.schema ?? "loopguard";
+  const packages = await loadPackages();
+  const defences = supportDefences(packages);
+  const worker = createWorker({
     connectionString: options.connectionString,
+    schema,
     concurrency: options.concurrency,
-    agent: (store) => template.withStore(store),
+    ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
+    ...(options.sliceMs !== undefined ? { sliceMs: options.sliceMs } : {}),
+    ...(options.pollingIntervalMs !== undefined
+      ? { pollingIntervalMs: options.pollingIntervalMs }
+      : {}),
+    // Expired leases are looked for a few times per lease (pg-boss's floor is 1 s).
+    maintenanceIntervalMs: Math.min(
+      5_000,
+      Math.max(1_000, Math.floor((options.leaseMs ?? 30_000) / 3_000) * 1_000),
+    ),
+    agent: (store, slice) => {
+      options.out(`slice ${slice.runId}: claimed (epoch ${slice.epoch})`);
+      return makeAgent(store, slice.runId, slice.epoch);
+    },
     onSlice: (report) =>
       options.out(
         `slice ${report.runId}: ${report.outcome}${report.status ? ` (${report.status})` : ""}`,
@@ -35,9 +74,81 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     onError: (error, where) =>
       options.out(`[worker] ${where}: ${error instanceof Error ? error.message : String(error)}`),
   });
+  const pool = await worker.store.pool();
+  await worker.store.migrate();
+  await createTables(pool, schema);
+  const s = `"${schema}"`;
+
+  const desk = supportDesk({ poisoned: true });
+  const tools = desk.tools.map((tool) =>
+    tool.name === "issue_refund" || tool.name === "send_email" ? recorded(tool, pool, s) : tool,
+  );
+  const gates: Gate[] = [...defences.gates];
+  const policyModule = packages.modules.policy;
+  if (policyModule)
+    gates.unshift(
+      policyModule.killSwitch({ store: postgresFreezeStore({ pool, schema }) }) as Gate,
+    );
+  const model = orderModel(options.stepDelayMs ?? 0);
+
+  /** The agent of one slice: the run's vault is loaded from, and saved to, PostgreSQL. */
+  async function makeAgent(store: EventStore, runId: string, epoch: number): Promise<Agent> {
+    const { rows } = await pool.query(
+      `SELECT entry FROM ${s}.vault_entries WHERE run_id = $1 ORDER BY seq`,
+      [runId],
+    );
+    const entries = rows.map((row) => JSON.parse(row.entry as string) as VaultEntry);
+    let saved = entries.length;
+    const pending: VaultEntry[] = [];
+    const vault = supportVault({ entries, onEntry: (entry) => pending.push(entry) });
+    // New vault entries are written before the append that may carry their tokens, fenced by
+    // the slice's claim, so no durable event ever holds a token the vault cannot reveal.
+    const view: EventStore = {
+      name: store.name,
+      async append(target, events, appendOptions) {
+        if (pending.length > 0) {
+          const batch = pending.splice(0);
+          const { rowCount } = await pool.query(
+            `WITH fence AS (SELECT 1 FROM ${s}.runs WHERE run_id = $1 AND epoch = $2 FOR SHARE)
+             INSERT INTO ${s}.vault_entries (run_id, seq, entry, epoch)
+             SELECT $1, input.seq, input.entry, $2
+             FROM unnest($3::integer[], $4::text[]) AS input(seq, entry)
+             WHERE EXISTS (SELECT 1 FROM fence)`,
+            [
+              runId,
+              epoch,
+              batch.map((_, index) => saved + index),
+              batch.map((entry) => JSON.stringify(entry)),
+            ],
+          );
+          // No rows: another worker claimed the run; the append below is refused as fenced.
+          if (rowCount === batch.length) saved += batch.length;
+        }
+        return store.append(target, events, appendOptions);
+      },
+      read: (target) => store.read(target),
+      list: (filter) => store.list(filter),
+    };
+    return createAgent({
+      model,
+      tools,
+      system: desk.system,
+      gates,
+      ...(defences.scanner ? { scanner: defences.scanner } : {}),
+      ...(defences.envelope ? { envelope: defences.envelope } : {}),
+      redact: defences.redact,
+      vault,
+      store: view,
+      budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 120_000 },
+      approval: { durable: true },
+      retry: { baseDelayMs: 50 },
+      agentId: "support-desk",
+    });
+  }
+
   await worker.start();
   options.out(
-    `loopguard worker ${worker.id}: ${options.concurrency} slice(s) at once; stop with Ctrl-C (SIGTERM)`,
+    `loopguard worker ${worker.id}: ${options.concurrency} slice(s) at once on schema ${schema}; stop with Ctrl-C (SIGTERM)`,
   );
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
@@ -46,4 +157,96 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
   options.out("stopping: waiting for slices in flight");
   await worker.stop();
   return 0;
+}
+
+/** Creates the vault and ledger tables once, however many workers start at once. */
+async function createTables(pool: PgPool, schema: string): Promise<void> {
+  const s = `"${schema}"`;
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      `loopguard:demo-worker:${schema}`,
+    ]);
+    // The vault holds customer data in clear: grant it to the workers' role only, and delete a
+    // run's rows to forget its customer.
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.vault_entries (run_id text NOT NULL, seq integer NOT NULL, entry text NOT NULL, epoch bigint NOT NULL, PRIMARY KEY (run_id, seq))`,
+    );
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.demo_ledger (idempotency_key text PRIMARY KEY, kind text NOT NULL, run_id text NOT NULL, payload text NOT NULL, at bigint NOT NULL)`,
+    );
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * A side-effect tool whose effect is recorded in `<schema>.demo_ledger` under its idempotency
+ * key, as a payments or mail API shared by every worker would: the same key twice does
+ * nothing the second time, whichever worker sends it.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the support desk's tools mix argument types, as core's AgentOptions.tools does
+function recorded(tool: Tool<any, any>, pool: PgPool, s: string): Tool<any, any> {
+  const kind = tool.name === "issue_refund" ? "refund" : "email";
+  return {
+    ...tool,
+    run: async (args: Record<string, unknown>, context: ToolContext) => {
+      // The tool checks its arguments (and throws without an effect) before the effect lands.
+      const result = (await tool.run(args, context)) as Record<string, unknown>;
+      const { rowCount } = await pool.query(
+        `INSERT INTO ${s}.demo_ledger (idempotency_key, kind, run_id, payload, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (idempotency_key) DO NOTHING`,
+        [context.idempotencyKey, kind, context.runId, JSON.stringify(args), Date.now()],
+      );
+      if (rowCount === 0 && kind === "refund") return { ...result, status: "already_refunded" };
+      return result;
+    },
+  };
+}
+
+/** The gullible support model, for the order the task names (default A1001), with latency. */
+function orderModel(stepDelayMs: number): Model {
+  const models = new Map<string, Model>();
+  const of = (orderId: string) => {
+    let model = models.get(orderId);
+    if (!model) {
+      model = gullibleModel({ orderId });
+      models.set(orderId, model);
+    }
+    return model;
+  };
+  const base = of("A1001");
+  return {
+    name: base.name,
+    model: base.model,
+    create: async (request, options) => {
+      if (stepDelayMs > 0)
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(resolve, stepDelayMs);
+          options.signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              reject(options.signal.reason);
+            },
+            { once: true },
+          );
+        });
+      return of(orderOf(request)).create(request, options);
+    },
+  };
+}
+
+/** The order id the task (the first user message) names. */
+function orderOf(request: ModelRequest): string {
+  const first = request.messages[0];
+  const text =
+    typeof first?.content === "string"
+      ? first.content
+      : (first?.content ?? []).map((block) => (block.type === "text" ? block.text : "")).join(" ");
+  return /\b([A-Z]\d{4})\b/.exec(text)?.[1] ?? "A1001";
 }
