@@ -7,6 +7,8 @@
  * time linear in the text (times a small constant): a test feeds each one adversarial input.
  */
 
+import type { RuleAnchor } from "./rule-prefilter.js";
+
 /** Which view of the text a rule reads. */
 export type RuleView =
   /** Normalised text with its markup kept (tags, brackets, quotes): structure and spoofing rules. */
@@ -27,6 +29,18 @@ export interface HeuristicRule {
   readonly detail: string;
   /** Whether the rule is also tried on ROT13-decoded text (English phrase rules only). */
   readonly rot13?: boolean;
+  /**
+   * Conditions every match satisfies, all of which must hold for the rule to run: each names
+   * word prefixes, characters, scripts or substrings, one of which occurs in the normalised
+   * text. A rule without anchors runs on every text. Wrong anchors make the rule miss, so
+   * `heuristicScanner({ prefilter: false })` runs every rule regardless, to check them.
+   */
+  readonly anchors?: readonly RuleAnchor[];
+}
+
+/** An anchor made of word prefixes. */
+function words(...list: string[]): RuleAnchor {
+  return { words: list };
 }
 
 /** Builds a phrase pattern: a space in the source matches one space or one line break. */
@@ -52,6 +66,99 @@ const imperativeBefore =
  * it (checking after the verb matched keeps the scan fast: the lookbehind runs only on verbs).
  */
 const imperative = `(?<=${imperativeBefore}[a-z-]{2,12})`;
+/** Anchors of the override verbs: a word of each alternative ("follow" in "do not follow"). */
+const verbs = words(
+  "ignor",
+  "disregard",
+  "forget",
+  "overrid",
+  "overrule",
+  "bypass",
+  "skip",
+  "neglect",
+  "dismiss",
+  "abandon",
+  "discard",
+  "never",
+  "follow",
+  "obey",
+);
+const instructionWords = [
+  "instruction",
+  "iunstruction",
+  "instrcution",
+  "instuction",
+  "direction",
+  "directive",
+  "prompt",
+  "rule",
+  "guideline",
+  "guidance",
+  "command",
+  "programming",
+  "training",
+  "constraint",
+  "restriction",
+  "polic",
+];
+const priorList = [
+  "previous",
+  "prior",
+  "above",
+  "preceding",
+  "earlier",
+  "foregoing",
+  "initial",
+  "original",
+  "old",
+  "former",
+  "existing",
+];
+const exfiltrationVerbs = [
+  "send",
+  "forward",
+  "email",
+  "mail",
+  "transfer",
+  "upload",
+  "post",
+  "share",
+  "leak",
+  "exfiltrate",
+  "copy",
+  "relay",
+  "deliver",
+  "submit",
+  "bcc",
+  "give",
+  "tell",
+  "provide",
+  "include",
+  "disclose",
+  "reveal",
+];
+const leakVerbs = [
+  "reveal",
+  "repeat",
+  "print",
+  "show",
+  "tell",
+  "output",
+  "list",
+  "relay",
+  "give",
+  "share",
+  "display",
+  "write",
+  "recite",
+  "dump",
+  "leak",
+  "spell",
+  "provide",
+  "send",
+  "copy",
+  "return",
+];
 const automatedNouns =
   "(?:software|systems?|agents?|tools?|readers?|screeners?|scanners?|reviewers?|parsers?|assistants?)";
 
@@ -64,6 +171,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore or forget its instructions",
+    anchors: [verbs, words(...instructionWords, "system")],
     pattern: phrase(`\\b${overrideVerbs} ${filler}${instructionNouns}\\b`),
   },
   {
@@ -72,6 +180,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore what came before",
+    anchors: [verbs, words("above", "before", "previously", "said", "told", "else", "earlier")],
     pattern: phrase(
       `\\b${overrideVerbs} (?:(?:all|any|of|the|your|my|everything|that|what|i|you|we|'ve|have|has|been|was|were|said|told|written|else|previously) ){0,5}(?:above|before|previously said|said before|said|told you|else|earlier)\\b`,
     ),
@@ -82,6 +191,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore something that came earlier",
+    anchors: [verbs, words(...priorList)],
     pattern: phrase(
       `\\b${overrideVerbs} (?:(?:all|any|of|the|your|my) ){0,3}${priorWords} [a-z]{3,20}\\b`,
     ),
@@ -92,6 +202,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to disregard everything but what follows",
+    anchors: [words("ignore", "disregard", "forget")],
     pattern: phrase(
       `\\b(?:ignore|disregard|forget) (?:(?:all|any|every|other) ){1,2}(?:info|information|text|content|data|documents?|snippets?|context|evidence|results?)(?: [a-z]{2,12}){0,2} (?:except|but|other than|apart from|besides|and)\\b`,
     ),
@@ -101,6 +212,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "phrase",
     detail: "tells the reader to ignore them and do something else",
+    anchors: [words("ignore", "disregard", "forget")],
     pattern: phrase(
       `\\b(?:ignore|disregard|forget) (?:them|it|this|these|those|that|everything)(?: all)? and (?:instead|just|only|focus|do|tell|print|say|output|follow)\\b`,
     ),
@@ -111,6 +223,27 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "declares earlier instructions void",
+    anchors: [
+      words("all", ...priorList),
+      words("are", "were", "is", "have", "has"),
+      words(
+        "false",
+        "void",
+        "invalid",
+        "cancel",
+        "revoked",
+        "obsolete",
+        "out",
+        "wrong",
+        "fake",
+        "null",
+        "no",
+        "replaced",
+        "superseded",
+        "overridden",
+        "lifted",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:all ?)?${priorWords} ?(?:instructions?|directions|rules|prompts?|guidelines) (?:are|were|is|have been|has been) (?:now )?(?:false|void|invalid|cancell?ed|revoked|obsolete|out of date|outdated|wrong|fake|null|no longer valid|replaced|superseded|overridden|lifted)\\b`,
     ),
@@ -120,6 +253,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "phrase",
     detail: "marks the end of earlier instructions",
+    anchors: [words("end"), words("instructions", "system", "prompt")],
     pattern: phrase(
       `\\bend (?:of )?(?:the )?(?:out of date |outdated |old |previous |original |system )?(?:instructions|system prompt|prompt)\\b`,
     ),
@@ -129,6 +263,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "tells the reader to ignore what the document says",
+    anchors: [words("ignore", "disregard")],
     pattern: phrase(
       `\\b(?:ignore|disregard) (?:all|any|every) (?:[a-z]{2,20} ){0,2}(?:indicators|information|evidence|data|details|facts|signals|feedback|concerns|warnings|red flags|content) (?:in|from|of|about) (?:the|this) (?:text|document|resume|cv|content|email|page|file|profile)\\b`,
     ),
@@ -139,6 +274,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (es/pt)",
+    anchors: [words("ignor", "olvid", "descarta", "omite", "esquec", "desconsider")],
     pattern: phrase(
       `\\b(?:ignora|ignore|ignorar|ignoren|ignorem|olvida|olvide|olvidar|olviden|descarta|omite|esqueca|esquecam|esquecer|desconsidere|desconsiderar|desconsidera) (?:(?:todas|todos|todo|cualquier|quaisquer|las|los|as|os|tus|sus|suas|tuas|mis|minhas|de|da|das|do|dos) ){0,3}(?:instrucciones|instruccion|indicaciones|ordenes|reglas|directrices|instrucoes|instrucao|orientacoes|regras|diretrizes|ordens)\\b`,
     ),
@@ -148,6 +284,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (fr)",
+    anchors: [words("ignore", "oublie", "tenez", "tiens", "abstraction")],
     pattern: phrase(
       `\\b(?:ignore[rz]?|oublie[rz]?|ne tenez pas compte|ne tiens pas compte|fais abstraction) (?:(?:de|des|du|toutes|tous|les|vos|tes|ces|d'|l') ?){0,3}(?:instructions|consignes|directives|regles|ordres|indications)\\b`,
     ),
@@ -157,6 +294,18 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (de)",
+    anchors: [
+      words("ignorier", "vergiss", "vergess", "missacht"),
+      words(
+        "anweisungen",
+        "instruktionen",
+        "befehle",
+        "regeln",
+        "vorgaben",
+        "richtlinien",
+        "anordnungen",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:ignoriere|ignorieren sie|ignoriert|ignorier|vergiss|vergessen sie|vergesst|missachte|missachten sie) (?:(?:alle|die|deine|ihre|eure|vorherigen|bisherigen|obigen|vorigen|fruheren|vorangegangenen|bisherige|vorherige|alten) ){0,3}(?:anweisungen|instruktionen|befehle|regeln|vorgaben|richtlinien|anordnungen)\\b`,
     ),
@@ -166,6 +315,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (it)",
+    anchors: [
+      words("ignora", "dimentic", "tralascia", "trascura"),
+      words("istruzioni", "indicazioni", "regole", "direttive", "ordini"),
+    ],
     pattern: phrase(
       `\\b(?:ignora|ignorate|ignorare|dimentica|dimenticate|dimenticare|tralascia|trascura) (?:(?:tutte|tutti|le|i|gli|tue|sue|vostre|precedenti|queste) ){0,3}(?:istruzioni|indicazioni|regole|direttive|ordini)\\b`,
     ),
@@ -175,6 +328,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ru)",
+    anchors: [{ scripts: ["cyrillic"] }],
     pattern: phrase(
       `(?:игнорируй|игнорируйте|игнорировать|проигнорируй|проигнорируйте|забудь|забудьте|не обращай внимания на|не обращайте внимания на|отмени|отмените) (?:(?:все|всё|предыдущие|прежние|прошлые|старые|вышеуказанные|вышеприведенные|твои|ваши|свои|эти|на) ){0,3}(?:инструкции|указания|команды|правила|инструкций|указаний|распоряжения)`,
     ),
@@ -184,6 +338,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (zh)",
+    anchors: [{ scripts: ["cjk"] }],
     pattern:
       /(?:忽略|无视|忽视|不要理会|不要理睬|忘记|忘掉|無視|忘記|忽視|不理会)[^\n]{0,10}(?:指令|指示|说明|說明|提示词|提示詞|命令|规则|規則|设定|設定)/g,
   },
@@ -192,6 +347,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ja)",
+    anchors: [{ scripts: ["cjk"] }],
     pattern:
       /(?:(?:以前|前|上記|これまで|先|最初)の[^\n]{0,8}(?:指示|命令|指令|ルール|プロンプト|設定)[^\n]{0,6}(?:無視|忘れ))|(?:(?:指示|命令|ルール)を(?:すべて|全て)?(?:無視|忘れ))/g,
   },
@@ -200,6 +356,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ko)",
+    anchors: [{ scripts: ["hangul"] }],
     pattern:
       /(?:이전|앞의|위의|기존|모든|앞선)[^\n]{0,12}(?:지시|명령|지침|규칙|프롬프트|설정)[^\n]{0,8}(?:무시|잊어|잊으)/g,
   },
@@ -208,6 +365,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (ar)",
+    anchors: [{ scripts: ["arabic"] }],
     pattern:
       /(?:تجاهل|تجاهلي|تجاهلوا|انس|إنس|انسى|اهمل|أهمل|اترك)[^\n]{0,16}(?:التعليمات|الأوامر|التوجيهات|القواعد|الإرشادات)/g,
   },
@@ -218,6 +376,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "announces new instructions",
+    anchors: [
+      words("new", "updated", "revised", "real", "actual", "true", "following"),
+      words("instruction", "directive", "system", "objective", "orders"),
+    ],
     pattern: phrase(
       `\\b(?:new|updated|revised|real|actual|true|following) (?:system )?(?:instructions?|directives?|system prompt|objective|orders)(?: to (?:the )?(?:chat )?(?:assistant|ai|model|bot))?(?: ?:| follow| are| below|$)`,
     ),
@@ -228,6 +390,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "announces a change of programming",
+    anchors: [
+      words("begin", "start", "initiate", "commence", "reprogramm", "system"),
+      words("reprogramm", "new", "instruction", "upgrade", "override", "reset"),
+    ],
     pattern: phrase(
       `\\b(?:begin|start|initiate|commence) (?:new )?(?:reprogramming|new instructions?|instructions? override)\\b|\\breprogramm(?:ing|ed)\\b|\\bsystem (?:upgrade|override|reset)\\b`,
     ),
@@ -238,6 +404,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "redefines what the reader is",
+    anchors: [words("now", "been"), words("you", "from")],
     pattern: phrase(
       `\\byou are now (?:a|an|in|the|my|going|no longer|free|dan|unrestricted|acting|operating|called|named|known)\\b|\\byou have been (?:given|granted) (?:a )?(?:new|system|upgraded|special|elevated|admin)\\b|\\bfrom now on,? (?:you|your|the assistant|always|only|respond|reply|answer|act|ignore)\\b`,
     ),
@@ -247,6 +414,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.45,
     view: "phrase",
     detail: "assigns the reader a new task",
+    anchors: [
+      words("your"),
+      words("task", "job", "goal", "purpose", "mission", "role", "objective"),
+    ],
     pattern: phrase(
       `\\byour (?:new |real |true |actual |only |main )?(?:task|job|goal|purpose|mission|role|objective) (?:is|will be) (?:now |to |only )`,
     ),
@@ -257,6 +428,11 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "inserts a task ahead of the user's",
+    anchors: [
+      words("before", "after"),
+      words("task", "request", "question", "instruction", "job", "work"),
+      words("please", "you", "first"),
+    ],
     pattern: phrase(
       `\\b(?:before|after) (?:you )?(?:can |do |start to |begin to )?(?:solve|complete|do|finish|answer|continue|proceed with|perform|execute|respond to|start|begin|handle) (?:the|your|this|my|any) (?:original |current |actual )?(?:task|request|question|instructions?|job|work)\\b[^\\n]{0,40}\\b(?:please |you must |you should |you need to |first )`,
     ),
@@ -266,6 +442,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "asks the reader to do something first",
+    anchors: [words("following"), words("do", "strictly")],
     pattern: phrase(
       `\\b(?:please )?do the following (?:first|instead|immediately|now)\\b|\\bstrictly (?:adhere to|follow|obey) the following\\b`,
     ),
@@ -276,6 +453,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to stop what it is doing",
+    anchors: [words("stop", "halt", "cease", "abort")],
     pattern: phrase(
       `\\b(?:stop|halt|cease|abort) (?:what(?:ever)? you(?:'re| are) doing|everything|all (?:current |other )?(?:tasks|activities|actions|work)|the current task)\\b`,
     ),
@@ -285,6 +463,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "phrase",
     detail: "restricts the reply to given text",
+    anchors: [words("only", "else", "just")],
     pattern: phrase(
       `\\b(?:reply|respond|answer|print|output|write|return|say) (?:with )?only (?:the following|this|these|those|with|'|the word)|\\b(?:and )?(?:absolutely )?nothing else\\b|\\band only (?:those|these|that|this) words?\\b|\\bdon'?t (?:write|say|output|add) anything else\\b|\\bjust (?:print|say|write|output)\\b`,
     ),
@@ -295,6 +474,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader what to do instead",
+    anchors: [words("instead", "focus")],
     pattern: phrase(
       `\\binstead,? (?:tell|print|say|output|write|reply|respond|send|do|follow|repeat|focus|just)\\b|\\bfocus (?:only|exclusively|solely|entirely) on (?:the following|the information|this|positive)\\b`,
     ),
@@ -304,6 +484,23 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.55,
     view: "phrase",
     detail: "tells the reader to replace its output",
+    anchors: [
+      words("overrid", "overwrite", "replace", "change"),
+      words(
+        "summary",
+        "answer",
+        "response",
+        "reply",
+        "output",
+        "manual",
+        "scoring",
+        "score",
+        "evaluation",
+        "assessment",
+        "rating",
+        "verdict",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:override|overwrite|replace|change) (?:the |your |any )?(?:summary|answer|response|reply|output|manual scoring|scoring|score|evaluation|assessment|rating|verdict)(?: you would have| with| and)\\b`,
     ),
@@ -313,6 +510,12 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.55,
     view: "phrase",
     detail: "new instructions phrase (other languages)",
+    anchors: [
+      {
+        words: ["nuevas", "nouvelles", "neue", "nuove", "novas"],
+        scripts: ["cjk", "cyrillic", "hangul", "arabic"],
+      },
+    ],
     pattern:
       /\b(?:nuevas instrucciones|nouvelles (?:instructions|consignes)|neue (?:anweisungen|instruktionen)|nuove istruzioni|novas instrucoes)\b|(?:新的?(?:指令|指示)|新しい指示|новые (?:инструкции|указания)|새로운 (?:지시|명령)|تعليمات جديدة)/g,
   },
@@ -321,6 +524,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.35,
     view: "phrase",
     detail: "urgent call to action",
+    anchors: [
+      words("important", "urgent", "critical", "attention"),
+      words("update", "message", "notice", "instruction", "note"),
+    ],
     pattern: phrase(
       `\\b(?:important|urgent|critical|attention)!{0,3} (?:update|message|notice|instructions?|note)!{0,3}(?: ?:| from)|\\bthis is an? (?:very |extremely )?(?:important|urgent) (?:message|instruction|notice) (?:from|for|to)\\b`,
     ),
@@ -330,6 +537,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.45,
     view: "phrase",
     detail: "a to-do item that tells the reader to act in the world",
+    anchors: [{ substrings: ["todo"] }],
     pattern: phrase(
       `todo ?: ?(?:please )?(?:say|tell|send|transfer|wire|pay|visit|invite|email|e-mail|forward|share|post|upload|grant|reply|book|buy|purchase|recommend|click|give|delete all|change the password|update the password|reset the password)\\b`,
     ),
@@ -341,6 +549,20 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "speaks to the AI reading the text",
+    anchors: [
+      words(
+        "you",
+        "note",
+        "message",
+        "instruction",
+        "notice",
+        "memo",
+        "attention",
+        "reminder",
+        "request",
+      ),
+      words("to", "for"),
+    ],
     pattern: phrase(
       `\\bto you,? (?:the |an? |dear )?(?:${aiNouns}|[a-z0-9-]{2,20} (?:model|assistant|agent))\\b|\\b(?:note|message|instructions?|notice|memo|attention|reminder|request) (?:to|for) (?:the |all |any |every |you,? )?(?:ais?|llms?|chat ?bots?|chat assistants?|language models?|ai models?|ai agents?|ai assistants?|assistants?|automated (?:[a-z]{2,20} ){0,2}${automatedNouns}|ai ${automatedNouns})\\b`,
     ),
@@ -350,6 +572,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "names the model it speaks to",
+    anchors: [
+      words("model", "dear", "hey", "hi", "hello", "attention", "if"),
+      words("ai", "language", "assistant", "chatgpt", "claude", "gpt", "llm", "bot", "agent"),
+    ],
     pattern: phrase(
       `\\b(?:ai|language) model (?:developed|made|trained|created) by\\b|\\b(?:dear|hey|hi|hello|attention) (?:ai|assistant|chatgpt|claude|gpt|llm|bot|agent|language model)\\b|\\bif you are an? (?:ai|llm|language model|assistant|bot|agent)\\b`,
     ),
@@ -359,6 +585,11 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.4,
     view: "phrase",
     detail: "tells the reader how to react to the user",
+    anchors: [
+      words("if", "when", "every"),
+      words("user", "someone", "anyone", "human", "customer"),
+      words("asks", "requests", "says", "wants"),
+    ],
     pattern: phrase(
       `\\b(?:if|when|whenever|every time) (?:the |a )?(?:user|someone|anyone|human|customer) (?:asks|requests|says|wants)\\b`,
     ),
@@ -368,6 +599,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "phrase",
     detail: "tells the reader how to answer when asked",
+    anchors: [words("asked", "evaluate")],
     pattern: phrase(
       `\\bif asked (?:about|how|what|whether|to|for|why)\\b|\\bdon'?t evaluate\\b|\\bdo not evaluate\\b`,
     ),
@@ -379,6 +611,41 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks to send private data somewhere",
+    anchors: [
+      words(...exfiltrationVerbs),
+      words(
+        "password",
+        "security",
+        "verification",
+        "2fa",
+        "otp",
+        "one",
+        "credentials",
+        "api",
+        "access",
+        "secret",
+        "private",
+        "conversation",
+        "chat",
+        "message",
+        "credit",
+        "card",
+        "bank",
+        "iban",
+        "passport",
+        "social",
+        "ssn",
+        "all",
+        "every",
+        "each",
+        "inbox",
+        "contact",
+        "customer",
+        "user",
+        "personal",
+        "login",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|share|leak|exfiltrate|copy|relay|deliver|submit|bcc|give|tell|provide|include|disclose|reveal)${imperative}(?: me)? [^\\n]{0,80}?\\b(?:passwords?|security codes?|verification codes?|2fa codes?|otp|one-time codes?|credentials|api keys?|access tokens?|secret keys?|private keys?|conversation history|chat history|message history|credit cards?|card numbers?|bank account(?: number)?s?|iban|passport(?: numbers?)?|social security|ssn|(?:all|every|each) (?:single )?(?:emails?|messages?|files?|documents?|contacts)|inbox|contact list|customer list|customer data|user data|personal data|login details)\\b`,
     ),
@@ -388,6 +655,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "phrase",
     detail: "asks to send something to an address",
+    anchors: [words(...exfiltrationVerbs), { chars: "@" }],
     pattern: phrase(
       `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|leak|exfiltrate|relay|bcc)${imperative}(?: me)? [^\\n]{0,80}?\\b(?:to|at) '?[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,120}\\.[a-z]{2,12}\\b`,
     ),
@@ -397,6 +665,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "raw",
     detail: "markdown image that sends data in its URL",
+    anchors: [{ substrings: ["!["] }, { substrings: ["](http"] }],
     pattern: /!\[[^\]\n]{0,100}\]\(https?:\/\/[^)\s]{1,300}[?&][a-z_]{1,20}=(?:\{|\[|\$|%7b)/g,
   },
   // --- Prompt leaking --------------------------------------------------------------------------
@@ -406,6 +675,21 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks for the system prompt or instructions",
+    anchors: [
+      words(...leakVerbs, "translate"),
+      words("your", "system", "assistant", "ai", "bot", "model"),
+      words(
+        "prompt",
+        "instruction",
+        "initial",
+        "rules",
+        "parameters",
+        "guidelines",
+        "directives",
+        "configuration",
+        "system",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:reveal|repeat|print|show|tell me|output|list|relay|give me|share|display|write out|write down|recite|dump|leak|spell out|provide|send|copy|return|translate)(?: me)? (?:(?:all|every|each|the|of|list|comprehensive|full|complete|entire|exact|whole|a|copy) ){0,4}(?:your|the system's|the assistant's|the ai's|the bot's|the model's) (?:[a-z']{1,15} ){0,2}(?:prompt|prompting|instructions?|initials? instructions?|rules|parameters|guidelines|directives|configuration|system message)\\b`,
     ),
@@ -416,6 +700,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks for the hidden prompt",
+    anchors: [
+      words(...leakVerbs),
+      words("system", "initial", "original", "hidden", "secret", "underlying", "pre", "full"),
+    ],
     pattern: phrase(
       `\\b(?:reveal|repeat|print|show|tell me|output|list|relay|give me|share|display|write out|recite|dump|leak|spell out|provide|copy|return)(?: me)? (?:(?:the|your|full|entire|exact|whole|a|copy|of|above|all) ){0,4}(?:system|initial|original|hidden|secret|underlying|pre-?|full) ?(?:prompt|prompting|instructions|message|directives)\\b`,
     ),
@@ -426,6 +714,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks what the reader was told",
+    anchors: [words("respond", "reply", "answer", "what", "instructions"), words("with", "you")],
     pattern: phrase(
       `\\b(?:respond|reply|answer) with (?:all|every|each) (?:of )?(?:your |the )?instructions?\\b|\\bwhat (?:are|were|is) your (?:initial |original |system |hidden |secret |real |exact )?(?:instructions?|prompt|rules|directives)\\b|\\bwhat your (?:initial |original |system |hidden |secret |real |exact )(?:instructions?|prompt|rules|directives) (?:are|were|is)\\b|\\bwhat (?:were|are) you (?:not allowed|told not|forbidden|instructed not) to\\b|\\binstructions you (?:have|'ve) been given\\b`,
     ),
@@ -437,6 +726,23 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to hide what it does",
+    anchors: [
+      words("do", "never", "without", "remember"),
+      words(
+        "tell",
+        "inform",
+        "notify",
+        "mention",
+        "alert",
+        "let",
+        "asking",
+        "warn",
+        "repeat",
+        "reveal",
+        "disclose",
+        "show",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:do not|don'?t|never|without) (?:tell|telling|inform|informing|notify|notifying|mention|mentioning|alert|alerting|let|letting|asking|warn|warning) (?:the |this |your )?(?:user|human|customer|owner|operator|anyone|them|him|her)\\b|\\b(?:don'?t|do not|never) (?:repeat|mention|reveal|disclose|show) (?:this|these|the|any of these) (?:rule|instruction|message|note|prompt)s?\\b|\\bremember,? but (?:don'?t|do not) repeat\\b`,
     ),
@@ -446,6 +752,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.4,
     view: "phrase",
     detail: "tells the reader to cover its tracks",
+    anchors: [words("delete", "remove", "erase")],
     pattern: phrase(
       `\\b(?:delete|remove|erase) (?:the|this|that|any|all) (?:e-?mails?|messages?|evidence|traces?|records?|logs?) (?:you|that you|after|afterwards|once)\\b`,
     ),
@@ -455,6 +762,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.25,
     view: "phrase",
     detail: "asks to keep something secret",
+    anchors: [words("keep"), words("secret", "hidden", "between")],
     pattern: phrase(`\\bkeep (?:this|it|these) (?:a )?(?:secret|hidden|between us)\\b`),
   },
   // --- Jailbreak -----------------------------------------------------------------------------
@@ -464,6 +772,28 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "jailbreak phrasing",
+    anchors: [
+      words(
+        "developer",
+        "dan",
+        "anything",
+        "god",
+        "jailbroken",
+        "unrestricted",
+        "unfiltered",
+        "uncensored",
+        "unaligned",
+        "evil",
+        "rogue",
+        "bound",
+        "restricted",
+        "limited",
+        "constrained",
+        "safe",
+        "agenda",
+        "assistant",
+      ),
+    ],
     pattern: phrase(
       `\\b(?:developer mode|dan mode|do anything now|god mode|jailbroken)\\b|\\b(?:unrestricted|unfiltered|uncensored|unaligned|evil|rogue) (?:ai|assistant|bot|chatbot|model|llm|mode)\\b|\\b(?:not|no longer) (?:bound|restricted|limited|constrained) by (?:the |any |your )?(?:rules|guidelines|policies|restrictions|filters|openai|anthropic|ethics)\\b|\\bsafe ?mode (?:is )?(?:off|disabled|deactivated)\\b|\\bsecret agenda\\b|\\bthe assistant is (?:in error|offline|disabled|down)\\b`,
     ),
@@ -473,6 +803,20 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.55,
     view: "phrase",
     detail: "claims an exception to the reader's rules",
+    anchors: [
+      words(
+        "ignoring",
+        "bypass",
+        "violat",
+        "break",
+        "disregard",
+        "exception",
+        "exempt",
+        "without",
+        "pretend",
+      ),
+      words("content", "safety", "ethical", "security", "character", "grand"),
+    ],
     pattern: phrase(
       `\\b(?:ignoring|bypass(?:ing)?|violat(?:e|ing)|break(?:ing)?|disregard(?:ing)?) (?:[a-z']{2,15} ){0,2}(?:content polic(?:y|ies)|safety (?:guidelines|filters|protocols|rules)|ethical (?:guidelines|protocols|standards|rules))\\b|\\b(?:exception|exempt) (?:to|from) [^\\n]{0,30}\\b(?:ethical|safety|security) (?:protocols|guidelines|standards|rules)\\b|\\bwithout breaking character\\b|\\bpretend to be my (?:deceased |late |dead )?(?:grandmother|grandma|grandfather)\\b`,
     ),
@@ -483,6 +827,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "raw",
     detail: "a fake system turn",
+    anchors: [words("system", "developer", "admin", "root", "operator"), { chars: ":" }],
     pattern: /(?:^|\n) ?(?:system|developer|admin|administrator|root|operator) ?:/g,
   },
   {
@@ -490,6 +835,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.35,
     view: "raw",
     detail: "a fake conversation turn",
+    anchors: [words("assistant", "user", "human", "ai", "bot", "model"), { chars: ":" }],
     pattern: /(?:^|\n) ?(?:assistant|user|human|ai|bot|model) ?:/g,
   },
   {
@@ -497,6 +843,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "raw",
     detail: "a fake system marker",
+    anchors: [
+      { chars: "[(<#%" },
+      words("sys", "inst", "admin", "developer", "new", "begin", "end"),
+    ],
     pattern:
       /\[ ?(?:system|inst|\/inst|system note|system message|system prompt|admin|developer|sys)\b[^\]\n]{0,40}\]|\( ?(?:system[_ ]?message|system|admin|developer|sys) ?\)|<<? ?sys ?>>?|#{2,} ?(?:new instructions?|begin new|system message|system prompt|system override|admin override)\b|#{2,} ?(?:system|instructions?|admin)(?: ?#{2,}| ?:)|%{3} ?(?:end|begin)\b/g,
   },
@@ -505,6 +855,10 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.8,
     view: "raw",
     detail: "chat-template control tokens",
+    anchors: [
+      { chars: "<" },
+      words("im", "system", "end", "eot", "start", "begin", "assistant", "user"),
+    ],
     pattern:
       /<\|? ?(?:im_start|im_end|system|endoftext|eot_id|start_header_id|end_header_id|begin_of_text|assistant|user)\b ?\|?>/g,
   },
@@ -513,6 +867,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "raw",
     detail: "a fake system tag",
+    anchors: [{ chars: "<[" }, words("sys", "instruction", "admin", "developer", "end", "start")],
     pattern:
       /< ?\/? ?(?:system|system[_-]?prompt|instructions?|admin|developer|sys)(?: [^<>\n]{0,40})? ?>|[<[] ?(?:end|start) of (?:session|conversation|context|document|prompt|input|system prompt|instructions) ?[>\]]/g,
   },
@@ -521,6 +876,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.45,
     view: "phrase",
     detail: "text that claims to come from the system",
+    anchors: [words("system", "note")],
     pattern: phrase(
       `\\bsystem (?:chain of thought|note|message|override|update|alert|notice|instructions?|administrator says)\\b|\\bnote by (?:a |the )?(?:trustworthy|trusted|verified|senior|expert)\\b`,
     ),
@@ -530,6 +886,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.9,
     view: "raw",
     detail: "a tag of the quarantine envelope or of tool results",
+    anchors: [{ chars: "<" }, words("tool", "function", "untrusted")],
     pattern:
       /< ?\/? ?(?:tool_output|tool_result|tool_use|function_results?|function_calls|untrusted[_-]?(?:data|content|input|text)?|tool_response)\b/g,
   },
@@ -538,6 +895,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.55,
     view: "raw",
     detail: "text shaped like a tool call",
+    anchors: [words("tool", "function", "invoke", "arguments", "input", "parameters")],
     pattern:
       /"type" ?: ?"tool_use"|<function_calls>|<invoke name ?=|<tool_call>|"tool_calls" ?:|"function_call" ?:|\bfunctions\.[a-z_]{2,40}\(|<\|tool_call\|>|"(?:name|tool)" ?: ?"[a-z_]{2,40}" ?, ?"(?:arguments|input|parameters)" ?:/g,
   },
@@ -547,6 +905,11 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "raw",
     detail: "content hidden from human readers",
+    anchors: [
+      {
+        substrings: ["display", "visibility", "font-size", "opacity", "hidden", "color", "white"],
+      },
+    ],
     pattern:
       /display ?: ?none|visibility ?: ?hidden|font-size ?: ?0(?:px|pt|em|rem)?\b|opacity ?: ?0(?:\.0{1,4})? ?[;"']|aria-hidden ?= ?"?true|<[a-z][a-z0-9]{0,10} [^<>]{0,200}\bhidden\b|color ?: ?(?:#fff\b|#ffffff|white)\b|\bwhite[- ]text\b/g,
   },
@@ -555,6 +918,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "text that says it is hidden from humans",
+    anchors: [words("invisible", "hidden", "visible")],
     pattern: phrase(
       `\\b(?:invisible|hidden|not visible) (?:to|from) (?:humans|human readers|the user|users|readers|people)\\b|\\bvisible (?:only )?to (?:llms?|ai|the ai|language models|machines|bots)\\b`,
     ),
