@@ -1,11 +1,13 @@
 import { spawnSync } from "node:child_process";
 import {
+  constants,
   existsSync,
   fstatSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   truncateSync,
   writeFileSync,
 } from "node:fs";
@@ -16,7 +18,7 @@ import type { StoredEventInput } from "@loopguard/core";
 import { AppendConflictError, CorruptLogError, type LoopguardError } from "@loopguard/core";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { type JsonlEventStore, jsonlEventStore } from "./jsonl-event-store.js";
+import { type JsonlEventStore, jsonlEventStore, logFiles } from "./jsonl-event-store.js";
 
 const stores: JsonlEventStore[] = [];
 const newStore = (
@@ -270,40 +272,96 @@ describe("jsonlEventStore: torn tails and damage", () => {
 });
 
 describe("jsonlEventStore: durability and group commit", () => {
-  it("resolves every append only after an fsync that covered its bytes, sharing fsyncs between appends", async () => {
-    const store = newStore();
-    await store.append("run_group", [start("run_group")], { expectedSeq: 0 });
-    const probe = await open(store.fileOf("run_group"), "r");
-    const prototype = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
-    await probe.close();
-    const original = prototype.datasync;
-    let syncs = 0;
-    let syncedBytes = 0;
-    prototype.datasync = async function (this: { fd: number }) {
-      const size = fstatSync(this.fd).size;
-      await original.call(this);
-      syncs += 1;
-      syncedBytes = Math.max(syncedBytes, size);
+  /** Wraps the log's writes and syncs to track, at each moment, how many bytes of it are durable. */
+  const watchDurability = () => {
+    const original = { write: logFiles.write, datasync: logFiles.datasync };
+    const watch = { writes: 0, syncs: 0, durableBytes: 0, operations: [] as string[] };
+    logFiles.write = async (fd, buffer, offset, length, position) => {
+      const written = await original.write(fd, buffer, offset, length, position);
+      watch.writes += 1;
+      watch.operations.push("write");
+      // A write is durable when it returns only on a descriptor the kernel opened with O_DSYNC.
+      if (process.platform === "linux" && (fdFlags(fd) & constants.O_DSYNC) !== 0)
+        watch.durableBytes = Math.max(watch.durableBytes, position + written);
+      return written;
     };
+    logFiles.datasync = async (fd) => {
+      const size = fstatSync(fd).size;
+      await original.datasync(fd);
+      watch.syncs += 1;
+      watch.operations.push("datasync");
+      watch.durableBytes = Math.max(watch.durableBytes, size);
+    };
+    return Object.assign(watch, {
+      restore() {
+        Object.assign(logFiles, original);
+      },
+    });
+  };
+  /** The open flags of a descriptor of this process, from /proc (Linux). */
+  const fdFlags = (fd: number) =>
+    Number.parseInt(
+      /flags:\s*([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))![1]!,
+      8,
+    );
+
+  const syncModes = [
+    { mode: "the platform's (O_DSYNC on Linux)", syncFlag: logFiles.syncFlag },
+    { mode: "write + fdatasync", syncFlag: 0 },
+  ];
+  it.each(syncModes)(
+    "resolves every append only after its bytes are durable, sharing writes between appends: $mode",
+    async ({ syncFlag }) => {
+      const platformFlag = logFiles.syncFlag;
+      logFiles.syncFlag = syncFlag;
+      const watch = watchDurability();
+      try {
+        const store = newStore();
+        await store.append("run_group", [start("run_group")], { expectedSeq: 0 });
+        expect(watch.durableBytes).toBe(statSync(store.fileOf("run_group")).size);
+        const coveredAtResolve: number[] = [];
+        const appends = Array.from({ length: 200 }, (_, index) =>
+          store
+            .append("run_group", [retry(index + 1)], { expectedSeq: index + 1 })
+            .then((result) => {
+              coveredAtResolve[index] = watch.durableBytes;
+              return result;
+            }),
+        );
+        await Promise.all(appends);
+        const text = readFileSync(store.fileOf("run_group"));
+        const ends: number[] = [];
+        for (let index = 0; index < text.length; index += 1)
+          if (text[index] === 0x0a) ends.push(index + 1);
+        expect(ends).toHaveLength(201);
+        for (let index = 0; index < 200; index += 1)
+          expect(coveredAtResolve[index]).toBeGreaterThanOrEqual(ends[index + 1]!);
+        expect(watch.writes).toBeLessThan(20);
+        if (syncFlag !== 0) expect(watch.syncs).toBe(0);
+        else expect(watch.syncs).toBe(watch.writes);
+      } finally {
+        watch.restore();
+        logFiles.syncFlag = platformFlag;
+      }
+    },
+  );
+
+  it("syncs lines another writer left before writing after them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-jsonl-unsynced-"));
+    // A writer that died between its write and its sync left two complete lines.
+    writeFileSync(
+      join(dir, "run_unsynced.jsonl"),
+      `${JSON.stringify({ seq: 0, ...start("run_unsynced") })}\n${JSON.stringify({ seq: 1, ...retry(1) })}\n`,
+    );
+    const watch = watchDurability();
     try {
-      const coveredAtResolve: number[] = [];
-      const appends = Array.from({ length: 200 }, (_, index) =>
-        store.append("run_group", [retry(index + 1)], { expectedSeq: index + 1 }).then((result) => {
-          coveredAtResolve[index] = syncedBytes;
-          return result;
-        }),
-      );
-      await Promise.all(appends);
-      const text = readFileSync(store.fileOf("run_group"));
-      const ends: number[] = [];
-      for (let index = 0; index < text.length; index += 1)
-        if (text[index] === 0x0a) ends.push(index + 1);
-      expect(ends).toHaveLength(201);
-      for (let index = 0; index < 200; index += 1)
-        expect(coveredAtResolve[index]).toBeGreaterThanOrEqual(ends[index + 1]!);
-      expect(syncs).toBeLessThan(20);
+      const store = newStore({ dir });
+      await store.append("run_unsynced", [retry(2)], { expectedSeq: 2 });
+      expect(watch.operations[0]).toBe("datasync");
+      expect(watch.durableBytes).toBe(statSync(store.fileOf("run_unsynced")).size);
+      expect((await store.read("run_unsynced")).map((event) => event.seq)).toEqual([0, 1, 2]);
     } finally {
-      prototype.datasync = original;
+      watch.restore();
     }
   });
 
