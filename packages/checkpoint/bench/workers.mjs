@@ -6,9 +6,13 @@
 //   node packages/checkpoint/bench/workers.mjs            # RUNS=400 CONCURRENCY=4 to change
 //
 // A trivial run is one model step (a scripted model, no delay) that ends the run: run-start,
-// model-request, model-response, run-end, i.e. one job, one claim, three appends, one settle.
+// model-request, model-response, run-end, i.e. one job, one claim-and-read, four appends (core
+// awaits each event before the next), one settling transaction. The workers count their
+// statements by kind (COUNT_QUERIES=1), and /proc gives CPU per run of the workers and of
+// every PostgreSQL process, to show where the time goes.
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -49,6 +53,7 @@ function startWorker(schema, name, extra = {}) {
       LEASE_MS: "3000",
       POLLING_MS: "500",
       QUIET: "1",
+      COUNT_QUERIES: "1",
       ...extra,
     },
     stdio: ["ignore", "pipe", "inherit"],
@@ -74,6 +79,47 @@ async function setup(schema) {
   return { store, pool, boss };
 }
 
+/** CPU seconds (user + system) of one process, from /proc (Linux), or 0. */
+function cpuOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of every PostgreSQL server process on this machine. */
+function postgresCpu() {
+  let total = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, "utf8").trim() === "postgres") total += cpuOf(name);
+    } catch {}
+  }
+  return total;
+}
+
+/** Stops the workers gracefully and sums the statements they counted, by kind. */
+async function queriesOf(workers) {
+  const total = {};
+  await Promise.all(
+    workers.map(async (worker) => {
+      worker.child.kill("SIGTERM");
+      for (let waited = 0; waited < 5000; waited += 20) {
+        const line = worker.lines.find((candidate) => candidate.event === "queries");
+        if (line) {
+          for (const [kind, n] of Object.entries(line.counts)) total[kind] = (total[kind] ?? 0) + n;
+          return;
+        }
+        await sleep(20);
+      }
+    }),
+  );
+  return total;
+}
+
 async function teardown(schema, { store, boss }, workers) {
   for (const worker of workers) worker.child.kill("SIGKILL");
   await boss.stop({ graceful: false, close: false, wait: true });
@@ -92,6 +138,7 @@ async function throughput(processes) {
     });
   const workers = Array.from({ length: processes }, (_, index) => startWorker(schema, `b${index}`));
   await Promise.all(workers.map((worker) => worker.ready));
+  const databaseCpuBefore = postgresCpu();
   // Steady state: time from 10 % to 90 % of runs completed (process start-up left out).
   const marks = new Map();
   const low = Math.ceil(RUNS * 0.1);
@@ -108,8 +155,16 @@ async function throughput(processes) {
   }
   const [t0, n0] = marks.get("low");
   const [t1, n1] = marks.get("high");
+  const workerCpu = workers.reduce((sum, worker) => sum + cpuOf(worker.child.pid), 0);
+  const databaseCpu = postgresCpu() - databaseCpuBefore;
+  const queries = await queriesOf(workers);
   await teardown(schema, context, workers);
-  return ((n1 - n0) / (t1 - t0)) * 1000;
+  return {
+    rate: ((n1 - n0) / (t1 - t0)) * 1000,
+    workerCpuMs: (workerCpu / RUNS) * 1000,
+    databaseCpuMs: (databaseCpu / RUNS) * 1000,
+    queries,
+  };
 }
 
 async function takeover() {
@@ -146,16 +201,27 @@ async function takeover() {
 
 const results = [];
 for (const processes of [1, 2, 4]) {
-  const rate = await throughput(processes);
-  results.push([processes, rate]);
+  const result = await throughput(processes);
+  results.push([processes, result]);
   console.log(
-    `[bench] ${processes} worker process${processes === 1 ? "" : "es"} x ${CONCURRENCY} slots: ${rate.toFixed(0)} trivial runs/s`,
+    `[bench] ${processes} worker process${processes === 1 ? "" : "es"} x ${CONCURRENCY} slots: ${result.rate.toFixed(0)} trivial runs/s`,
   );
 }
-const base = results[0][1];
-console.log("\n| worker processes | trivial runs/s | vs 1 process |\n|---|---|---|");
-for (const [processes, rate] of results)
-  console.log(`| ${processes} | ${rate.toFixed(0)} | ${(rate / base).toFixed(2)}x |`);
+const base = results[0][1].rate;
+console.log(
+  "\n| worker processes | trivial runs/s | vs 1 process | statements per run | CPU ms per run: workers | CPU ms per run: PostgreSQL |\n|---|---|---|---|---|---|",
+);
+for (const [processes, result] of results) {
+  const statements = Object.entries(result.queries)
+    .filter(([kind]) => kind !== "pool connect")
+    .reduce((sum, [, n]) => sum + n, 0);
+  console.log(
+    `| ${processes} | ${result.rate.toFixed(0)} | ${(result.rate / base).toFixed(2)}x | ${(statements / RUNS).toFixed(1)} | ${result.workerCpuMs.toFixed(2)} | ${result.databaseCpuMs.toFixed(2)} |`,
+  );
+}
+console.log("\nStatements per run by kind (1 process):");
+for (const [kind, n] of Object.entries(results[0][1].queries).sort((a, b) => b[1] - a[1]))
+  if (n / RUNS >= 0.05) console.log(`  ${(n / RUNS).toFixed(2)}  ${kind}`);
 const takeovers = [];
 for (let round = 0; round < 3; round += 1) takeovers.push(await takeover());
 console.log(
