@@ -160,7 +160,14 @@ say(
 );
 say();
 const systems = [
-  ["loopguard-all-gates", "loopguard, every gate on"],
+  [
+    "loopguard-all-gates",
+    "loopguard, every gate on (traces without message content, the OTel default)",
+  ],
+  [
+    "loopguard-all-gates-content",
+    "loopguard, every gate on, traces with message content (redacted)",
+  ],
   ["loopguard-no-gates", "loopguard, no gates"],
   ["hand-loop", "hand-written loop (the floor)"],
   ["ai-sdk", `AI SDK generateText (ai ${version("ai")})`],

@@ -6,7 +6,7 @@ import { prosePage } from "./payload.mjs";
 
 const payload = prosePage(2048);
 
-async function loopguard(allGates) {
+async function loopguard(allGates, captureContent = false) {
   const v = await import("valibot");
   const core = await import("@loopguard/core");
   const { memoryEventStore } = await import("@loopguard/core/testing");
@@ -42,10 +42,22 @@ async function loopguard(allGates) {
     } else missing.push("quarantine envelope (not exported by @loopguard/injection yet)");
     options.redact = redactPkg.createRedactor();
     // Traces are built and redacted for an exporter that drops them, so the cost is the runtime's.
+    // By default it sends no message content, like OpenTelemetry's GenAI default (and
+    // otelExporter's); the `-content` system captures content, so all of it is redacted.
     options.exporters = [
-      { name: "null", export: () => ({ code: "success" }), shutdown: async () => {} },
+      {
+        name: "null",
+        captureContent,
+        export: () => ({ code: "success" }),
+        shutdown: async () => {},
+      },
     ];
-    active.push("redacted traces", "in-memory store");
+    active.push(
+      captureContent
+        ? "redacted traces with message content"
+        : "redacted traces (no message content)",
+      "in-memory store",
+    );
   }
   const usage = {
     input_tokens: 10,
@@ -264,6 +276,7 @@ async function openaiAgents() {
 /** Each system: a factory of `runOnce(steps)`, which runs the workload once and returns what the run holds. */
 export const systems = {
   "loopguard-all-gates": () => loopguard(true),
+  "loopguard-all-gates-content": () => loopguard(true, true),
   "loopguard-no-gates": () => loopguard(false),
   "hand-loop": handLoop,
   "ai-sdk": aiSdk,

@@ -262,9 +262,14 @@ export function createAgent(options: AgentOptions): Agent {
     }
   };
 
+  // When no exporter sends message content, drop it before redaction: it is most of a span.
+  const contentWanted = config.exporters.some((exporter) => exporter.captureContent !== false);
   const exportSpans = (spans: Span[]) => {
     if (spans.length === 0 || config.exporters.length === 0) return;
-    const redacted = config.redact ? spans.map((span) => redactSpan(span, config.redact!)) : spans;
+    const shaped = contentWanted ? spans : spans.map(withoutContent);
+    const redacted = config.redact
+      ? shaped.map((span) => redactSpan(span, config.redact!))
+      : shaped;
     for (const exporter of config.exporters) {
       try {
         Promise.resolve(exporter.export(redacted)).then(
@@ -1207,6 +1212,11 @@ function validateResponse(response: unknown): asserts response is ModelResponse 
   if (!usage || typeof usage.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
     throw new MalformedResponseError("usage.input_tokens and usage.output_tokens must be numbers");
   }
+}
+
+function withoutContent(span: Span): Span {
+  const { content: _content, ...rest } = span;
+  return rest;
 }
 
 function redactSpan(span: Span, redact: Redactor): Span {

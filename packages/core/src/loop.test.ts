@@ -746,3 +746,32 @@ describe("gates and the vault", () => {
     expect(log).toContain("<EMAIL_1>");
   });
 });
+
+describe("span content", () => {
+  it("drops message content before redaction when no exporter sends it", async () => {
+    const { tools } = workload();
+    const seen: unknown[] = [];
+    const redact = (value: unknown) => {
+      seen.push(value);
+      return value;
+    };
+    const noContent = { ...recordingExporter(), captureContent: false as const };
+    const script = [
+      { content: [use("t1", "lookup_order", { order_id: "A1" })] },
+      { content: "ok" },
+    ];
+    await createAgent({ model: scriptedModel(script), tools, exporters: [noContent], redact }).run(
+      "go",
+    );
+    expect(noContent.spans.length).toBeGreaterThan(0);
+    expect(noContent.spans.every((span) => span.content === undefined)).toBe(true);
+    const withContent = recordingExporter();
+    await createAgent({
+      model: scriptedModel(script),
+      tools,
+      exporters: [withContent],
+      redact,
+    }).run("go");
+    expect(withContent.spans.some((span) => span.content !== undefined)).toBe(true);
+  });
+});

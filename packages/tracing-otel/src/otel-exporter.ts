@@ -272,6 +272,7 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
 
   return {
     name: "otel",
+    captureContent: config.captureContent,
     export(spans: readonly Span[]): Promise<ExportResult> | ExportResult {
       if (shutdownPromise)
         return {

@@ -16,6 +16,11 @@ export type ExportResult = { code: "success" } | { code: "failed"; error: Error 
  */
 export interface Exporter {
   readonly name: string;
+  /**
+   * Whether this exporter sends message content (`span.content`). `false` lets the runtime
+   * drop content before redaction (it is most of a span's size); leave it out to get content.
+   */
+  readonly captureContent?: boolean;
   /** Exports a batch of finished, already redacted spans. */
   export(spans: readonly Span[]): Promise<ExportResult> | ExportResult;
   /** Flushes anything buffered; optional. */
