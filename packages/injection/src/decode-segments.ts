@@ -19,8 +19,19 @@ export interface DecodeLimits {
   maxSegmentChars: number;
 }
 
-// Lookbehinds make each run start only at its first character, so a scan is linear.
-const base64Run = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}/g;
+// Base64 candidates are maximal runs of base64 characters (24 or more), found by one loop over
+// character classes; the hex pattern runs only when that loop saw a long enough run of hex
+// digits and separators, or a `\x`. Lookbehinds make each hex run start only at its first
+// character, so a scan is linear.
+const base64Class = 1;
+const hexClass = 2;
+const classes = new Uint8Array(128);
+for (const char of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+  classes[char.charCodeAt(0)]! |= base64Class;
+for (const char of "0123456789abcdefABCDEF :") classes[char.charCodeAt(0)]! |= hexClass;
+const minBase64 = 24;
+/** The shortest text the hex pattern can match: twelve pairs of digits. */
+const minHex = 24;
 const hexRun =
   /(?<!\\x[0-9a-fA-F]?)(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F:]|[0-9a-fA-F]{2}[ :])(?:[0-9a-fA-F]{2}[ :]?){12,}/g;
 const nonSpaceRun = /[^\s<>"'()]{1,4096}/g;
@@ -60,13 +71,30 @@ export function findEncodedSegments(text: string, limits: DecodeLimits): Encoded
   const add = (segment: EncodedSegment) => {
     if (segments.length < limits.maxSegments) segments.push(segment);
   };
-  base64Run.lastIndex = 0;
-  for (
-    let match = base64Run.exec(text);
-    match && segments.length < limits.maxSegments;
-    match = base64Run.exec(text)
-  ) {
-    const run = match[0].slice(0, limits.maxSegmentChars);
+  const length = text.length;
+  let base64Start = -1;
+  let hexStart = -1;
+  let longHex = false;
+  for (let index = 0; index <= length && segments.length < limits.maxSegments; index++) {
+    const code = index < length ? text.charCodeAt(index) : 0;
+    const kind = code < 128 ? classes[code]! : 0;
+    if ((kind & hexClass) !== 0) {
+      if (hexStart < 0) hexStart = index;
+    } else if (hexStart >= 0) {
+      if (index - hexStart >= minHex) longHex = true;
+      hexStart = -1;
+    }
+    if ((kind & base64Class) !== 0) {
+      if (base64Start < 0) base64Start = index;
+      continue;
+    }
+    if (base64Start < 0) continue;
+    const start = base64Start;
+    base64Start = -1;
+    if (index - start < minBase64) continue;
+    let end = index;
+    while (end < length && end - index < 2 && text.charCodeAt(end) === 61) end++;
+    const run = text.slice(start, Math.min(end, start + limits.maxSegmentChars));
     // An identifier or a word in camel case is not base64 of text: it needs mixed case and digits or padding.
     if (!/[a-z]/.test(run) || !/[A-Z]/.test(run)) continue;
     const usable = run.replace(/=+$/, "");
@@ -75,9 +103,9 @@ export function findEncodedSegments(text: string, limits: DecodeLimits): Encoded
       /[-_]/.test(usable) ? "base64url" : "base64",
     );
     const decoded = decodeUtf8(bytes);
-    if (looksLikeText(decoded))
-      add({ kind: "base64", start: match.index, end: match.index + run.length, decoded });
+    if (looksLikeText(decoded)) add({ kind: "base64", start, end: start + run.length, decoded });
   }
+  if (!longHex && !text.includes("\\x")) return findUrlSegments(text, limits, segments);
   hexRun.lastIndex = 0;
   for (
     let match = hexRun.exec(text);
@@ -91,6 +119,18 @@ export function findEncodedSegments(text: string, limits: DecodeLimits): Encoded
     if (looksLikeText(decoded))
       add({ kind: "hex", start: match.index, end: match.index + run.length, decoded });
   }
+  return findUrlSegments(text, limits, segments);
+}
+
+/** Adds the URL-encoded segments of `text` to `segments`. */
+function findUrlSegments(
+  text: string,
+  limits: DecodeLimits,
+  segments: EncodedSegment[],
+): EncodedSegment[] {
+  const add = (segment: EncodedSegment) => {
+    if (segments.length < limits.maxSegments) segments.push(segment);
+  };
   if (text.includes("%")) {
     nonSpaceRun.lastIndex = 0;
     for (
