@@ -28,7 +28,7 @@ import {
   summarize,
 } from "@loopguard/core";
 import { acquireFileLock, type FileLock } from "./file-lock.js";
-import { encodeEventBody, lineOf, parseLog } from "./jsonl-log.js";
+import { encodeStored, lineAt, parseLog, storedEvent } from "./jsonl-log.js";
 import { assertRunId, isValidRunId } from "./run-id.js";
 import { StoreClosedError, StoreWriteError } from "./store-errors.js";
 import { validateFilter } from "./validate-filter.js";
@@ -319,7 +319,10 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     const lease = log.lease ?? (await takeLease(log));
     // Cheap (a synchronous fstat of a cached inode) and catches a writer that got past the
     // lock, or a file truncated under us, before a byte is written at the wrong place.
-    if (lease.fd !== undefined) await catchUp(log, lease.fd, fstatSync(lease.fd).size);
+    if (lease.fd !== undefined) {
+      const fileSize = fstatSync(lease.fd).size;
+      if (fileSize !== log.size) await catchUp(log, lease.fd, fileSize);
+    }
     let seq = log.nextSeq;
     let text = "";
     let changedStatus = false;
@@ -334,7 +337,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         const event = events[index]!;
         (event as { seq: number }).seq = seq;
         if (statusEvents.has(event.type)) changedStatus = true;
-        text += lineOf(seq, bodies[index]!);
+        text += lineAt(seq, bodies[index]!);
         seq += 1;
       }
     }
@@ -480,36 +483,42 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       return fileOf(runId);
     },
 
-    async append(
+    append(
       runId: string,
       events: readonly StoredEventInput[],
       appendOptions: AppendOptions,
     ): Promise<AppendResult> {
-      assertRunId(runId, "jsonlEventStore.append");
-      checkOpen();
-      if (!Array.isArray(events))
-        throw new InvalidArgumentError(
-          `[checkpoint] append to run ${runId}: events must be an array`,
-        );
-      const expectedSeq = appendOptions?.expectedSeq;
-      if (!Number.isSafeInteger(expectedSeq) || expectedSeq < 0) {
-        throw new InvalidArgumentError(
-          `[checkpoint] append to run ${runId}: options.expectedSeq must be the log's length (a non-negative integer), got ${String(expectedSeq)}`,
-        );
+      // Not an async function (one promise per append, not two): bad input is a rejection.
+      const copies: StoredEvent[] = [];
+      const bodies: string[] = [];
+      let expectedSeq: number;
+      try {
+        assertRunId(runId, "jsonlEventStore.append");
+        checkOpen();
+        if (!Array.isArray(events))
+          throw new InvalidArgumentError(
+            `[checkpoint] append to run ${runId}: events must be an array`,
+          );
+        expectedSeq = appendOptions?.expectedSeq;
+        if (!Number.isSafeInteger(expectedSeq) || expectedSeq < 0) {
+          throw new InvalidArgumentError(
+            `[checkpoint] append to run ${runId}: options.expectedSeq must be the log's length (a non-negative integer), got ${String(expectedSeq)}`,
+          );
+        }
+        // The bytes are fixed now (a caller changing its events later changes nothing
+        // written); the copies feed the summary.
+        for (let index = 0; index < events.length; index += 1) {
+          const copy = storedEvent(events[index]!, runId, index);
+          copies.push(copy);
+          bodies.push(encodeStored(copy, runId, index));
+        }
+      } catch (error) {
+        return Promise.reject(error);
       }
-      const bodies = events.map((event, index) => encodeEventBody(event, runId, index));
       const log = logOf(runId);
       // A promise settles once: an append rejected as a conflict ignores the batch's later outcome.
       const result = new Promise<AppendResult>((resolve, reject) => {
-        log.queue.push({
-          bodies,
-          // The bodies are the bytes written; these shallow copies keep the summary right if
-          // the caller changes its events later.
-          events: events.map((event) => ({ ...event, seq: 0 }) as StoredEvent),
-          expectedSeq,
-          resolve,
-          reject,
-        });
+        log.queue.push({ bodies, events: copies, expectedSeq, resolve, reject });
       });
       log.flushing ??= flush(log);
       return result;
@@ -596,7 +605,8 @@ async function syncDirectory(directory: string): Promise<void> {
 }
 
 async function writeFully(fd: number, buffer: Buffer, position: number): Promise<void> {
-  let offset = 0;
+  // A short write (rare: a full disk, a signal) goes on from where it stopped.
+  let offset = await logFiles.write(fd, buffer, 0, buffer.length, position);
   while (offset < buffer.length) {
     offset += await logFiles.write(fd, buffer, offset, buffer.length - offset, position + offset);
   }

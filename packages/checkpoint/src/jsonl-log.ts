@@ -40,6 +40,56 @@ export function encodeEventBody(event: StoredEventInput, runId: string, index: n
   }
 }
 
+/**
+ * The event as the store keeps it: a shallow copy (so a caller changing its event later changes
+ * neither the bytes written nor the summary) with `seq`, `at` and `type` first and `seq` 0 until
+ * the store assigns it. Throws `InvalidArgumentError` for an event without a type or a finite `at`.
+ */
+export function storedEvent(event: StoredEventInput, runId: string, index: number): StoredEvent {
+  if (
+    typeof event !== "object" ||
+    event === null ||
+    typeof event.type !== "string" ||
+    (event.type as string) === ""
+  ) {
+    throw new InvalidArgumentError(
+      `[checkpoint] append to run ${runId}: event ${index} must be an object with a string type`,
+    );
+  }
+  if (typeof event.at !== "number" || !Number.isFinite(event.at)) {
+    throw new InvalidArgumentError(
+      `[checkpoint] append to run ${runId}: event ${index} (${event.type}) needs a finite number \`at\` (milliseconds since the epoch)`,
+    );
+  }
+  // One copy, keys in the order of the line; a seq the caller passed is reset, keeping its place.
+  const copy = { seq: 0, at: event.at, type: event.type, ...(event as object) } as StoredEvent;
+  (copy as { seq: number }).seq = 0;
+  return copy;
+}
+
+/**
+ * Serialises a `storedEvent` copy as `{"seq":0,"at":...,"type":...,...}`, the line without its
+ * seq and newline (`lineAt` puts them in). Throws `InvalidArgumentError` for what JSON cannot hold.
+ */
+export function encodeStored(event: StoredEvent, runId: string, index: number): string {
+  try {
+    return JSON.stringify(event);
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `[checkpoint] append to run ${runId}: event ${index} (${event.type}) cannot be stored as JSON: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+/** The length of `{"seq":0`, the start of every `encodeStored` text. */
+const seqZeroLength = 8;
+
+/** One line of the log from an `encodeStored` text: its seq put in, and the newline. */
+export function lineAt(seq: number, encoded: string): string {
+  return `{"seq":${seq}${encoded.slice(seqZeroLength)}\n`;
+}
+
 /** One line of the log: the body with its seq in front, and the newline. */
 export function lineOf(seq: number, body: string): string {
   return `{"seq":${seq},${body.slice(1)}\n`;
