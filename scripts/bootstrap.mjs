@@ -41,6 +41,8 @@ function findPnpm() {
     console.log(`[bootstrap] installing pnpm ${pnpmVersion} into .tools/ (corepack is not used: it needs registry signatures)`);
     must("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", join(root, ".tools"), `pnpm@${pnpmVersion}`], "installing pnpm");
   }
+  // turbo (and pnpm's own scripts) look for `pnpm` on the PATH.
+  env.PATH = `${dirname(local)}${process.platform === "win32" ? ";" : ":"}${env.PATH ?? ""}`;
   return local;
 }
 
