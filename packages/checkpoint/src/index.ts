@@ -20,6 +20,7 @@ export type {
   PgClient,
   PgPool,
   PgQueryable,
+  PgQueryConfig,
   PgQueryResult,
   PostgresConnectionOptions,
 } from "./postgres-pool.js";
@@ -35,7 +36,7 @@ export {
   StoreClosedError,
   StoreWriteError,
 } from "./store-errors.js";
-export type { SliceReport, Worker, WorkerOptions } from "./worker.js";
+export type { AgentFactory, SliceContext, SliceReport, Worker, WorkerOptions } from "./worker.js";
 export { createWorker } from "./worker.js";
 export type { QueueClient, RunJobData, RunQueueOptions } from "./worker-queue.js";
 export type {
