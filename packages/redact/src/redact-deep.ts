@@ -3,6 +3,12 @@ import { engineFor, type RedactionEngine, type RedactOptions } from "./redaction
 import type { RedactionScope } from "./redaction-scope.js";
 import { createRedactionScope } from "./redaction-scope.js";
 import { isSensitiveKey } from "./sensitive-key.js";
+import { createStringCache } from "./string-cache.js";
+
+/** Strings this long or shorter are remembered by a deep redactor (span attributes, keys, reasons). */
+const CACHED_LENGTH = 256;
+/** How many redacted strings a deep redactor remembers (at most CACHED_LENGTH characters each). */
+const CACHED_ENTRIES = 2048;
 
 /** Options of `redactDeep`: the shared options plus how keys mark values as secret. */
 export interface RedactDeepOptions extends RedactOptions {
@@ -55,6 +61,25 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
   }
   const depthLimit = maxDepth ?? 64;
   const keyCache = new Map<string, boolean>();
+  // Span attributes, tool names, reasons and object keys repeat from one call to the next.
+  // Only "type" placeholders with the built-in detectors are a pure function of the text; an
+  // indexed placeholder must reach its scope (a vault records the value), and a custom
+  // detector may hold state.
+  const textCache =
+    engine.placeholder === "type" &&
+    (options as RedactDeepOptions | undefined)?.detectors === undefined
+      ? createStringCache(CACHED_ENTRIES, CACHED_LENGTH)
+      : undefined;
+  const redactText = (value: string, scope: RedactionScope | undefined): string => {
+    if (textCache === undefined || value.length > CACHED_LENGTH)
+      return engine.apply(value, engine.find(value), scope);
+    let redacted = textCache.get(value);
+    if (redacted === undefined) {
+      redacted = engine.apply(value, engine.find(value), scope);
+      textCache.set(value, redacted);
+    }
+    return redacted;
+  };
 
   function sensitive(key: string): boolean {
     let known = keyCache.get(key);
@@ -78,7 +103,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       engine.scope ??
       (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
     const seen = new Map<object, unknown>();
-    const text = (value: string): string => engine.apply(value, engine.find(value), scope);
+    const text = (value: string): string => redactText(value, scope);
 
     const secretValue = (value: unknown): unknown => {
       if (value === null || value === undefined || typeof value === "boolean" || value === "")
