@@ -92,6 +92,12 @@ export function ipAddressDetector(): Detector {
             zoneEnd++;
           if (zoneEnd > after + 1) after = zoneEnd;
         }
+        // An address has "::" or seven colons: a lone colon ("Status:", "09:12") is not one.
+        const nextColon = text.indexOf(":", colon + 1);
+        if (nextColon === -1 || nextColon >= end) {
+          colon = text.indexOf(":", Math.max(colon + 1, scannedTo));
+          continue;
+        }
         let candidate = text.slice(start, end);
         // An address followed or preceded by punctuation colons ("::1:", ":::1").
         if (!isIpv6(candidate) && candidate.endsWith(":::")) candidate = candidate.slice(0, -1);

@@ -22,17 +22,58 @@ const CAPITAL_TRIGGER = new RegExp(
     .join("|"),
   "g",
 );
-const BY_SPECIAL = new Map<string, { trigger: string; offset: number }[]>();
+// Triggers found from a punctuation character, bucketed by the character beside it (the one
+// before for "ghp_", the one after for "-us"), so each "-" or "." of the text is checked only
+// against triggers that fit there. Ranks keep the longest-first order ("sk-ant-" before "sk-").
+interface SpecialTrigger {
+  trigger: string;
+  offset: number;
+  rank: number;
+}
+const SPECIAL_CHARS: number[] = [];
+/** By special character: triggers keyed by the code of the character before (offset > 0). */
+const BEFORE = new Map<number, SpecialTrigger[][]>();
+/** By special character: triggers keyed by the code of the character after (offset 0). */
+const AFTER = new Map<number, SpecialTrigger[][]>();
 const PLAIN_TRIGGERS: string[] = [];
-for (const trigger of TRIGGERS) {
+for (const [rank, trigger] of TRIGGERS.entries()) {
   if (/^[A-Z]/.test(trigger)) continue;
   const offset = trigger.search(/[_\-:.]/);
   if (offset === -1) {
     PLAIN_TRIGGERS.push(trigger);
     continue;
   }
-  const char = trigger[offset]!;
-  BY_SPECIAL.set(char, [...(BY_SPECIAL.get(char) ?? []), { trigger, offset }]);
+  const special = trigger.charCodeAt(offset);
+  if (!SPECIAL_CHARS.includes(special)) {
+    SPECIAL_CHARS.push(special);
+    BEFORE.set(
+      special,
+      Array.from({ length: 128 }, () => []),
+    );
+    AFTER.set(
+      special,
+      Array.from({ length: 128 }, () => []),
+    );
+  }
+  const [table, neighbour] =
+    offset > 0
+      ? [BEFORE.get(special)!, trigger.charCodeAt(offset - 1)]
+      : [AFTER.get(special)!, trigger.charCodeAt(offset + 1)];
+  table[neighbour]!.push({ trigger, offset, rank });
+}
+
+/** The first trigger of `candidates` (in rank order) that occurs with its special character at `index`. */
+function firstAt(
+  text: string,
+  index: number,
+  candidates: readonly SpecialTrigger[] | undefined,
+): SpecialTrigger | undefined {
+  if (candidates === undefined) return undefined;
+  for (const candidate of candidates) {
+    const start = index - candidate.offset;
+    if (start >= 0 && text.startsWith(candidate.trigger, start)) return candidate;
+  }
+  return undefined;
 }
 
 /** Calls `visit(trigger, index)` for every trigger occurrence in `text`. */
@@ -40,21 +81,45 @@ function forEachTrigger(text: string, visit: (trigger: string, index: number) =>
   CAPITAL_TRIGGER.lastIndex = 0;
   for (let hit = CAPITAL_TRIGGER.exec(text); hit !== null; hit = CAPITAL_TRIGGER.exec(text))
     visit(hit[0], hit.index);
-  for (const [char, candidates] of BY_SPECIAL) {
+  for (const special of SPECIAL_CHARS) {
+    const before = BEFORE.get(special)!;
+    const after = AFTER.get(special)!;
+    const char = String.fromCharCode(special);
     for (let index = text.indexOf(char); index !== -1; index = text.indexOf(char, index + 1)) {
-      for (const { trigger, offset } of candidates) {
-        const start = index - offset;
-        if (start >= 0 && text.startsWith(trigger, start)) {
-          visit(trigger, start);
-          break; // longest first: "sk-ant-" before "sk-"
-        }
-      }
+      const previous = index > 0 ? text.charCodeAt(index - 1) : 128;
+      const next = text.charCodeAt(index + 1);
+      const left = firstAt(text, index, previous < 128 ? before[previous] : undefined);
+      const right = firstAt(text, index, next < 128 ? after[next] : undefined);
+      const found =
+        left === undefined ? right : right === undefined || left.rank < right.rank ? left : right;
+      if (found !== undefined) visit(found.trigger, index - found.offset);
     }
   }
   for (const trigger of PLAIN_TRIGGERS) {
     for (let index = text.indexOf(trigger); index !== -1; index = text.indexOf(trigger, index + 1))
       visit(trigger, index);
   }
+}
+
+/**
+ * Cheap necessary conditions of the rules scanned on their own: a Discord token has two dots
+ * seven apart, a Telegram token a colon after a digit, a Twilio key "AC" or "SK".
+ */
+function mayMatch(rule: string, text: string): boolean {
+  if (rule === "discord-bot-token") {
+    for (let index = text.indexOf("."); index !== -1; index = text.indexOf(".", index + 1))
+      if (text.charCodeAt(index + 7) === 46) return true;
+    return false;
+  }
+  if (rule === "telegram-bot-token") {
+    for (let index = text.indexOf(":"); index !== -1; index = text.indexOf(":", index + 1)) {
+      const before = text.charCodeAt(index - 1);
+      if (before >= 48 && before <= 57) return true;
+    }
+    return false;
+  }
+  if (rule === "twilio-key") return text.includes("AC") || text.includes("SK");
+  return true;
 }
 
 function record(secretRule: SecretRule, match: RegExpExecArray, matches: DetectorMatch[]): void {
@@ -241,6 +306,7 @@ export function secretDetector(): Detector {
       const matches: DetectorMatch[] = [];
       for (const secretRule of STANDALONE_RULES) {
         const { pattern } = secretRule;
+        if (!mayMatch(secretRule.rule, text)) continue;
         pattern.lastIndex = 0;
         for (let match = pattern.exec(text); match !== null; match = pattern.exec(text))
           record(secretRule, match, matches);
