@@ -6,18 +6,19 @@ import { createStringCache } from "./string-cache.js";
 import { createVault } from "./vault.js";
 
 describe("createStringCache", () => {
-  it("drops the least recently used entry and never grows past its bound", () => {
-    const cache = createStringCache(2, 8);
+  it("keeps entries in use and drops those left unused", () => {
+    const cache = createStringCache(4, 8);
     cache.set("a", "A");
     cache.set("b", "B");
-    expect(cache.get("a")).toBe("A");
-    cache.set("c", "C");
+    cache.set("c", "C"); // the young generation was full: a and b become old
+    expect(cache.get("a")).toBe("A"); // a is young again
+    cache.set("d", "D"); // c and a become old, b (never used) is dropped
+    cache.set("e", "E");
     expect(cache.get("b")).toBeUndefined();
     expect(cache.get("a")).toBe("A");
-    expect(cache.get("c")).toBe("C");
     cache.set("too long a key", "x");
     expect(cache.get("too long a key")).toBeUndefined();
-    expect(cache.size).toBe(2);
+    expect(cache.size).toBeLessThanOrEqual(4);
   });
 
   it("keeps at most maxEntries entries whatever the sequence of calls", () => {

@@ -1,40 +1,56 @@
-/** A bounded least-recently-used map from short strings to strings. @internal */
+/** A bounded cache from short strings to strings, keeping the recently used ones. @internal */
 export interface StringCache {
   get(key: string): string | undefined;
   set(key: string, value: string): void;
+  /** How many entries it holds, at most `maxEntries`. */
   readonly size: number;
 }
 
 /**
- * Creates a least-recently-used cache of at most `maxEntries` strings, each key at most
- * `maxKeyLength` characters (longer keys are never stored), so its memory stays bounded. A
- * `Map` keeps insertion order: a hit moves its entry to the end, a full cache drops the first.
+ * Creates a cache of at most `maxEntries` strings, each key at most `maxKeyLength` characters
+ * (longer keys are never stored), so its memory stays bounded. Two generations approximate
+ * least-recently-used at the cost of one `Map` lookup per hit: new entries go to the young
+ * generation; when it holds half the entries it becomes the old one and the previous old one
+ * is dropped; a hit in the old generation moves back to the young one. An entry used at least
+ * once per `maxEntries / 2` insertions is never dropped.
  *
  * @example
- * const cache = createStringCache(2, 64);
- * cache.set("a", "A"); cache.set("b", "B"); cache.get("a"); cache.set("c", "C");
- * cache.get("b"); // undefined: "b" was the least recently used
+ * const cache = createStringCache(4, 64);
+ * cache.set("a", "A");
+ * cache.get("a"); // "A"
  */
 export function createStringCache(maxEntries: number, maxKeyLength: number): StringCache {
-  const entries = new Map<string, string>();
+  const half = Math.max(1, Math.floor(maxEntries / 2));
+  let young = new Map<string, string>();
+  let old = new Map<string, string>();
+  const insert = (key: string, value: string) => {
+    if (young.size >= half) {
+      old = young;
+      young = new Map();
+    }
+    young.set(key, value);
+  };
   return {
     get(key) {
-      const value = entries.get(key);
-      if (value !== undefined && entries.size > 1) {
-        entries.delete(key);
-        entries.set(key, value);
+      const value = young.get(key);
+      if (value !== undefined) return value;
+      const aged = old.get(key);
+      if (aged !== undefined) {
+        old.delete(key);
+        insert(key, aged);
       }
-      return value;
+      return aged;
     },
     set(key, value) {
-      if (key.length > maxKeyLength || maxEntries <= 0) return;
-      if (entries.size >= maxEntries && !entries.has(key)) {
-        entries.delete(entries.keys().next().value as string);
+      if (key.length > maxKeyLength || maxEntries < 2) return;
+      if (young.has(key)) young.set(key, value);
+      else {
+        old.delete(key);
+        insert(key, value);
       }
-      entries.set(key, value);
     },
     get size() {
-      return entries.size;
+      return young.size + old.size;
     },
   };
 }
