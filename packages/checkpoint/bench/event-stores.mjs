@@ -1,8 +1,10 @@
 // Throughput and resume benchmark of the event stores, against the physical limit of the same
-// disk measured in the same run: a plain loop of write + fdatasync on one file, and on 100 files
-// at once. Run with `pnpm --filter @loopguard/checkpoint bench` (it builds first). Prints
-// figures and ratios; asserts nothing about time. BENCH_SECONDS sets each measurement's length.
-import { mkdtempSync, rmSync } from "node:fs";
+// disk measured in the same run: a synchronous loop of write + fdatasync on one file (the
+// disk's limit for one writer; it blocks its thread, which a store must not), and the same loop
+// through fs/promises on as many files as the case has runs. Run with
+// `pnpm --filter @loopguard/checkpoint bench` (it builds first). Prints figures and ratios;
+// asserts nothing about time. BENCH_SECONDS sets each measurement's length.
+import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,7 +42,25 @@ const event = (index) => ({
 });
 const lineBytes = Buffer.byteLength(`${JSON.stringify({ seq: 123456, ...event(123456) })}\n`);
 
-/** write + fdatasync of one line at a time, on `files` files at once: the disk's limit. */
+/** writeSync + fdatasyncSync of one line at a time on one file: one writer's limit. */
+function syncLoop() {
+  const dir = newDir("sync");
+  const line = Buffer.alloc(lineBytes, 0x61);
+  line[line.length - 1] = 0x0a;
+  const fd = openSync(join(dir, "sync.jsonl"), "a");
+  let count = 0;
+  const deadline = performance.now() + durationMs;
+  const started = performance.now();
+  while (performance.now() < deadline) {
+    writeSync(fd, line);
+    fdatasyncSync(fd);
+    count += 1;
+  }
+  closeSync(fd);
+  return count / ((performance.now() - started) / 1000);
+}
+
+/** write + fdatasync through fs/promises, one line at a time, on `files` files at once. */
 async function plainLoop(files) {
   const dir = newDir("plain");
   const line = Buffer.alloc(lineBytes, 0x61);
@@ -211,22 +231,29 @@ const cases = [
   ["sqlite: 1 run, 64 appends in flight", () => storePipelined(sqlite), () => plainLoop(1)],
 ];
 console.log(
-  "\nthroughput (events/s; every append durable before it resolves; limit = a plain write+fdatasync loop on as many files)",
+  "\nthroughput (events/s; every append durable before it resolves), against a synchronous write+fdatasync loop on one file and the fs/promises loop on as many files",
 );
-console.log(`${"case".padEnd(40)} ${"events/s".padStart(8)} ${"limit".padStart(8)}   ratio`);
+console.log(
+  `${"case".padEnd(40)} ${"events/s".padStart(8)} ${"sync".padStart(8)} ${"ratio".padStart(7)} ${"promises".padStart(8)} ${"ratio".padStart(7)}`,
+);
 for (const [label, measure, limit] of cases) {
   const rates = [];
+  const syncRates = [];
   const limits = [];
+  const syncRatios = [];
   const ratios = [];
   for (let round = 0; round < rounds; round += 1) {
+    const sync = syncLoop();
     const physical = await limit();
     const rate = await measure();
     rates.push(rate);
+    syncRates.push(sync);
     limits.push(physical);
+    syncRatios.push(rate / sync);
     ratios.push(rate / physical);
   }
   console.log(
-    `${label.padEnd(40)} ${fixed(median(rates))} ${fixed(median(limits))}   ${median(ratios).toFixed(2)}x`,
+    `${label.padEnd(40)} ${fixed(median(rates))} ${fixed(median(syncRates))} ${median(syncRatios).toFixed(2).padStart(6)}x ${fixed(median(limits))} ${median(ratios).toFixed(2).padStart(6)}x`,
   );
 }
 
