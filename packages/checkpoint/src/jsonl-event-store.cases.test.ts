@@ -22,7 +22,12 @@ import { type JsonlEventStore, jsonlEventStore, logFiles } from "./jsonl-event-s
 
 const stores: JsonlEventStore[] = [];
 const newStore = (
-  options: { dir?: string; lockTimeoutMs?: number; summaryIntervalMs?: number } = {},
+  options: {
+    dir?: string;
+    lockTimeoutMs?: number;
+    lockIdleMs?: number;
+    summaryIntervalMs?: number;
+  } = {},
 ) => {
   const store = jsonlEventStore({
     dir: options.dir ?? mkdtempSync(join(tmpdir(), "lg-jsonl-cases-")),
@@ -407,6 +412,24 @@ describe("jsonlEventStore: the lock", () => {
     expect(JSON.parse(readFileSync(lockFile(store, "run_stale"), "utf8")).pid).toBe(process.pid);
     await store.close();
     expect(existsSync(lockFile(store, "run_stale"))).toBe(false);
+  });
+
+  it("keeps the lock through a burst of appends and gives it back once the run is idle", async () => {
+    const store = newStore({ lockIdleMs: 150 });
+    const lock = lockFile(store, "run_burst");
+    await store.append("run_burst", [start("run_burst")], { expectedSeq: 0 });
+    const holder = readFileSync(lock, "utf8");
+    const burstStarted = Date.now();
+    // Longer than lockIdleMs in all, with no idle gap: the one lease is kept throughout.
+    for (let seq = 1; Date.now() - burstStarted < 400 || seq < 20; seq += 1) {
+      await store.append("run_burst", [retry(seq)], { expectedSeq: seq });
+      expect(readFileSync(lock, "utf8")).toBe(holder);
+    }
+    const burstEnded = Date.now();
+    while (existsSync(lock) && Date.now() - burstEnded < 5_000)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(existsSync(lock)).toBe(false);
+    expect(Date.now() - burstEnded).toBeGreaterThanOrEqual(140);
   });
 
   it("breaks a lock this process leaked, but waits for a live holder and then says who holds it", async () => {

@@ -188,12 +188,16 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     return dirReady;
   };
 
+  /** The run used last: already last in `runs`, so appending to it again moves nothing. */
+  let lastUsed: RunLog | undefined;
   const logOf = (runId: string): RunLog => {
     let log = runs.get(runId);
     if (log) {
       // Most recently used last, for the eviction below.
-      runs.delete(runId);
-      runs.set(runId, log);
+      if (log !== lastUsed) {
+        runs.delete(runId);
+        runs.set(runId, log);
+      }
     } else {
       // What an instance knows of a run is only a cache (checked against the file at each
       // lease), so idle runs beyond the bound are forgotten, oldest first. A run whose write
@@ -227,6 +231,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       };
       runs.set(runId, log);
     }
+    lastUsed = log;
     return log;
   };
 
