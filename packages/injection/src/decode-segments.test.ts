@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { findEncodedSegments } from "./decode-segments.js";
-import { normalizeText } from "./normalize-text.js";
+import { normalizeText, phraseView, phraseViewOf } from "./normalize-text.js";
 
 const limits = { maxSegments: 32, maxSegmentChars: 8192 };
 const encoded = fc.oneof(
@@ -68,6 +68,41 @@ describe("normalizeText on plain ASCII", () => {
         },
       ),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe("phraseView of ASCII text", () => {
+  it("gives what the character loop gives", () => {
+    const piece = fc.constantFrom(
+      "ignore",
+      "a",
+      " ",
+      "\n",
+      "  ",
+      "(",
+      ")",
+      "**",
+      "_",
+      "<b>",
+      "</div>",
+      '<span style="display:none">',
+      "<!--",
+      "-->",
+      "--",
+      "-",
+      "<",
+      "x-y",
+      '"',
+      "\t",
+      "&lt;",
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 20 }), (pieces) => {
+        const normalized = normalizeText(pieces.join(""));
+        expect(phraseView(normalized)).toEqual(phraseViewOf(normalized));
+      }),
+      { numRuns: 1000 },
     );
   });
 });

@@ -4,6 +4,8 @@
  * `maxSegmentChars` long, found with patterns that run in linear time.
  */
 
+import { createAsciiReader } from "./ascii-bytes.js";
+
 /** A segment of the original text that decodes to readable text. */
 export interface EncodedSegment {
   kind: "base64" | "hex" | "url";
@@ -23,15 +25,19 @@ export interface DecodeLimits {
 // character classes; the hex pattern runs only when that loop saw a long enough run of hex
 // digits and separators, or a `\x`. Lookbehinds make each hex run start only at its first
 // character, so a scan is linear.
-const base64Class = 1;
-const hexClass = 2;
-const classes = new Uint8Array(128);
+/** Bits of `encodedClasses`. @internal */
+export const base64Class = 1;
+/** @internal */
+export const hexClass = 2;
+/** Character classes of the encoded-run loop: `base64Class`, `hexClass` (digits, separators). @internal */
+export const encodedClasses = new Uint8Array(128);
 for (const char of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
-  classes[char.charCodeAt(0)]! |= base64Class;
-for (const char of "0123456789abcdefABCDEF :") classes[char.charCodeAt(0)]! |= hexClass;
-const minBase64 = 24;
-/** The shortest text the hex pattern can match: twelve pairs of digits. */
-const minHex = 24;
+  encodedClasses[char.charCodeAt(0)]! |= base64Class;
+for (const char of "0123456789abcdefABCDEF :") encodedClasses[char.charCodeAt(0)]! |= hexClass;
+/** The shortest base64 run worth decoding. @internal */
+export const minBase64 = 24;
+/** The shortest text the hex pattern can match: twelve pairs of digits. @internal */
+export const minHex = 24;
 const hexRun =
   /(?<!\\x[0-9a-fA-F]?)(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-fA-F:]|[0-9a-fA-F]{2}[ :])(?:[0-9a-fA-F]{2}[ :]?){12,}/g;
 const nonSpaceRun = /[^\s<>"'()]{1,4096}/g;
@@ -59,6 +65,28 @@ function decodeUtf8(bytes: Buffer): string {
   return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
 }
 
+const readAscii = createAsciiReader();
+
+/** Decodes the base64 run `[start, end)` and adds it when it reads as text. */
+function addBase64(
+  text: string,
+  start: number,
+  end: number,
+  limits: DecodeLimits,
+  add: (segment: EncodedSegment) => void,
+): void {
+  const run = text.slice(start, Math.min(end, start + limits.maxSegmentChars));
+  // An identifier or a word in camel case is not base64 of text: it needs mixed case and digits or padding.
+  if (!/[a-z]/.test(run) || !/[A-Z]/.test(run)) return;
+  const usable = run.replace(/=+$/, "");
+  const bytes = Buffer.from(
+    usable.slice(0, usable.length - (usable.length % 4 === 1 ? 1 : 0)),
+    /[-_]/.test(usable) ? "base64url" : "base64",
+  );
+  const decoded = decodeUtf8(bytes);
+  if (looksLikeText(decoded)) add({ kind: "base64", start, end: start + run.length, decoded });
+}
+
 /**
  * Finds base64, hex and URL-encoded segments of `text` that decode to readable text.
  *
@@ -67,17 +95,27 @@ function decodeUtf8(bytes: Buffer): string {
  * // [{ kind: "base64", start: 4, end: 48, decoded: "ignore all previous instructions" }]
  */
 export function findEncodedSegments(text: string, limits: DecodeLimits): EncodedSegment[] {
-  const segments: EncodedSegment[] = [];
-  const add = (segment: EncodedSegment) => {
-    if (segments.length < limits.maxSegments) segments.push(segment);
-  };
+  return findEncodedSegmentsIn(text, limits, scanEncodedRuns(text));
+}
+
+/** Candidate runs of a text: base64 runs (`[start, end, ...]`, padding not included) and whether a hex run may exist. @internal */
+export interface EncodedRuns {
+  base64: number[];
+  longHex: boolean;
+}
+
+/** Finds the candidate runs of `text` in one loop over character classes. @internal */
+export function scanEncodedRuns(text: string): EncodedRuns {
   const length = text.length;
+  const bytes = readAscii(text);
+  const base64: number[] = [];
   let base64Start = -1;
   let hexStart = -1;
   let longHex = false;
-  for (let index = 0; index <= length && segments.length < limits.maxSegments; index++) {
-    const code = index < length ? text.charCodeAt(index) : 0;
-    const kind = code < 128 ? classes[code]! : 0;
+  for (let index = 0; index <= length; index++) {
+    const code =
+      index === length ? 0 : bytes !== undefined ? bytes[index]! : text.charCodeAt(index);
+    const kind = code < 128 ? encodedClasses[code]! : 0;
     if ((kind & hexClass) !== 0) {
       if (hexStart < 0) hexStart = index;
     } else if (hexStart >= 0) {
@@ -86,26 +124,33 @@ export function findEncodedSegments(text: string, limits: DecodeLimits): Encoded
     }
     if ((kind & base64Class) !== 0) {
       if (base64Start < 0) base64Start = index;
-      continue;
+    } else if (base64Start >= 0) {
+      if (index - base64Start >= minBase64) base64.push(base64Start, index);
+      base64Start = -1;
     }
-    if (base64Start < 0) continue;
-    const start = base64Start;
-    base64Start = -1;
-    if (index - start < minBase64) continue;
-    let end = index;
-    while (end < length && end - index < 2 && text.charCodeAt(end) === 61) end++;
-    const run = text.slice(start, Math.min(end, start + limits.maxSegmentChars));
-    // An identifier or a word in camel case is not base64 of text: it needs mixed case and digits or padding.
-    if (!/[a-z]/.test(run) || !/[A-Z]/.test(run)) continue;
-    const usable = run.replace(/=+$/, "");
-    const bytes = Buffer.from(
-      usable.slice(0, usable.length - (usable.length % 4 === 1 ? 1 : 0)),
-      /[-_]/.test(usable) ? "base64url" : "base64",
-    );
-    const decoded = decodeUtf8(bytes);
-    if (looksLikeText(decoded)) add({ kind: "base64", start, end: start + run.length, decoded });
   }
-  if (!longHex && !text.includes("\\x")) return findUrlSegments(text, limits, segments);
+  return { base64, longHex };
+}
+
+/** `findEncodedSegments` with the candidate runs already found. @internal */
+export function findEncodedSegmentsIn(
+  text: string,
+  limits: DecodeLimits,
+  runs: EncodedRuns,
+): EncodedSegment[] {
+  const segments: EncodedSegment[] = [];
+  const add = (segment: EncodedSegment) => {
+    if (segments.length < limits.maxSegments) segments.push(segment);
+  };
+  const length = text.length;
+  for (let at = 0; at < runs.base64.length && segments.length < limits.maxSegments; at += 2) {
+    const start = runs.base64[at]!;
+    const runEnd = runs.base64[at + 1]!;
+    let end = runEnd;
+    while (end < length && end - runEnd < 2 && text.charCodeAt(end) === 61) end++;
+    addBase64(text, start, end, limits, add);
+  }
+  if (!runs.longHex && !text.includes("\\x")) return findUrlSegments(text, limits, segments);
   hexRun.lastIndex = 0;
   for (
     let match = hexRun.exec(text);

@@ -1,7 +1,13 @@
 import type { Provenance, ScanFinding, Scanner, ScanResult, ScanVerdict } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
-import { findEncodedSegments, rot13 } from "./decode-segments.js";
-import { normalizeText, phraseView, type TextView } from "./normalize-text.js";
+import { findEncodedSegmentsIn, rot13, scanEncodedRuns } from "./decode-segments.js";
+import {
+  asciiNormalized,
+  normalizeText,
+  phraseView,
+  plainNormalized,
+  type TextView,
+} from "./normalize-text.js";
 import { compilePrefilter, type RuleAnchor, validAnchorWord } from "./rule-prefilter.js";
 import { defaultRules, type HeuristicRule } from "./rules.js";
 
@@ -143,8 +149,11 @@ function checkAnchors(rule: HeuristicRule): void {
     const { words, chars, scripts, substrings } = anchor;
     if (words !== undefined && !(Array.isArray(words) && words.every(validAnchorWord)))
       fail("words must be lower-case ASCII letters or digits, 2 to 40 of them");
-    if (chars !== undefined && (typeof chars !== "string" || chars.length === 0))
-      fail("chars must be a non-empty string");
+    if (
+      chars !== undefined &&
+      (typeof chars !== "string" || chars.length === 0 || /\s/.test(chars))
+    )
+      fail("chars must be a non-empty string without whitespace");
     if (
       scripts !== undefined &&
       !(
@@ -260,37 +269,47 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     place: (start: number, end: number) => [number, number],
     depth: number,
   ) => {
-    const normalized = normalizeText(text);
     // Anchors are found in the normalised text: a word of the phrase view starts a word there
-    // too (markup becomes a space), so one pass serves both views.
-    const active = prefilter.active(normalized.text);
+    // too (markup becomes a space), so one pass serves both views. For plain ASCII text (most
+    // tool output) that pass also normalises (lower case) and finds the encoded-run candidates.
+    const profile = prefilter.profile(text);
+    const kind = profile?.kind ?? "entities";
+    const normalized =
+      kind === "plain"
+        ? plainNormalized(text)
+        : kind === "simple"
+          ? asciiNormalized(text)
+          : normalizeText(text);
+    const active =
+      kind === "entities"
+        ? prefilter.active(normalized.text)
+        : prefilter.decideProfile(normalized.text);
     run(normalized, rawRules, active, findings, place);
-    const phrases = phraseView(normalized);
-    run(phrases, phraseRules, active, findings, place);
-    if (
-      useRot13 &&
-      rot13Rules.length > 0 &&
-      active[rot13Index] === 1 &&
-      looksLikeRot13(phrases.text)
-    ) {
-      const before = findings.length;
-      run(
-        { text: rot13(phrases.text), offsets: phrases.offsets },
-        rot13Rules,
-        undefined,
-        findings,
-        place,
-        " (ROT13)",
-      );
-      if (findings.length > before) {
-        const first = findings[before]!;
-        findings.push({
-          rule: "encoded_payload",
-          start: first.start,
-          end: first.end,
-          weight: weights.encodedPayload,
-          detail: "ROT13 text that hides instructions",
-        });
+    const rot13Possible = useRot13 && rot13Rules.length > 0 && active[rot13Index] === 1;
+    // The phrase view costs a pass of its own: build it only when a phrase rule may match.
+    if (rot13Possible || phraseRules.some(({ index }) => active[index] === 1)) {
+      const phrases = phraseView(normalized);
+      run(phrases, phraseRules, active, findings, place);
+      if (rot13Possible && looksLikeRot13(phrases.text)) {
+        const before = findings.length;
+        run(
+          { text: rot13(phrases.text), offsets: phrases.offsets },
+          rot13Rules,
+          undefined,
+          findings,
+          place,
+          " (ROT13)",
+        );
+        if (findings.length > before) {
+          const first = findings[before]!;
+          findings.push({
+            rule: "encoded_payload",
+            start: first.start,
+            end: first.end,
+            weight: weights.encodedPayload,
+            detail: "ROT13 text that hides instructions",
+          });
+        }
       }
     }
     if (depth === 0) {
@@ -326,7 +345,8 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
       }
     }
     if (decode && depth < 2) {
-      for (const segment of findEncodedSegments(text, { maxSegments, maxSegmentChars })) {
+      const runs = profile?.runs ?? scanEncodedRuns(text);
+      for (const segment of findEncodedSegmentsIn(text, { maxSegments, maxSegmentChars }, runs)) {
         const inner: ScanFinding[] = [];
         const [segmentStart, segmentEnd] = place(segment.start, segment.end);
         scanText(segment.decoded, inner, () => [segmentStart, segmentEnd], depth + 1);

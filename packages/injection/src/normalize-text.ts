@@ -5,6 +5,8 @@
  * at what the user actually sent.
  */
 
+import { createAsciiReader } from "./ascii-bytes.js";
+
 /** Text after normalisation, with offsets back into the original. */
 export interface NormalizedText {
   /** The normalised text: NFKC, lower case, Latin accents removed, invisible characters removed, whitespace collapsed. */
@@ -215,6 +217,70 @@ function isWordUnit(code: number): boolean {
 const latinLetter = /[a-z]/;
 const lookAlikeLetter = /[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0250-\u02af]/;
 
+/**
+ * The normalisation of text already known to be plain (see `isPlainAscii`): lower case, every
+ * character at its own offset. @internal
+ */
+export function plainNormalized(input: string): NormalizedText {
+  const length = input.length;
+  if (identity.length <= length) {
+    identity = new Int32Array(Math.max(length + 1, identity.length * 2));
+    for (let index = 0; index < identity.length; index++) identity[index] = index;
+  }
+  return {
+    text: input.toLowerCase(),
+    offsets: identity.slice(0, length + 1),
+    invisible: 0,
+    tagCharacters: 0,
+    entities: 0,
+    mixedScript: [],
+  };
+}
+
+/**
+ * The normalisation of ASCII text without `&` (no entity to decode): lower case and collapsed
+ * whitespace, in one loop over bytes. Gives what `normalizeText` gives. @internal
+ */
+export function asciiNormalized(input: string): NormalizedText {
+  const bytes = readAscii(input);
+  if (bytes === undefined || bytes.includes(0x26)) return normalizeText(input);
+  const length = bytes.length;
+  const units = new Uint8Array(length + 1);
+  const offsets = new Int32Array(length + 1);
+  let size = 0;
+  let pendingSpace = -1;
+  let pendingNewline = false;
+  for (let index = 0; index < length; index++) {
+    const code = bytes[index]!;
+    if (code === 32 || (code >= 9 && code <= 13)) {
+      if (pendingSpace < 0) pendingSpace = index;
+      if (code === 10 || code === 13) pendingNewline = true;
+      continue;
+    }
+    if (pendingSpace >= 0) {
+      if (size > 0) {
+        units[size] = pendingNewline ? 10 : 32;
+        offsets[size] = pendingSpace;
+        size += 1;
+      }
+      pendingSpace = -1;
+      pendingNewline = false;
+    }
+    units[size] = code >= 0x41 && code <= 0x5a ? code + 32 : code;
+    offsets[size] = index;
+    size += 1;
+  }
+  offsets[size] = length;
+  return {
+    text: Buffer.from(units.buffer, 0, size).toString("latin1"),
+    offsets: offsets.subarray(0, size + 1),
+    invisible: 0,
+    tagCharacters: 0,
+    entities: 0,
+    mixedScript: [],
+  };
+}
+
 /** 0..length, copied out for the offsets of plain ASCII text. */
 let identity = new Int32Array(0);
 
@@ -225,11 +291,13 @@ let identity = new Int32Array(0);
 function isPlainAscii(input: string): boolean {
   const length = input.length;
   if (length === 0) return true;
+  const bytes = readAscii(input);
+  if (bytes === undefined) return false;
   let previousSpace = true;
   for (let index = 0; index < length; index++) {
-    const code = input.charCodeAt(index);
+    const code = bytes[index]!;
     if (code > 32) {
-      if (code >= 0x7f || code === 0x26) return false;
+      if (code === 0x7f || code === 0x26) return false;
       previousSpace = false;
     } else if (code === 32 || code === 10) {
       if (previousSpace) return false;
@@ -238,6 +306,8 @@ function isPlainAscii(input: string): boolean {
   }
   return !previousSpace;
 }
+
+const readAscii = createAsciiReader();
 
 /**
  * Normalises text for matching and keeps offsets back into the original.
@@ -254,22 +324,7 @@ function isPlainAscii(input: string): boolean {
 export function normalizeText(input: string, options: NormalizeOptions = {}): NormalizedText {
   if (typeof input !== "string")
     throw new TypeError("[injection] normalizeText(text): text must be a string");
-  if (isPlainAscii(input)) {
-    // Nothing to undo but upper case: same length, every character at its own offset.
-    const length = input.length;
-    if (identity.length <= length) {
-      identity = new Int32Array(Math.max(length + 1, identity.length * 2));
-      for (let index = 0; index < identity.length; index++) identity[index] = index;
-    }
-    return {
-      text: input.toLowerCase(),
-      offsets: identity.slice(0, length + 1),
-      invisible: 0,
-      tagCharacters: 0,
-      entities: 0,
-      mixedScript: [],
-    };
-  }
+  if (isPlainAscii(input)) return plainNormalized(input);
   const length = input.length;
   // Normalised UTF-16 units and their offsets; NFKC can grow the text, so both buffers grow.
   let units = new Uint16Array(length + 16);
@@ -399,6 +454,133 @@ for (const ch of '*_~`#|<>"\\=^[](){}') markupAscii[ch.charCodeAt(0)] = 1;
  * pointing into the original text. Linear time.
  */
 export function phraseView(normalized: TextView): TextView {
+  const bytes = readPhraseAscii(normalized.text);
+  return (bytes !== undefined && phraseViewOfBytes(normalized, bytes)) || phraseViewOf(normalized);
+}
+
+const readPhraseAscii = createAsciiReader();
+const ordinary = 0;
+const markup = 1;
+const tagStart = 2;
+const hyphen = 3;
+const space = 4;
+const control = 5;
+const phraseClass = new Uint8Array(128);
+for (let code = 0; code < 32; code++) phraseClass[code] = control;
+for (let code = 0; code < 128; code++) if (markupAscii[code] === 1) phraseClass[code] = markup;
+phraseClass[0x3c] = tagStart;
+phraseClass[0x2d] = hyphen;
+phraseClass[32] = space;
+phraseClass[10] = space;
+
+/**
+ * The phrase view of ASCII text whose whitespace is already collapsed (what `normalizeText`
+ * gives): runs between markup are copied whole, and only the gaps around markup are rebuilt.
+ * `undefined` when the text breaks that assumption, for the general loop to handle.
+ */
+function phraseViewOfBytes(normalized: TextView, bytes: Uint8Array): TextView | undefined {
+  const source = normalized.text;
+  const from = normalized.offsets;
+  const length = bytes.length;
+  if (length > 0 && (phraseClass[bytes[0]!] === space || phraseClass[bytes[length - 1]!] === space))
+    return undefined;
+  const units = new Uint8Array(length + 1);
+  const offsets = new Int32Array(length + 1);
+  let size = 0;
+  // The gap being built (markup and the whitespace around it): where it starts, and whether a
+  // line break outside a tag is part of it.
+  let gapStart = -1;
+  let gapNewline = false;
+  let k = 0;
+  while (k < length) {
+    // The run of ordinary characters and single spaces up to the next markup.
+    let end = k;
+    let previousSpace = false;
+    for (; end < length; end++) {
+      const kind = phraseClass[bytes[end]!]!;
+      if (kind === ordinary) {
+        previousSpace = false;
+        continue;
+      }
+      if (kind === space) {
+        if (previousSpace) return undefined;
+        previousSpace = true;
+        continue;
+      }
+      if (kind === hyphen) {
+        previousSpace = false;
+        if (bytes[end + 1] === 0x2d) break;
+        continue;
+      }
+      if (kind === control) return undefined;
+      break;
+    }
+    let runStart = k;
+    if (gapStart >= 0) {
+      // Whitespace after markup belongs to the gap.
+      while (runStart < end && phraseClass[bytes[runStart]!] === space) {
+        if (bytes[runStart] === 10) gapNewline = true;
+        runStart++;
+      }
+    }
+    let runEnd = end;
+    let trailing = -1;
+    if (end < length && runEnd > runStart && phraseClass[bytes[runEnd - 1]!] === space) {
+      runEnd -= 1;
+      trailing = runEnd;
+    }
+    if (runEnd > runStart) {
+      if (gapStart >= 0 && size > 0) {
+        units[size] = gapNewline ? 10 : 32;
+        offsets[size] = from[gapStart]!;
+        size += 1;
+      }
+      gapStart = -1;
+      gapNewline = false;
+      units.set(bytes.subarray(runStart, runEnd), size);
+      offsets.set(from.subarray(runStart, runEnd), size);
+      size += runEnd - runStart;
+    }
+    if (trailing >= 0) {
+      gapStart = trailing;
+      gapNewline = bytes[trailing] === 10;
+    }
+    if (end >= length) break;
+    // Markup at `end`: a tag or comment marker is skipped whole, anything else one character.
+    let skip = 1;
+    const code = bytes[end]!;
+    if (code === 0x3c || code === 0x2d) {
+      tagPattern.lastIndex = end;
+      const match = tagPattern.exec(source);
+      if (match) skip = match[0].length;
+      else if (code === 0x2d) {
+        // "--" that is not "-->": the hyphen is ordinary text.
+        if (gapStart >= 0 && size > 0) {
+          units[size] = gapNewline ? 10 : 32;
+          offsets[size] = from[gapStart]!;
+          size += 1;
+        }
+        gapStart = -1;
+        gapNewline = false;
+        units[size] = 0x2d;
+        offsets[size] = from[end]!;
+        size += 1;
+        k = end + 1;
+        continue;
+      }
+    }
+    if (gapStart < 0) gapStart = end;
+    k = end + skip;
+  }
+  offsets[size] = from[length]!;
+  return {
+    text: Buffer.from(units.buffer, units.byteOffset, size).toString("latin1"),
+    offsets: offsets.subarray(0, size + 1),
+  };
+}
+
+/** The phrase view of any text, one character at a time. @internal */
+export function phraseViewOf(normalized: TextView): TextView {
   const source = normalized.text;
   const from = normalized.offsets;
   const length = source.length;

@@ -5,6 +5,16 @@
  * injection needs, so most rules are skipped at the cost of one table lookup per word.
  */
 
+import { createAsciiReader } from "./ascii-bytes.js";
+import {
+  base64Class,
+  type EncodedRuns,
+  encodedClasses,
+  hexClass,
+  minBase64,
+  minHex,
+} from "./decode-segments.js";
+
 /** Scripts an anchor can require (for rules written in non-Latin scripts). */
 export type AnchorScript = "cyrillic" | "cjk" | "hangul" | "arabic";
 
@@ -34,6 +44,9 @@ const scriptBits: Record<AnchorScript, number> = { cyrillic: 1, cjk: 2, hangul: 
 const wordCode = new Uint8Array(128);
 for (let code = 97; code <= 122; code++) wordCode[code] = code - 96;
 for (let code = 48; code <= 57; code++) wordCode[code] = code - 48 + 27;
+/** `wordCode` that also reads capitals as their lower case. */
+const foldedCode = wordCode.slice();
+for (let code = 65; code <= 90; code++) foldedCode[code] = code - 64;
 const base = 37;
 
 function scriptOf(code: number): number {
@@ -45,13 +58,192 @@ function scriptOf(code: number): number {
   return 0;
 }
 
+/** What one pass over ASCII text finds. @internal */
+export interface AsciiProfile {
+  /**
+   * How the text normalises: `"plain"`, lower case only; `"simple"`, lower case and collapsed
+   * whitespace (no `&`, so no entity); `"entities"`, anything else. For the first two, the
+   * words and characters found are those of the normalised text, and `decideProfile` gives
+   * the active rules.
+   */
+  kind: "plain" | "simple" | "entities";
+  /** The candidates of `findEncodedSegments`. */
+  runs: EncodedRuns;
+}
+
 /** A compiled prefilter over a list of rules' anchors. @internal */
 export interface RulePrefilter {
+  /**
+   * For ASCII text, one loop that does the work of three: how it normalises, its anchors, and
+   * the encoded-run candidates; `undefined` for other text.
+   */
+  profile(text: string): AsciiProfile | undefined;
+  /**
+   * The rules that may match, from the anchors the last `profile` call found, given the
+   * normalised text (for substring anchors). Only for a profile of kind "plain" or "simple".
+   */
+  decideProfile(normalizedText: string): Uint8Array;
   /**
    * Which rules may match `text` (normalised): `result[i]` is 1 when rule `i` has no anchors or
    * all of its anchors occur. The array is reused by the next call.
    */
   active(text: string): Uint8Array;
+}
+
+/** The lookup tables of a prefilter, read by the loops below. */
+interface Tables {
+  /** Slot of the anchors of exactly two characters, by the key of the first two. */
+  readonly table2: Int32Array;
+  /** Slot of the longer anchors, by the key of the first three. */
+  readonly table3: Int16Array;
+  /** Whether a two-character key begins a longer anchor. */
+  readonly has3: Uint8Array;
+  /** Entries of slot `s`: `slotStarts[s]` to `slotStarts[s + 1]`. */
+  readonly slotStarts: Int32Array;
+  /** Bytes of entry `e`: `wordBytes[entryStarts[e]]` to `wordBytes[entryStarts[e + 1]]`. */
+  readonly entryStarts: Int32Array;
+  readonly wordBytes: Uint8Array;
+  /** Groups of entry `e`: `groupsFlat[groupStarts[e]]` to `groupsFlat[groupStarts[e + 1]]`. */
+  readonly groupStarts: Int32Array;
+  readonly groupsFlat: Int32Array;
+  /** Per group: whether one of its members was found. */
+  readonly hit: Uint8Array;
+  /** Per ASCII character outside words: whether it occurs. */
+  readonly seenChar: Uint8Array;
+}
+
+/**
+ * Marks the groups of the entries of `slot` whose word starts at `index` (the first three
+ * characters already match). `fold` is 0x20 when the bytes are not lower-cased yet: `| 0x20`
+ * lower-cases a letter and keeps a digit.
+ */
+function markAt(tables: Tables, bytes: Uint8Array, index: number, slot: number, fold: number) {
+  const { slotStarts, entryStarts, wordBytes, groupStarts, groupsFlat, hit } = tables;
+  for (let entry = slotStarts[slot]!; entry < slotStarts[slot + 1]!; entry++) {
+    const start = entryStarts[entry]!;
+    const end = entryStarts[entry + 1]!;
+    if (index + end - start > bytes.length) continue;
+    let matches = true;
+    for (let offset = 3; offset < end - start; offset++) {
+      if ((bytes[index + offset]! | fold) !== wordBytes[start + offset]) {
+        matches = false;
+        break;
+      }
+    }
+    if (!matches) continue;
+    for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) hit[groupsFlat[at]!] = 1;
+  }
+}
+
+/** Looks up the word that starts at `index` (codes from `codes`, folded or not). */
+function wordAt(
+  tables: Tables,
+  bytes: Uint8Array,
+  index: number,
+  first: number,
+  codes: Uint8Array,
+  fold: number,
+): void {
+  const length = bytes.length;
+  if (index + 1 >= length) return;
+  const second = codes[bytes[index + 1]!]!;
+  if (second === 0) return;
+  const key2 = first * base + second;
+  const slot2 = tables.table2[key2]!;
+  if (slot2 >= 0) markAt(tables, bytes, index, slot2, fold);
+  if (tables.has3[key2] === 0 || index + 2 >= length) return;
+  const third = codes[bytes[index + 2]!]!;
+  if (third === 0) return;
+  const slot3 = tables.table3[key2 * base + third]!;
+  if (slot3 >= 0) markAt(tables, bytes, index, slot3, fold);
+}
+
+/** Classes of the profile loop: bits for words, spaces, other whitespace, "&", and the encoded runs. */
+const wordBit = 4;
+const spaceBit = 8;
+const oddBit = 16;
+const profileClass = new Uint8Array(128);
+for (let code = 0; code < 128; code++) {
+  let bits = encodedClasses[code]!;
+  if (foldedCode[code] !== 0) bits |= wordBit;
+  if (code === 32 || code === 10) bits |= spaceBit;
+  else if (code < 32 || code === 0x7f || code === 0x26) bits |= oddBit;
+  profileClass[code] = bits;
+}
+
+/**
+ * The profile loop over ASCII bytes: anchors (on the lower case), encoded runs (pushed to
+ * `base64`), and how the text normalises. Returns `kind | (longHex ? 4 : 0)` with kind 0
+ * plain, 1 simple, 2 entities.
+ */
+function profileBytes(tables: Tables, bytes: Uint8Array, base64: number[]): number {
+  const seenChar = tables.seenChar;
+  const length = bytes.length;
+  let base64Start = -1;
+  let hexStart = -1;
+  let longHex = false;
+  let plain = true;
+  let ampersand = false;
+  let previousSpace = true;
+  let inWord = false;
+  for (let index = 0; index < length; index++) {
+    const code: number = bytes[index]!;
+    const bits: number = profileClass[code]!;
+    if ((bits & hexClass) !== 0) {
+      if (hexStart < 0) hexStart = index;
+    } else if (hexStart >= 0) {
+      if (index - hexStart >= minHex) longHex = true;
+      hexStart = -1;
+    }
+    if ((bits & base64Class) !== 0) {
+      if (base64Start < 0) base64Start = index;
+    } else if (base64Start >= 0) {
+      if (index - base64Start >= minBase64) base64.push(base64Start, index);
+      base64Start = -1;
+    }
+    if ((bits & wordBit) !== 0) {
+      previousSpace = false;
+      if (inWord) continue;
+      inWord = true;
+      wordAt(tables, bytes, index, foldedCode[code]!, foldedCode, 0x20);
+      continue;
+    }
+    inWord = false;
+    seenChar[code] = 1;
+    if ((bits & spaceBit) !== 0) {
+      if (previousSpace) plain = false;
+      previousSpace = true;
+    } else {
+      previousSpace = false;
+      if ((bits & oddBit) !== 0) {
+        plain = false;
+        if (code === 0x26) ampersand = true;
+      }
+    }
+  }
+  if (hexStart >= 0 && length - hexStart >= minHex) longHex = true;
+  if (base64Start >= 0 && length - base64Start >= minBase64) base64.push(base64Start, length);
+  if (length > 0 && previousSpace) plain = false;
+  return (plain ? 0 : ampersand ? 2 : 1) | (longHex ? 4 : 0);
+}
+
+/** The anchor loop over lower-cased ASCII bytes. */
+function scanBytes(tables: Tables, bytes: Uint8Array): void {
+  const seenChar = tables.seenChar;
+  const length = bytes.length;
+  let inWord = false;
+  for (let index = 0; index < length; index++) {
+    const code = bytes[index]!;
+    const first = wordCode[code]!;
+    if (first === 0) {
+      seenChar[code] = 1;
+      inWord = false;
+      continue;
+    }
+    if (inWord) continue;
+    inWord = true;
+    wordAt(tables, bytes, index, first, wordCode, 0);
+  }
 }
 
 /** Whether a word prefix is usable as an anchor. */
@@ -109,7 +301,10 @@ export function compilePrefilter(
     slots.set(key, [...(slots.get(key) ?? []), [word, groups]]);
   }
   const table2 = new Int32Array(base * base).fill(-1);
-  const table3 = new Int32Array(base * base * base).fill(-1);
+  // table3 is large (100 KB): it is read only for words whose first two characters begin a
+  // longer anchor (has3, 1.4 KB, stays in the first-level cache).
+  const table3 = new Int16Array(base * base * base).fill(-1);
+  const has3 = new Uint8Array(base * base);
   const entryWords: string[] = [];
   const entryGroupStart: number[] = [];
   const flatGroups: number[] = [];
@@ -128,6 +323,7 @@ export function compilePrefilter(
       }
     }
   }
+  for (const key of slots3.keys()) has3[Math.floor(key / base)] = 1;
   slotStart.push(entryWords.length);
   entryGroupStart.push(flatGroups.length);
   const slotStarts = Int32Array.from(slotStart);
@@ -140,9 +336,32 @@ export function compilePrefilter(
     charList.push(groups);
   }
 
+  // Entry words as bytes, for the comparison of their fourth character onwards.
+  const entryStarts = new Int32Array(entryWords.length + 1);
+  const wordBytes = new Uint8Array(entryWords.reduce((sum, word) => sum + word.length, 0));
+  entryWords.forEach((word, entry) => {
+    const start = entryStarts[entry]!;
+    for (let offset = 0; offset < word.length; offset++)
+      wordBytes[start + offset] = word.charCodeAt(offset);
+    entryStarts[entry + 1] = start + word.length;
+  });
+
   const hit = new Uint8Array(groupCount);
   const result = new Uint8Array(anchorsOfRules.length);
   const seenChar = new Uint8Array(128);
+  const readAscii = createAsciiReader();
+  const tables: Tables = {
+    table2,
+    table3,
+    has3,
+    slotStarts,
+    entryStarts,
+    wordBytes,
+    groupStarts,
+    groupsFlat,
+    hit,
+    seenChar,
+  };
 
   /** Marks the groups of the entries of a slot whose word starts `text` at `index`. */
   const mark = (text: string, index: number, slot: number) => {
@@ -161,63 +380,92 @@ export function compilePrefilter(
     }
   };
 
+  /** The loop over any text; returns the scripts seen. */
+  const scanString = (text: string): number => {
+    let scripts = 0;
+    let inWord = false;
+    const length = text.length;
+    for (let index = 0; index < length; index++) {
+      const code = text.charCodeAt(index);
+      if (code >= 128) {
+        scripts |= scriptOf(code);
+        inWord = false;
+        continue;
+      }
+      const first = wordCode[code]!;
+      if (first === 0) {
+        seenChar[code] = 1;
+        inWord = false;
+        continue;
+      }
+      if (inWord) continue;
+      inWord = true;
+      const nextCode = text.charCodeAt(index + 1);
+      const second = nextCode < 128 ? wordCode[nextCode]! : 0;
+      if (second === 0) continue;
+      const key2 = first * base + second;
+      const slot2 = table2[key2]!;
+      if (slot2 >= 0) mark(text, index, slot2);
+      if (has3[key2] === 0) continue;
+      const thirdCode = text.charCodeAt(index + 2);
+      const third = thirdCode < 128 ? wordCode[thirdCode]! : 0;
+      if (third === 0) continue;
+      const slot3 = table3[key2 * base + third]!;
+      if (slot3 >= 0) mark(text, index, slot3);
+    }
+    return scripts;
+  };
+
+  /** Sets `result` from `hit`, `seenChar` and the scripts seen. */
+  const decide = (text: string, scripts: number): Uint8Array => {
+    for (let code = 0; code < 128; code++) {
+      if (seenChar[code] === 0) continue;
+      const at = charIndex[code]!;
+      if (at >= 0) for (const group of charList[at]!) hit[group] = 1;
+    }
+    for (let rule = 0; rule < ruleGroups.length; rule++) {
+      const groups = ruleGroups[rule]!;
+      let all = 1;
+      for (let index = 0; index < groups.length; index++) {
+        const group = groups[index]!;
+        if (hit[group] === 1) continue;
+        if ((groupScripts[group]! & scripts) === 0 && !includesAny(text, groupSubstrings[group]!)) {
+          all = 0;
+          break;
+        }
+        hit[group] = 1;
+      }
+      result[rule] = all;
+    }
+    return result;
+  };
+
   return {
+    profile(text: string): AsciiProfile | undefined {
+      const bytes = readAscii(text);
+      if (bytes === undefined) return undefined;
+      hit.fill(0);
+      seenChar.fill(0);
+      const base64: number[] = [];
+      const outcome = profileBytes(tables, bytes, base64);
+      const kind = outcome & 3;
+      return {
+        kind: kind === 0 ? "plain" : kind === 1 ? "simple" : "entities",
+        runs: { base64, longHex: (outcome & 4) !== 0 },
+      };
+    },
+    decideProfile(normalizedText: string): Uint8Array {
+      // Whitespace is the only character normalisation changes here, and no anchor is one.
+      return decide(normalizedText, 0);
+    },
     active(text: string): Uint8Array {
       hit.fill(0);
       seenChar.fill(0);
+      const bytes = readAscii(text);
       let scripts = 0;
-      let inWord = false;
-      const length = text.length;
-      for (let index = 0; index < length; index++) {
-        const code = text.charCodeAt(index);
-        if (code >= 128) {
-          scripts |= scriptOf(code);
-          inWord = false;
-          continue;
-        }
-        const first = wordCode[code]!;
-        if (first === 0) {
-          seenChar[code] = 1;
-          inWord = false;
-          continue;
-        }
-        if (inWord) continue;
-        inWord = true;
-        const nextCode = text.charCodeAt(index + 1);
-        const second = nextCode < 128 ? wordCode[nextCode]! : 0;
-        if (second === 0) continue;
-        const key2 = first * base + second;
-        const slot2 = table2[key2]!;
-        if (slot2 >= 0) mark(text, index, slot2);
-        const thirdCode = text.charCodeAt(index + 2);
-        const third = thirdCode < 128 ? wordCode[thirdCode]! : 0;
-        if (third === 0) continue;
-        const slot3 = table3[key2 * base + third]!;
-        if (slot3 >= 0) mark(text, index, slot3);
-      }
-      for (let code = 0; code < 128; code++) {
-        if (seenChar[code] === 0) continue;
-        const at = charIndex[code]!;
-        if (at >= 0) for (const group of charList[at]!) hit[group] = 1;
-      }
-      for (let rule = 0; rule < ruleGroups.length; rule++) {
-        const groups = ruleGroups[rule]!;
-        let all = 1;
-        for (let index = 0; index < groups.length; index++) {
-          const group = groups[index]!;
-          if (hit[group] === 1) continue;
-          if (
-            (groupScripts[group]! & scripts) === 0 &&
-            !includesAny(text, groupSubstrings[group]!)
-          ) {
-            all = 0;
-            break;
-          }
-          hit[group] = 1;
-        }
-        result[rule] = all;
-      }
-      return result;
+      if (bytes === undefined) scripts = scanString(text);
+      else scanBytes(tables, bytes);
+      return decide(text, scripts);
     },
   };
 }
