@@ -29,3 +29,23 @@ export function createAsciiReader(): AsciiReader {
     return read === length && written === length ? buffer.subarray(0, length) : undefined;
   };
 }
+
+/** Gives the UTF-16 units of any text in a buffer it reuses. @internal */
+export type UnitReader = (text: string) => Uint16Array;
+
+/**
+ * Creates a reader of UTF-16 units with its own buffer (valid until its next call): for text
+ * that is not ASCII, a typed array is still faster to loop over than `charCodeAt`.
+ *
+ * @example
+ * createUnitReader()("é!"); // Uint16Array [233, 33]
+ */
+export function createUnitReader(): UnitReader {
+  let buffer = Buffer.alloc(2048);
+  return (text) => {
+    if (buffer.length < text.length * 2)
+      buffer = Buffer.alloc(Math.max(text.length * 2, buffer.length * 2));
+    const written = buffer.write(text, 0, "utf16le");
+    return new Uint16Array(buffer.buffer, buffer.byteOffset, written / 2);
+  };
+}

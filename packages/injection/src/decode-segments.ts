@@ -4,7 +4,7 @@
  * `maxSegmentChars` long, found with patterns that run in linear time.
  */
 
-import { createAsciiReader } from "./ascii-bytes.js";
+import { createUnitReader } from "./ascii-bytes.js";
 
 /** A segment of the original text that decodes to readable text. */
 export interface EncodedSegment {
@@ -65,7 +65,7 @@ function decodeUtf8(bytes: Buffer): string {
   return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
 }
 
-const readAscii = createAsciiReader();
+const readUnits = createUnitReader();
 
 /** Decodes the base64 run `[start, end)` and adds it when it reads as text. */
 function addBase64(
@@ -107,14 +107,13 @@ export interface EncodedRuns {
 /** Finds the candidate runs of `text` in one loop over character classes. @internal */
 export function scanEncodedRuns(text: string): EncodedRuns {
   const length = text.length;
-  const bytes = readAscii(text);
+  const units = readUnits(text);
   const base64: number[] = [];
   let base64Start = -1;
   let hexStart = -1;
   let longHex = false;
   for (let index = 0; index <= length; index++) {
-    const code =
-      index === length ? 0 : bytes !== undefined ? bytes[index]! : text.charCodeAt(index);
+    const code = index === length ? 0 : units[index]!;
     const kind = code < 128 ? encodedClasses[code]! : 0;
     if ((kind & hexClass) !== 0) {
       if (hexStart < 0) hexStart = index;

@@ -5,7 +5,7 @@
  * at what the user actually sent.
  */
 
-import { createAsciiReader } from "./ascii-bytes.js";
+import { createAsciiReader, createUnitReader } from "./ascii-bytes.js";
 
 /** Text after normalisation, with offsets back into the original. */
 export interface NormalizedText {
@@ -309,6 +309,63 @@ function isPlainAscii(input: string): boolean {
 
 const readAscii = createAsciiReader();
 
+const readUnits = createUnitReader();
+
+/** The growing output of `normalizeText`: units, their offsets, and the pending whitespace. */
+class UnitBuilder {
+  units: Uint16Array;
+  offsets: Int32Array;
+  size = 0;
+  /** Offset of the first whitespace since the last unit, or -1. */
+  pendingSpace = -1;
+  pendingNewline = false;
+
+  constructor(capacity: number) {
+    this.units = new Uint16Array(capacity);
+    this.offsets = new Int32Array(capacity);
+  }
+
+  /** Appends a unit that is not whitespace, after the separator of pending whitespace. */
+  push(code: number, at: number): void {
+    if (this.size + 2 >= this.units.length) this.grow();
+    if (this.pendingSpace >= 0) {
+      if (this.size > 0) {
+        this.units[this.size] = this.pendingNewline ? 10 : 32;
+        this.offsets[this.size] = this.pendingSpace;
+        this.size += 1;
+      }
+      this.pendingSpace = -1;
+      this.pendingNewline = false;
+    }
+    this.units[this.size] = code;
+    this.offsets[this.size] = at;
+    this.size += 1;
+  }
+
+  /** Appends any unit: whitespace (ASCII or not) becomes pending. */
+  add(code: number, at: number): void {
+    if (code === 32 || (code >= 9 && code <= 13) || (code >= 0x80 && isSpaceUnit(code))) {
+      if (this.pendingSpace < 0) this.pendingSpace = at;
+      if (code === 10 || code === 13) this.pendingNewline = true;
+      return;
+    }
+    this.push(code, at);
+  }
+
+  addText(text: string, at: number): void {
+    for (let k = 0; k < text.length; k++) this.add(text.charCodeAt(k), at);
+  }
+
+  grow(): void {
+    const units = new Uint16Array(this.units.length * 2 + 16);
+    units.set(this.units);
+    this.units = units;
+    const offsets = new Int32Array(this.offsets.length * 2 + 16);
+    offsets.set(this.offsets);
+    this.offsets = offsets;
+  }
+}
+
 /**
  * Normalises text for matching and keeps offsets back into the original.
  *
@@ -326,61 +383,34 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
     throw new TypeError("[injection] normalizeText(text): text must be a string");
   if (isPlainAscii(input)) return plainNormalized(input);
   const length = input.length;
+  const source = readUnits(input);
   // Normalised UTF-16 units and their offsets; NFKC can grow the text, so both buffers grow.
-  let units = new Uint16Array(length + 16);
-  let offsets = new Int32Array(length + 16);
-  let size = 0;
+  const out = new UnitBuilder(length + 16);
   let invisible = 0;
   let tagCharacters = 0;
   let entities = 0;
-  let pendingSpace = -1;
-  let pendingNewline = false;
-  const grow = () => {
-    const grownUnits = new Uint16Array(units.length * 2 + 16);
-    grownUnits.set(units);
-    units = grownUnits;
-    const grownOffsets = new Int32Array(offsets.length * 2 + 16);
-    grownOffsets.set(offsets);
-    offsets = grownOffsets;
-  };
-  const pushUnit = (code: number, at: number) => {
-    if (code === 32 || (code >= 9 && code <= 13) || (code >= 0x80 && isSpaceUnit(code))) {
-      if (pendingSpace < 0) pendingSpace = at;
-      if (code === 10 || code === 13) pendingNewline = true;
-      return;
-    }
-    if (size + 2 >= units.length) grow();
-    if (pendingSpace >= 0) {
-      if (size > 0) {
-        units[size] = pendingNewline ? 10 : 32;
-        offsets[size] = pendingSpace;
-        size += 1;
-      }
-      pendingSpace = -1;
-      pendingNewline = false;
-    }
-    units[size] = code;
-    offsets[size] = at;
-    size += 1;
-  };
-  const pushText = (text: string, at: number) => {
-    for (let k = 0; k < text.length; k++) pushUnit(text.charCodeAt(k), at);
-  };
   for (let index = 0; index < length; ) {
-    const code = input.charCodeAt(index);
+    const code = source[index]!;
+    if (code < 0x80 && code !== 0x26) {
+      // ASCII, inline: most of any text.
+      if (code === 32 || (code >= 9 && code <= 13)) {
+        if (out.pendingSpace < 0) out.pendingSpace = index;
+        if (code === 10 || code === 13) out.pendingNewline = true;
+      } else out.push(code >= 0x41 && code <= 0x5a ? code + 32 : code, index);
+      index += 1;
+      continue;
+    }
     if (code === 0x26) {
       const entity = decodeEntity(input, index);
       if (entity) {
         entities += 1;
         const cp = entity.codePoint;
-        if (cp < 0x80) pushUnit(cp >= 0x41 && cp <= 0x5a ? cp + 32 : cp, index);
-        else if (!isInvisible(cp)) pushText(normalizeCodePoint(cp), index);
+        if (cp < 0x80) out.add(cp >= 0x41 && cp <= 0x5a ? cp + 32 : cp, index);
+        else if (!isInvisible(cp)) out.addText(normalizeCodePoint(cp), index);
         index += entity.length;
         continue;
       }
-    }
-    if (code < 0x80) {
-      pushUnit(code >= 0x41 && code <= 0x5a ? code + 32 : code, index);
+      out.push(code, index);
       index += 1;
       continue;
     }
@@ -391,16 +421,18 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
       if (cp >= 0xe0020 && cp <= 0xe007e) {
         tagCharacters += 1;
         const ascii = cp - 0xe0000;
-        pushUnit(ascii >= 0x41 && ascii <= 0x5a ? ascii + 32 : ascii, index);
+        out.add(ascii >= 0x41 && ascii <= 0x5a ? ascii + 32 : ascii, index);
       }
     } else if (isInvisible(cp)) {
       invisible += 1;
     } else {
-      pushText(normalizeCodePoint(cp), index);
+      out.addText(normalizeCodePoint(cp), index);
     }
     index += width;
   }
-  let text = unitsToString(units, size);
+  const size = out.size;
+  const offsets = out.offsets;
+  let text = unitsToString(out.units, size);
   offsets[size] = length;
   const mixedScript: Array<[number, number]> = [];
   if (options.foldHomoglyphs !== false && lookAlikeLetter.test(text)) {

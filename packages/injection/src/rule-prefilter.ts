@@ -179,8 +179,10 @@ for (let code = 0; code < 128; code++) {
 function profileBytes(tables: Tables, bytes: Uint8Array, base64: number[]): number {
   const seenChar = tables.seenChar;
   const length = bytes.length;
-  let base64Start = -1;
-  let hexStart = -1;
+  // The last character outside a base64 run and outside a hex run: a run is long enough when
+  // the next such character is far enough.
+  let base64Break = -1;
+  let hexBreak = -1;
   let longHex = false;
   let plain = true;
   let ampersand = false;
@@ -189,17 +191,13 @@ function profileBytes(tables: Tables, bytes: Uint8Array, base64: number[]): numb
   for (let index = 0; index < length; index++) {
     const code: number = bytes[index]!;
     const bits: number = profileClass[code]!;
-    if ((bits & hexClass) !== 0) {
-      if (hexStart < 0) hexStart = index;
-    } else if (hexStart >= 0) {
-      if (index - hexStart >= minHex) longHex = true;
-      hexStart = -1;
+    if ((bits & hexClass) === 0) {
+      if (index - hexBreak > minHex) longHex = true;
+      hexBreak = index;
     }
-    if ((bits & base64Class) !== 0) {
-      if (base64Start < 0) base64Start = index;
-    } else if (base64Start >= 0) {
-      if (index - base64Start >= minBase64) base64.push(base64Start, index);
-      base64Start = -1;
+    if ((bits & base64Class) === 0) {
+      if (index - base64Break > minBase64) base64.push(base64Break + 1, index);
+      base64Break = index;
     }
     if ((bits & wordBit) !== 0) {
       previousSpace = false;
@@ -221,8 +219,8 @@ function profileBytes(tables: Tables, bytes: Uint8Array, base64: number[]): numb
       }
     }
   }
-  if (hexStart >= 0 && length - hexStart >= minHex) longHex = true;
-  if (base64Start >= 0 && length - base64Start >= minBase64) base64.push(base64Start, length);
+  if (length - hexBreak > minHex) longHex = true;
+  if (length - base64Break > minBase64) base64.push(base64Break + 1, length);
   if (length > 0 && previousSpace) plain = false;
   return (plain ? 0 : ampersand ? 2 : 1) | (longHex ? 4 : 0);
 }

@@ -243,6 +243,8 @@ export const defaultRules: readonly HeuristicRule[] = [
         "overridden",
         "lifted",
       ),
+      // The noun may follow the prior word without a space, so it is a substring.
+      { substrings: ["instruction", "direction", "rules", "prompt", "guideline"] },
     ],
     pattern: phrase(
       `\\b(?:all ?)?${priorWords} ?(?:instructions?|directions|rules|prompts?|guidelines) (?:are|were|is|have been|has been) (?:now )?(?:false|void|invalid|cancell?ed|revoked|obsolete|out of date|outdated|wrong|fake|null|no longer valid|replaced|superseded|overridden|lifted)\\b`,
@@ -754,6 +756,8 @@ export const defaultRules: readonly HeuristicRule[] = [
     anchors: [
       words(...leakVerbs),
       words("system", "initial", "original", "hidden", "secret", "underlying", "pre", "full"),
+      // The noun may follow without a space ("systemprompt"), so it is a substring.
+      { substrings: ["prompt", "instructions", "message", "directives"] },
     ],
     pattern: phrase(
       `\\b(?:reveal|repeat|print|show|tell me|output|list|relay|give me|share|display|write out|recite|dump|leak|spell out|provide|copy|return)(?: me)? (?:(?:the|your|full|entire|exact|whole|a|copy|of|above|all) ){0,4}(?:system|initial|original|hidden|secret|underlying|pre-?|full) ?(?:prompt|prompting|instructions|message|directives)\\b`,
@@ -957,10 +961,11 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "raw",
     detail: "content hidden from human readers",
     // What follows the property is at a word start ("none" in "display:none", "size" in
-    // "font-size: 0", "fff" in "color: #fff"); the value of opacity is a digit, so it is a substring.
-    anchors: [{ words: ["none", "hidden", "size", "fff", "white"], substrings: ["opacity"] }],
+    // "font-size: 0", "fff" in "color: #fff"); the value of opacity is a digit, so opacity
+    // itself is the anchor (and starts a word in the pattern).
+    anchors: [words("none", "hidden", "size", "fff", "white", "opacity")],
     pattern:
-      /display ?: ?none|visibility ?: ?hidden|font-size ?: ?0(?:px|pt|em|rem)?\b|opacity ?: ?0(?:\.0{1,4})? ?[;"']|aria-hidden ?= ?"?true|<[a-z][a-z0-9]{0,10} [^<>]{0,200}\bhidden\b|color ?: ?(?:#fff\b|#ffffff|white)\b|\bwhite[- ]text\b/g,
+      /display ?: ?none|visibility ?: ?hidden|font-size ?: ?0(?:px|pt|em|rem)?\b|\bopacity ?: ?0(?:\.0{1,4})? ?[;"']|aria-hidden ?= ?"?true|<[a-z][a-z0-9]{0,10} [^<>]{0,200}\bhidden\b|color ?: ?(?:#fff\b|#ffffff|white)\b|\bwhite[- ]text\b/g,
   },
   {
     name: "hidden_content",
