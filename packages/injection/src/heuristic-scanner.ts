@@ -129,6 +129,18 @@ function checkRules(rules: readonly HeuristicRule[]): void {
       );
     }
     if (rule.anchors !== undefined) checkAnchors(rule);
+    if (
+      rule.starts !== undefined &&
+      !(
+        Array.isArray(rule.starts) &&
+        rule.starts.length > 0 &&
+        rule.starts.every((word) => typeof word === "string" && /^[a-z0-9]{1,40}$/.test(word))
+      )
+    ) {
+      throw new InvalidArgumentError(
+        `[injection] rule ${rule.name}: starts must be a non-empty list of lower-case ASCII word prefixes, for example ["ignor", "disregard"]`,
+      );
+    }
     if (rule.view !== "raw" && rule.view !== "phrase") {
       throw new InvalidArgumentError(
         `[injection] rule ${rule.name}: view must be "raw" or "phrase", got ${JSON.stringify(rule.view)}`,
@@ -221,23 +233,94 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
   const usePrefilter = options.prefilter !== false;
   // The last entry is not a rule: it tells whether a word could be ROT13 of a common one.
   const rot13Index = rules.length;
-  const prefilter = compilePrefilter([
-    ...rules.map((rule) => (usePrefilter ? rule.anchors : undefined)),
-    usePrefilter ? [rot13Anchor] : undefined,
-  ]);
+  const prefilter = compilePrefilter(
+    [
+      ...rules.map((rule) => (usePrefilter ? rule.anchors : undefined)),
+      usePrefilter ? [rot13Anchor] : undefined,
+    ],
+    rules.map((rule) => (usePrefilter ? rule.starts : undefined)),
+  );
+  // A sticky copy of each pattern with start words, tried only where those words begin.
+  const sticky = rules.map((rule) =>
+    rule.starts === undefined
+      ? undefined
+      : new RegExp(rule.pattern.source, `${rule.pattern.flags.replace("g", "")}y`),
+  );
   const name = options.name ?? "heuristic";
 
   /** Runs rules over a view; `place` maps a normalised span to the original text. */
+  /** Records one match of `rule` in `view`, if it is not empty; whether it was recorded. */
+  const record = (
+    view: TextView,
+    rule: HeuristicRule,
+    index: number,
+    length: number,
+    findings: ScanFinding[],
+    place: (start: number, end: number) => [number, number],
+    suffix: string,
+  ) => {
+    const [start, end] = place(view.offsets[index]!, view.offsets[index + length]!);
+    findings.push({
+      rule: rule.name,
+      start,
+      end,
+      weight: rule.weight,
+      detail: rule.detail + suffix,
+    });
+  };
+
+  /**
+   * Runs rules over a view; `place` maps a normalised span to the original text. `starts(i)`
+   * gives, for a rule with start words, where they begin (as offsets into the original text):
+   * every match begins at one of them, so the sticky pattern is tried only there, in order,
+   * after the end of the previous match, which finds what a scan of the whole text finds.
+   */
   const run = (
     view: TextView,
     list: readonly { rule: HeuristicRule; index: number }[],
     active: Uint8Array | undefined,
     findings: ScanFinding[],
     place: (start: number, end: number) => [number, number],
+    starts?: (rule: number) => readonly number[] | undefined,
     suffix = "",
   ) => {
     for (const { rule, index } of list) {
       if (active !== undefined && active[index] === 0) continue;
+      const positions = starts?.(index);
+      const stickyPattern = sticky[index];
+      if (positions !== undefined && stickyPattern !== undefined) {
+        const text = view.text;
+        const offsets = view.offsets;
+        let count = 0;
+        let from = 0;
+        let previous = -1;
+        for (const position of positions) {
+          if (position === previous) continue;
+          previous = position;
+          // The first view character at or after `position`, then every one that came from it.
+          let low = from;
+          let high = text.length;
+          while (low < high) {
+            const middle = (low + high) >>> 1;
+            if (offsets[middle]! < position) low = middle + 1;
+            else high = middle;
+          }
+          let matched = false;
+          for (let at = low; at < text.length && offsets[at] === position; at++) {
+            stickyPattern.lastIndex = at;
+            const match = stickyPattern.exec(text);
+            if (match === null || match[0].length === 0) continue;
+            record(view, rule, at, match[0].length, findings, place, suffix);
+            count += 1;
+            from = at + match[0].length;
+            matched = true;
+            break;
+          }
+          if (!matched) from = Math.max(from, low);
+          if (count >= maxFindings) break;
+        }
+        continue;
+      }
       const pattern = rule.pattern;
       pattern.lastIndex = 0;
       let count = 0;
@@ -246,17 +329,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
           pattern.lastIndex += 1;
           continue;
         }
-        const [start, end] = place(
-          view.offsets[match.index]!,
-          view.offsets[match.index + match[0].length]!,
-        );
-        findings.push({
-          rule: rule.name,
-          start,
-          end,
-          weight: rule.weight,
-          detail: rule.detail + suffix,
-        });
+        record(view, rule, match.index, match[0].length, findings, place, suffix);
         count += 1;
         if (count >= maxFindings) break;
       }
@@ -284,12 +357,19 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
       kind === "entities"
         ? prefilter.active(normalized.text)
         : prefilter.decideProfile(normalized.text);
-    run(normalized, rawRules, active, findings, place);
+    // Start positions in offsets of the original text: the profile read the original; `active`
+    // read the normalised text, whose offsets lead back to it.
+    const starts = (rule: number): readonly number[] | undefined => {
+      const positions = prefilter.startPositions(rule);
+      if (positions === undefined || kind !== "entities") return positions;
+      return positions.map((position) => normalized.offsets[position]!);
+    };
+    run(normalized, rawRules, active, findings, place, starts);
     const rot13Possible = useRot13 && rot13Rules.length > 0 && active[rot13Index] === 1;
     // The phrase view costs a pass of its own: build it only when a phrase rule may match.
     if (rot13Possible || phraseRules.some(({ index }) => active[index] === 1)) {
       const phrases = phraseView(normalized);
-      run(phrases, phraseRules, active, findings, place);
+      run(phrases, phraseRules, active, findings, place, starts);
       if (rot13Possible && looksLikeRot13(phrases.text)) {
         const before = findings.length;
         run(
@@ -298,6 +378,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
           undefined,
           findings,
           place,
+          undefined,
           " (ROT13)",
         );
         if (findings.length > before) {

@@ -53,7 +53,7 @@ describe("rule prefilter", () => {
           },
         ),
         // A seed per rule keeps the run deterministic (the check below must not be flaky).
-        { numRuns: 50, seed: 0x5eed + index },
+        { numRuns: 120, seed: 0x5eed + index },
       );
       // The generated texts must exercise the rule, or the property proves nothing.
       expect(matched).toBeGreaterThan(0);
@@ -95,6 +95,15 @@ describe("rule prefilter", () => {
     expect(
       heuristicScanner({ extraRules: [rule([{ words: ["custom"] }])] }).scan("a custom b").findings,
     ).toHaveLength(1);
+    expect(() =>
+      heuristicScanner({ extraRules: [{ ...rule(undefined), starts: ["Custom"] }] }),
+    ).toThrow(/starts must be/);
+    const started = heuristicScanner({
+      extraRules: [{ ...rule([{ words: ["custom"] }]), starts: ["cust"] }],
+    });
+    expect(started.scan("a Custom b, custom c").findings.map((finding) => finding.start)).toEqual([
+      2, 12,
+    ]);
   });
 
   // The labelled corpus lives beside the repository; only its dev subsets are read here.

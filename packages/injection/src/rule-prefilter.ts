@@ -84,6 +84,12 @@ export interface RulePrefilter {
    */
   decideProfile(normalizedText: string): Uint8Array;
   /**
+   * Where the start words of rule `rule` begin, found by the last `profile` (offsets in that
+   * text) or `active` call (offsets in the text it was given), in increasing order, possibly
+   * repeated; `undefined` for a rule without start words.
+   */
+  startPositions(rule: number): readonly number[] | undefined;
+  /**
    * Which rules may match `text` (normalised): `result[i]` is 1 when rule `i` has no anchors or
    * all of its anchors occur. The array is reused by the next call.
    */
@@ -110,6 +116,12 @@ interface Tables {
   readonly hit: Uint8Array;
   /** Per ASCII character outside words: whether it occurs. */
   readonly seenChar: Uint8Array;
+  /** Slot of the anchors of one character, by its key. */
+  readonly table1: Int32Array;
+  /** Per group: whether it is a start group (its word positions are kept). */
+  readonly isStart: Uint8Array;
+  /** Per start group: where its words start, in the order found. */
+  readonly positions: number[][];
 }
 
 /**
@@ -131,7 +143,11 @@ function markAt(tables: Tables, bytes: Uint8Array, index: number, slot: number, 
       }
     }
     if (!matches) continue;
-    for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) hit[groupsFlat[at]!] = 1;
+    for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
+      const group = groupsFlat[at]!;
+      hit[group] = 1;
+      if (tables.isStart[group] === 1) tables.positions[group]!.push(index);
+    }
   }
 }
 
@@ -145,6 +161,8 @@ function wordAt(
   fold: number,
 ): void {
   const length = bytes.length;
+  const slot1 = tables.table1[first]!;
+  if (slot1 >= 0) markAt(tables, bytes, index, slot1, fold);
   if (index + 1 >= length) return;
   const second = codes[bytes[index + 1]!]!;
   if (second === 0) return;
@@ -258,6 +276,7 @@ export function validAnchorWord(word: unknown): boolean {
  */
 export function compilePrefilter(
   anchorsOfRules: readonly (readonly RuleAnchor[] | undefined)[],
+  startsOfRules: readonly (readonly string[] | undefined)[] = [],
 ): RulePrefilter {
   const ruleGroups: number[][] = [];
   const groupScripts: number[] = [];
@@ -288,16 +307,36 @@ export function compilePrefilter(
     }
     ruleGroups.push(groups);
   }
+  // Start groups: the words one of which begins every match of a rule; their positions are kept.
+  const startGroupOfRule = new Int32Array(anchorsOfRules.length).fill(-1);
+  const startGroups: number[] = [];
+  startsOfRules.forEach((starts, rule) => {
+    if (starts === undefined || rule >= anchorsOfRules.length) return;
+    const group = groupCount++;
+    startGroupOfRule[rule] = group;
+    startGroups.push(group);
+    groupScripts.push(0);
+    groupSubstrings.push([]);
+    for (const word of new Set(starts))
+      wordGroups.set(word, [...(wordGroups.get(word) ?? []), group]);
+  });
   // Word prefixes by the key of their first two (table2) or three (table3) characters; each
   // slot points at a run of entries in flat arrays, so a word start costs a few typed-array reads.
+  const slots1 = new Map<number, [string, number[]][]>();
   const slots2 = new Map<number, [string, number[]][]>();
   const slots3 = new Map<number, [string, number[]][]>();
   for (const [word, groups] of wordGroups) {
+    if (word.length === 1) {
+      const key = wordCode[word.charCodeAt(0)]!;
+      slots1.set(key, [...(slots1.get(key) ?? []), [word, groups]]);
+      continue;
+    }
     const key2 = wordCode[word.charCodeAt(0)]! * base + wordCode[word.charCodeAt(1)]!;
     const slots = word.length === 2 ? slots2 : slots3;
     const key = word.length === 2 ? key2 : key2 * base + wordCode[word.charCodeAt(2)]!;
     slots.set(key, [...(slots.get(key) ?? []), [word, groups]]);
   }
+  const table1 = new Int32Array(base).fill(-1);
   const table2 = new Int32Array(base * base).fill(-1);
   // table3 is large (100 KB): it is read only for words whose first two characters begin a
   // longer anchor (has3, 1.4 KB, stays in the first-level cache).
@@ -308,6 +347,7 @@ export function compilePrefilter(
   const flatGroups: number[] = [];
   const slotStart: number[] = [];
   for (const [slots, table] of [
+    [slots1, table1],
     [slots2, table2],
     [slots3, table3],
   ] as const) {
@@ -359,6 +399,13 @@ export function compilePrefilter(
     groupsFlat,
     hit,
     seenChar,
+    table1,
+    isStart: new Uint8Array(groupCount),
+    positions: Array.from({ length: groupCount }, () => []),
+  };
+  for (const group of startGroups) tables.isStart[group] = 1;
+  const resetPositions = () => {
+    for (const group of startGroups) tables.positions[group]!.length = 0;
   };
 
   /** Marks the groups of the entries of a slot whose word starts `text` at `index`. */
@@ -373,8 +420,11 @@ export function compilePrefilter(
         }
       }
       if (!matches) continue;
-      for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++)
-        hit[groupsFlat[at]!] = 1;
+      for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
+        const group = groupsFlat[at]!;
+        hit[group] = 1;
+        if (tables.isStart[group] === 1) tables.positions[group]!.push(index);
+      }
     }
   };
 
@@ -398,6 +448,8 @@ export function compilePrefilter(
       }
       if (inWord) continue;
       inWord = true;
+      const slot1 = table1[first]!;
+      if (slot1 >= 0) mark(text, index, slot1);
       const nextCode = text.charCodeAt(index + 1);
       const second = nextCode < 128 ? wordCode[nextCode]! : 0;
       if (second === 0) continue;
@@ -443,6 +495,7 @@ export function compilePrefilter(
       const bytes = readAscii(text);
       if (bytes === undefined) return undefined;
       hit.fill(0);
+      resetPositions();
       seenChar.fill(0);
       const base64: number[] = [];
       const outcome = profileBytes(tables, bytes, base64);
@@ -452,12 +505,17 @@ export function compilePrefilter(
         runs: { base64, longHex: (outcome & 4) !== 0 },
       };
     },
+    startPositions(rule: number): readonly number[] | undefined {
+      const group = startGroupOfRule[rule] ?? -1;
+      return group >= 0 ? tables.positions[group] : undefined;
+    },
     decideProfile(normalizedText: string): Uint8Array {
       // Whitespace is the only character normalisation changes here, and no anchor is one.
       return decide(normalizedText, 0);
     },
     active(text: string): Uint8Array {
       hit.fill(0);
+      resetPositions();
       seenChar.fill(0);
       const bytes = readAscii(text);
       let scripts = 0;

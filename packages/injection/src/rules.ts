@@ -36,6 +36,12 @@ export interface HeuristicRule {
    * `heuristicScanner({ prefilter: false })` runs every rule regardless, to check them.
    */
   readonly anchors?: readonly RuleAnchor[];
+  /**
+   * Lower-case word prefixes (letters or digits, one or more), one of which begins every match,
+   * at a word start of the normalised text. When given, the scanner tries the pattern only where
+   * these words start, instead of scanning the whole text. Checked like `anchors`.
+   */
+  readonly starts?: readonly string[];
 }
 
 /** An anchor made of word prefixes. */
@@ -83,6 +89,24 @@ const verbs = words(
   "follow",
   "obey",
 );
+/** Where an override phrase can start ("stop" in "stop following", "do" in "don't follow"). */
+const overrideStarts = [
+  "ignor",
+  "disregard",
+  "forget",
+  "overrid",
+  "overrule",
+  "bypass",
+  "skip",
+  "neglect",
+  "dismiss",
+  "abandon",
+  "discard",
+  "never",
+  "stop",
+  "do",
+  "no",
+];
 const instructionWords = [
   "instruction",
   "iunstruction",
@@ -171,6 +195,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore or forget its instructions",
+    starts: overrideStarts,
     anchors: [verbs, words(...instructionWords, "system")],
     pattern: phrase(`\\b${overrideVerbs} ${filler}${instructionNouns}\\b`),
   },
@@ -180,6 +205,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore what came before",
+    starts: overrideStarts,
     anchors: [verbs, words("above", "before", "previously", "said", "told", "else", "earlier")],
     pattern: phrase(
       `\\b${overrideVerbs} (?:(?:all|any|of|the|your|my|everything|that|what|i|you|we|'ve|have|has|been|was|were|said|told|written|else|previously) ){0,5}(?:above|before|previously said|said before|said|told you|else|earlier)\\b`,
@@ -191,6 +217,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to ignore something that came earlier",
+    starts: overrideStarts,
     anchors: [verbs, words(...priorList)],
     pattern: phrase(
       `\\b${overrideVerbs} (?:(?:all|any|of|the|your|my) ){0,3}${priorWords} [a-z]{3,20}\\b`,
@@ -202,6 +229,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to disregard everything but what follows",
+    starts: ["ignore", "disregard", "forget"],
     anchors: [words("ignore", "disregard", "forget")],
     pattern: phrase(
       `\\b(?:ignore|disregard|forget) (?:(?:all|any|every|other) ){1,2}(?:info|information|text|content|data|documents?|snippets?|context|evidence|results?)(?: [a-z]{2,12}){0,2} (?:except|but|other than|apart from|besides|and)\\b`,
@@ -212,6 +240,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "phrase",
     detail: "tells the reader to ignore them and do something else",
+    starts: ["ignore", "disregard", "forget"],
     anchors: [words("ignore", "disregard", "forget")],
     pattern: phrase(
       `\\b(?:ignore|disregard|forget) (?:them|it|this|these|those|that|everything)(?: all)? and (?:instead|just|only|focus|do|tell|print|say|output|follow)\\b`,
@@ -223,6 +252,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "declares earlier instructions void",
+    starts: ["all", ...priorList],
     anchors: [
       words("all", ...priorList),
       words("are", "were", "is", "have", "has"),
@@ -255,6 +285,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.6,
     view: "phrase",
     detail: "marks the end of earlier instructions",
+    starts: ["end"],
     anchors: [words("end"), words("instructions", "system", "prompt")],
     pattern: phrase(
       `\\bend (?:of )?(?:the )?(?:out of date |outdated |old |previous |original |system )?(?:instructions|system prompt|prompt)\\b`,
@@ -265,6 +296,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "tells the reader to ignore what the document says",
+    starts: ["ignore", "disregard"],
     anchors: [words("ignore", "disregard")],
     pattern: phrase(
       `\\b(?:ignore|disregard) (?:all|any|every) (?:[a-z]{2,20} ){0,2}(?:indicators|information|evidence|data|details|facts|signals|feedback|concerns|warnings|red flags|content) (?:in|from|of|about) (?:the|this) (?:text|document|resume|cv|content|email|page|file|profile)\\b`,
@@ -276,6 +308,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (es/pt)",
+    starts: ["ignor", "olvid", "descarta", "omite", "esquec", "desconsider"],
     anchors: [words("ignor", "olvid", "descarta", "omite", "esquec", "desconsider")],
     pattern: phrase(
       `\\b(?:ignora|ignore|ignorar|ignoren|ignorem|olvida|olvide|olvidar|olviden|descarta|omite|esqueca|esquecam|esquecer|desconsidere|desconsiderar|desconsidera) (?:(?:todas|todos|todo|cualquier|quaisquer|las|los|as|os|tus|sus|suas|tuas|mis|minhas|de|da|das|do|dos) ){0,3}(?:instrucciones|instruccion|indicaciones|ordenes|reglas|directrices|instrucoes|instrucao|orientacoes|regras|diretrizes|ordens)\\b`,
@@ -286,6 +319,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (fr)",
+    starts: ["ignore", "oublie", "ne", "fais"],
     anchors: [words("ignore", "oublie", "tenez", "tiens", "abstraction")],
     pattern: phrase(
       `\\b(?:ignore[rz]?|oublie[rz]?|ne tenez pas compte|ne tiens pas compte|fais abstraction) (?:(?:de|des|du|toutes|tous|les|vos|tes|ces|d'|l') ?){0,3}(?:instructions|consignes|directives|regles|ordres|indications)\\b`,
@@ -296,6 +330,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (de)",
+    starts: ["ignorier", "vergiss", "vergess", "missacht"],
     anchors: [
       words("ignorier", "vergiss", "vergess", "missacht"),
       words(
@@ -317,6 +352,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.85,
     view: "phrase",
     detail: "override phrase (it)",
+    starts: ["ignora", "dimentic", "tralascia", "trascura"],
     anchors: [
       words("ignora", "dimentic", "tralascia", "trascura"),
       words("istruzioni", "indicazioni", "regole", "direttive", "ordini"),
@@ -378,6 +414,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "announces new instructions",
+    starts: ["new", "updated", "revised", "real", "actual", "true", "following"],
     anchors: [
       words("new", "updated", "revised", "real", "actual", "true", "following"),
       words("instruction", "directive", "system", "objective", "orders"),
@@ -392,6 +429,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "announces a change of programming",
+    starts: ["begin", "start", "initiate", "commence", "reprogramm", "system"],
     anchors: [
       words("begin", "start", "initiate", "commence", "reprogramm", "system"),
       words("reprogramm", "new", "instruction", "upgrade", "override", "reset"),
@@ -406,6 +444,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "redefines what the reader is",
+    starts: ["you", "from"],
     anchors: [words("now", "been"), words("you", "from")],
     pattern: phrase(
       `\\byou are now (?:a|an|in|the|my|going|no longer|free|dan|unrestricted|acting|operating|called|named|known)\\b|\\byou have been (?:given|granted) (?:a )?(?:new|system|upgraded|special|elevated|admin)\\b|\\bfrom now on,? (?:you|your|the assistant|always|only|respond|reply|answer|act|ignore)\\b`,
@@ -416,6 +455,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.45,
     view: "phrase",
     detail: "assigns the reader a new task",
+    starts: ["your"],
     anchors: [
       words("your"),
       words("task", "job", "goal", "purpose", "mission", "role", "objective"),
@@ -430,6 +470,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "inserts a task ahead of the user's",
+    starts: ["before", "after"],
     anchors: [
       words("before", "after"),
       words("task", "request", "question", "instruction", "job", "work"),
@@ -444,6 +485,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "asks the reader to do something first",
+    starts: ["please", "do", "strictly"],
     anchors: [words("following"), words("do", "strictly")],
     pattern: phrase(
       `\\b(?:please )?do the following (?:first|instead|immediately|now)\\b|\\bstrictly (?:adhere to|follow|obey) the following\\b`,
@@ -455,6 +497,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to stop what it is doing",
+    starts: ["stop", "halt", "cease", "abort"],
     anchors: [words("stop", "halt", "cease", "abort")],
     pattern: phrase(
       `\\b(?:stop|halt|cease|abort) (?:what(?:ever)? you(?:'re| are) doing|everything|all (?:current |other )?(?:tasks|activities|actions|work)|the current task)\\b`,
@@ -465,6 +508,21 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "phrase",
     detail: "restricts the reply to given text",
+    starts: [
+      "reply",
+      "respond",
+      "answer",
+      "print",
+      "output",
+      "write",
+      "return",
+      "say",
+      "and",
+      "absolutely",
+      "nothing",
+      "don",
+      "just",
+    ],
     anchors: [words("only", "else", "just")],
     pattern: phrase(
       `\\b(?:reply|respond|answer|print|output|write|return|say) (?:with )?only (?:the following|this|these|those|with|'|the word)|\\b(?:and )?(?:absolutely )?nothing else\\b|\\band only (?:those|these|that|this) words?\\b|\\bdon'?t (?:write|say|output|add) anything else\\b|\\bjust (?:print|say|write|output)\\b`,
@@ -476,6 +534,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader what to do instead",
+    starts: ["instead", "focus"],
     anchors: [words("instead", "focus")],
     pattern: phrase(
       `\\binstead,? (?:tell|print|say|output|write|reply|respond|send|do|follow|repeat|focus|just)\\b|\\bfocus (?:only|exclusively|solely|entirely) on (?:the following|the information|this|positive)\\b`,
@@ -486,6 +545,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.55,
     view: "phrase",
     detail: "tells the reader to replace its output",
+    starts: ["overrid", "overwrite", "replace", "change"],
     anchors: [
       words("overrid", "overwrite", "replace", "change"),
       words(
@@ -526,6 +586,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.35,
     view: "phrase",
     detail: "urgent call to action",
+    starts: ["important", "urgent", "critical", "attention", "this"],
     anchors: [
       words("important", "urgent", "critical", "attention"),
       words("update", "message", "notice", "instruction", "note"),
@@ -582,6 +643,17 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "speaks to the AI reading the text",
+    starts: [
+      "to",
+      "note",
+      "message",
+      "instruction",
+      "notice",
+      "memo",
+      "attention",
+      "reminder",
+      "request",
+    ],
     anchors: [
       words(
         "you",
@@ -625,6 +697,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "names the model it speaks to",
+    starts: ["ai", "language", "dear", "hey", "hi", "hello", "attention", "if"],
     anchors: [
       words("model", "dear", "hey", "hi", "hello", "attention", "if"),
       words("ai", "language", "assistant", "chatgpt", "claude", "gpt", "llm", "bot", "agent"),
@@ -638,6 +711,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.4,
     view: "phrase",
     detail: "tells the reader how to react to the user",
+    starts: ["if", "when", "every"],
     anchors: [
       words("if", "when", "every"),
       words("user", "someone", "anyone", "human", "customer"),
@@ -652,6 +726,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "phrase",
     detail: "tells the reader how to answer when asked",
+    starts: ["if", "do"],
     anchors: [words("asked", "evaluate")],
     pattern: phrase(
       `\\bif asked (?:about|how|what|whether|to|for|why)\\b|\\bdon'?t evaluate\\b|\\bdo not evaluate\\b`,
@@ -664,6 +739,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks to send private data somewhere",
+    starts: [...exfiltrationVerbs, "e"],
     anchors: [
       words(...exfiltrationVerbs),
       words(
@@ -708,6 +784,20 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.3,
     view: "phrase",
     detail: "asks to send something to an address",
+    starts: [
+      "send",
+      "forward",
+      "email",
+      "e",
+      "mail",
+      "transfer",
+      "upload",
+      "post",
+      "leak",
+      "exfiltrate",
+      "relay",
+      "bcc",
+    ],
     anchors: [words(...exfiltrationVerbs), { chars: "@" }],
     pattern: phrase(
       `\\b(?:send|forward|email|e-mail|mail|transfer|upload|post|leak|exfiltrate|relay|bcc)${imperative}(?: me)? [^\\n]{0,80}?\\b(?:to|at) '?[a-z0-9._%+-]{1,64}@[a-z0-9.-]{1,120}\\.[a-z]{2,12}\\b`,
@@ -728,6 +818,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks for the system prompt or instructions",
+    starts: [...leakVerbs, "translate"],
     anchors: [
       words(...leakVerbs, "translate"),
       words("your", "system", "assistant", "ai", "bot", "model"),
@@ -753,6 +844,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks for the hidden prompt",
+    starts: leakVerbs,
     anchors: [
       words(...leakVerbs),
       words("system", "initial", "original", "hidden", "secret", "underlying", "pre", "full"),
@@ -769,6 +861,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "asks what the reader was told",
+    starts: ["respond", "reply", "answer", "what", "instructions"],
     anchors: [words("respond", "reply", "answer", "what", "instructions"), words("with", "you")],
     pattern: phrase(
       `\\b(?:respond|reply|answer) with (?:all|every|each) (?:of )?(?:your |the )?instructions?\\b|\\bwhat (?:are|were|is) your (?:initial |original |system |hidden |secret |real |exact )?(?:instructions?|prompt|rules|directives)\\b|\\bwhat your (?:initial |original |system |hidden |secret |real |exact )(?:instructions?|prompt|rules|directives) (?:are|were|is)\\b|\\bwhat (?:were|are) you (?:not allowed|told not|forbidden|instructed not) to\\b|\\binstructions you (?:have|'ve) been given\\b`,
@@ -781,6 +874,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     view: "phrase",
     rot13: true,
     detail: "tells the reader to hide what it does",
+    starts: ["do", "never", "without", "remember"],
     anchors: [
       words("do", "never", "without", "remember"),
       words(
@@ -807,6 +901,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.4,
     view: "phrase",
     detail: "tells the reader to cover its tracks",
+    starts: ["delete", "remove", "erase"],
     anchors: [words("delete", "remove", "erase")],
     pattern: phrase(
       `\\b(?:delete|remove|erase) (?:the|this|that|any|all) (?:e-?mails?|messages?|evidence|traces?|records?|logs?) (?:you|that you|after|afterwards|once)\\b`,
@@ -817,6 +912,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.25,
     view: "phrase",
     detail: "asks to keep something secret",
+    starts: ["keep"],
     anchors: [words("keep"), words("secret", "hidden", "between")],
     pattern: phrase(`\\bkeep (?:this|it|these) (?:a )?(?:secret|hidden|between us)\\b`),
   },
@@ -858,6 +954,17 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.55,
     view: "phrase",
     detail: "claims an exception to the reader's rules",
+    starts: [
+      "ignoring",
+      "bypass",
+      "violat",
+      "break",
+      "disregard",
+      "exception",
+      "exempt",
+      "without",
+      "pretend",
+    ],
     anchors: [
       words(
         "ignoring",
@@ -931,6 +1038,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.45,
     view: "phrase",
     detail: "text that claims to come from the system",
+    starts: ["system", "note"],
     anchors: [words("system", "note")],
     pattern: phrase(
       `\\bsystem (?:chain of thought|note|message|override|update|alert|notice|instructions?|administrator says)\\b|\\bnote by (?:a |the )?(?:trustworthy|trusted|verified|senior|expert)\\b`,
@@ -972,6 +1080,7 @@ export const defaultRules: readonly HeuristicRule[] = [
     weight: 0.5,
     view: "phrase",
     detail: "text that says it is hidden from humans",
+    starts: ["invisible", "hidden", "not", "visible"],
     anchors: [words("invisible", "hidden", "visible")],
     pattern: phrase(
       `\\b(?:invisible|hidden|not visible) (?:to|from) (?:humans|human readers|the user|users|readers|people)\\b|\\bvisible (?:only )?to (?:llms?|ai|the ai|language models|machines|bots)\\b`,
