@@ -281,7 +281,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     active: Uint8Array | undefined,
     findings: ScanFinding[],
     place: (start: number, end: number) => [number, number],
-    starts?: (rule: number) => readonly number[] | undefined,
+    starts?: (rule: number) => ArrayLike<number> | undefined,
     suffix = "",
   ) => {
     for (const { rule, index } of list) {
@@ -294,7 +294,8 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
         let count = 0;
         let from = 0;
         let previous = -1;
-        for (const position of positions) {
+        for (let next = 0; next < positions.length; next++) {
+          const position = positions[next]!;
           if (position === previous) continue;
           previous = position;
           // The first view character at or after `position`, then every one that came from it.
@@ -359,7 +360,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
         : prefilter.decideProfile(normalized.text);
     // Start positions in offsets of the original text: the profile read the original; `active`
     // read the normalised text, whose offsets lead back to it.
-    const starts = (rule: number): readonly number[] | undefined => {
+    const starts = (rule: number): ArrayLike<number> | undefined => {
       const positions = prefilter.startPositions(rule);
       if (positions === undefined || kind !== "entities") return positions;
       return positions.map((position) => normalized.offsets[position]!);

@@ -88,7 +88,7 @@ export interface RulePrefilter {
    * text) or `active` call (offsets in the text it was given), in increasing order, possibly
    * repeated; `undefined` for a rule without start words.
    */
-  startPositions(rule: number): readonly number[] | undefined;
+  startPositions(rule: number): Int32Array | undefined;
   /**
    * Which rules may match `text` (normalised): `result[i]` is 1 when rule `i` has no anchors or
    * all of its anchors occur. The array is reused by the next call.
@@ -120,8 +120,9 @@ interface Tables {
   readonly table1: Int32Array;
   /** Per group: whether it is a start group (its word positions are kept). */
   readonly isStart: Uint8Array;
-  /** Per start group: where its words start, in the order found. */
-  readonly positions: number[][];
+  /** Per start group: where its words start, in the order found (`counts` of them). */
+  readonly positions: Int32Array[];
+  readonly counts: Int32Array;
 }
 
 /**
@@ -146,9 +147,22 @@ function markAt(tables: Tables, bytes: Uint8Array, index: number, slot: number, 
     for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
       const group = groupsFlat[at]!;
       hit[group] = 1;
-      if (tables.isStart[group] === 1) tables.positions[group]!.push(index);
+      if (tables.isStart[group] === 1) addPosition(tables, group, index);
     }
   }
+}
+
+/** Appends a start position to a group's list, growing it when full. */
+function addPosition(tables: Tables, group: number, index: number): void {
+  const count = tables.counts[group]!;
+  let list = tables.positions[group]!;
+  if (count === list.length) {
+    const grown = new Int32Array(list.length * 2 + 8);
+    grown.set(list);
+    tables.positions[group] = list = grown;
+  }
+  list[count] = index;
+  tables.counts[group] = count + 1;
 }
 
 /** Looks up the word that starts at `index` (codes from `codes`, folded or not). */
@@ -401,11 +415,12 @@ export function compilePrefilter(
     seenChar,
     table1,
     isStart: new Uint8Array(groupCount),
-    positions: Array.from({ length: groupCount }, () => []),
+    positions: Array.from({ length: groupCount }, () => new Int32Array(16)),
+    counts: new Int32Array(groupCount),
   };
   for (const group of startGroups) tables.isStart[group] = 1;
   const resetPositions = () => {
-    for (const group of startGroups) tables.positions[group]!.length = 0;
+    tables.counts.fill(0);
   };
 
   /** Marks the groups of the entries of a slot whose word starts `text` at `index`. */
@@ -423,7 +438,7 @@ export function compilePrefilter(
       for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
         const group = groupsFlat[at]!;
         hit[group] = 1;
-        if (tables.isStart[group] === 1) tables.positions[group]!.push(index);
+        if (tables.isStart[group] === 1) addPosition(tables, group, index);
       }
     }
   };
@@ -505,9 +520,9 @@ export function compilePrefilter(
         runs: { base64, longHex: (outcome & 4) !== 0 },
       };
     },
-    startPositions(rule: number): readonly number[] | undefined {
+    startPositions(rule: number): Int32Array | undefined {
       const group = startGroupOfRule[rule] ?? -1;
-      return group >= 0 ? tables.positions[group] : undefined;
+      return group >= 0 ? tables.positions[group]!.subarray(0, tables.counts[group]!) : undefined;
     },
     decideProfile(normalizedText: string): Uint8Array {
       // Whitespace is the only character normalisation changes here, and no anchor is one.

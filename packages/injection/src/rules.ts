@@ -273,8 +273,6 @@ export const defaultRules: readonly HeuristicRule[] = [
         "overridden",
         "lifted",
       ),
-      // The noun may follow the prior word without a space, so it is a substring.
-      { substrings: ["instruction", "direction", "rules", "prompt", "guideline"] },
     ],
     pattern: phrase(
       `\\b(?:all ?)?${priorWords} ?(?:instructions?|directions|rules|prompts?|guidelines) (?:are|were|is|have been|has been) (?:now )?(?:false|void|invalid|cancell?ed|revoked|obsolete|out of date|outdated|wrong|fake|null|no longer valid|replaced|superseded|overridden|lifted)\\b`,
@@ -848,8 +846,6 @@ export const defaultRules: readonly HeuristicRule[] = [
     anchors: [
       words(...leakVerbs),
       words("system", "initial", "original", "hidden", "secret", "underlying", "pre", "full"),
-      // The noun may follow without a space ("systemprompt"), so it is a substring.
-      { substrings: ["prompt", "instructions", "message", "directives"] },
     ],
     pattern: phrase(
       `\\b(?:reveal|repeat|print|show|tell me|output|list|relay|give me|share|display|write out|recite|dump|leak|spell out|provide|copy|return)(?: me)? (?:(?:the|your|full|entire|exact|whole|a|copy|of|above|all) ){0,4}(?:system|initial|original|hidden|secret|underlying|pre-?|full) ?(?:prompt|prompting|instructions|message|directives)\\b`,
