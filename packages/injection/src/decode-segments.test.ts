@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { findEncodedSegments } from "./decode-segments.js";
-import { normalizeText, phraseView, phraseViewOf } from "./normalize-text.js";
+import { findEncodedSegments, scanEncodedRuns } from "./decode-segments.js";
+import { normalizeText, normalizeWithRuns, phraseView, phraseViewOf } from "./normalize-text.js";
 
 const limits = { maxSegments: 32, maxSegmentChars: 8192 };
 const encoded = fc.oneof(
@@ -103,6 +103,32 @@ describe("phraseView of ASCII text", () => {
         expect(phraseView(normalized)).toEqual(phraseViewOf(normalized));
       }),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe("normalizeWithRuns", () => {
+  it("finds the encoded runs scanEncodedRuns finds", () => {
+    const piece = fc.oneof(
+      encoded,
+      fc.constantFrom(
+        "&amp;",
+        "&#x41;",
+        "&#65;",
+        "&lt;",
+        "😀",
+        "é",
+        "Ｉ",
+        "\u200b",
+        "aGVsbG8gd29ybGQgaGVsbG8gd29y",
+      ),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 10 }), (pieces) => {
+        const text = pieces.join("");
+        expect(normalizeWithRuns(text).runs).toEqual(scanEncodedRuns(text));
+      }),
+      { numRuns: 500 },
     );
   });
 });

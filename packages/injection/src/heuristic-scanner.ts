@@ -3,7 +3,9 @@ import { InvalidArgumentError } from "@loopguard/core";
 import { findEncodedSegmentsIn, rot13, scanEncodedRuns } from "./decode-segments.js";
 import {
   asciiNormalized,
+  type NormalizedText,
   normalizeText,
+  normalizeWithRuns,
   phraseView,
   plainNormalized,
   type TextView,
@@ -348,12 +350,13 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     // tool output) that pass also normalises (lower case) and finds the encoded-run candidates.
     const profile = prefilter.profile(text);
     const kind = profile?.kind ?? "entities";
-    const normalized =
-      kind === "plain"
-        ? plainNormalized(text)
-        : kind === "simple"
-          ? asciiNormalized(text)
-          : normalizeText(text);
+    // Text the profile did not read (not ASCII) gets its encoded runs from normalisation.
+    let runs = profile?.runs;
+    let normalized: NormalizedText;
+    if (kind === "plain") normalized = plainNormalized(text);
+    else if (kind === "simple") normalized = asciiNormalized(text);
+    else if (runs !== undefined) normalized = normalizeText(text);
+    else ({ normalized, runs } = normalizeWithRuns(text));
     const active =
       kind === "entities"
         ? prefilter.active(normalized.text)
@@ -427,8 +430,12 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
       }
     }
     if (decode && depth < 2) {
-      const runs = profile?.runs ?? scanEncodedRuns(text);
-      for (const segment of findEncodedSegmentsIn(text, { maxSegments, maxSegmentChars }, runs)) {
+      const encoded = runs ?? scanEncodedRuns(text);
+      for (const segment of findEncodedSegmentsIn(
+        text,
+        { maxSegments, maxSegmentChars },
+        encoded,
+      )) {
         const inner: ScanFinding[] = [];
         const [segmentStart, segmentEnd] = place(segment.start, segment.end);
         scanText(segment.decoded, inner, () => [segmentStart, segmentEnd], depth + 1);

@@ -6,6 +6,14 @@
  */
 
 import { createAsciiReader, createUnitReader } from "./ascii-bytes.js";
+import {
+  base64Class,
+  type EncodedRuns,
+  encodedClasses,
+  hexClass,
+  minBase64,
+  minHex,
+} from "./decode-segments.js";
 
 /** Text after normalisation, with offsets back into the original. */
 export interface NormalizedText {
@@ -382,7 +390,23 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
   if (typeof input !== "string")
     throw new TypeError("[injection] normalizeText(text): text must be a string");
   if (isPlainAscii(input)) return plainNormalized(input);
+  return normalizeWithRuns(input, options).normalized;
+}
+
+/**
+ * `normalizeText` that also finds the candidates of `findEncodedSegments` in the same loop over
+ * the original text (for text that is not ASCII, which the prefilter pass does not read). @internal
+ */
+export function normalizeWithRuns(
+  input: string,
+  options: NormalizeOptions = {},
+): { normalized: NormalizedText; runs: EncodedRuns } {
   const length = input.length;
+  const base64: number[] = [];
+  // The last unit outside a base64 run and outside a hex run (see scanEncodedRuns).
+  let base64Break = -1;
+  let hexBreak = -1;
+  let longHex = false;
   const source = readUnits(input);
   // Normalised UTF-16 units and their offsets; NFKC can grow the text, so both buffers grow.
   const out = new UnitBuilder(length + 16);
@@ -391,6 +415,15 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
   let entities = 0;
   for (let index = 0; index < length; ) {
     const code = source[index]!;
+    const kind = code < 128 ? encodedClasses[code]! : 0;
+    if ((kind & hexClass) === 0) {
+      if (index - hexBreak > minHex) longHex = true;
+      hexBreak = index;
+    }
+    if ((kind & base64Class) === 0) {
+      if (index - base64Break > minBase64) base64.push(base64Break + 1, index);
+      base64Break = index;
+    }
     if (code < 0x80 && code !== 0x26) {
       // ASCII, inline: most of any text.
       if (code === 32 || (code >= 9 && code <= 13)) {
@@ -407,6 +440,19 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
         const cp = entity.codePoint;
         if (cp < 0x80) out.add(cp >= 0x41 && cp <= 0x5a ? cp + 32 : cp, index);
         else if (!isInvisible(cp)) out.addText(normalizeCodePoint(cp), index);
+        // The units of the reference after "&" still count for the encoded runs.
+        for (let skipped = index + 1; skipped < index + entity.length; skipped++) {
+          const unit = source[skipped]!;
+          const unitKind = unit < 128 ? encodedClasses[unit]! : 0;
+          if ((unitKind & hexClass) === 0) {
+            if (skipped - hexBreak > minHex) longHex = true;
+            hexBreak = skipped;
+          }
+          if ((unitKind & base64Class) === 0) {
+            if (skipped - base64Break > minBase64) base64.push(base64Break + 1, skipped);
+            base64Break = skipped;
+          }
+        }
         index += entity.length;
         continue;
       }
@@ -428,8 +474,17 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
     } else {
       out.addText(normalizeCodePoint(cp), index);
     }
+    if (width === 2) {
+      // The low surrogate breaks both kinds of run.
+      if (index + 1 - hexBreak > minHex) longHex = true;
+      hexBreak = index + 1;
+      if (index + 1 - base64Break > minBase64) base64.push(base64Break + 1, index + 1);
+      base64Break = index + 1;
+    }
     index += width;
   }
+  if (length - hexBreak > minHex) longHex = true;
+  if (length - base64Break > minBase64) base64.push(base64Break + 1, length);
   const size = out.size;
   const offsets = out.offsets;
   let text = unitsToString(out.units, size);
@@ -461,12 +516,15 @@ export function normalizeText(input: string, options: NormalizeOptions = {}): No
     if (copied > 0) text = folded + text.slice(copied);
   }
   return {
-    text,
-    offsets: offsets.subarray(0, size + 1),
-    invisible,
-    tagCharacters,
-    entities,
-    mixedScript,
+    normalized: {
+      text,
+      offsets: offsets.subarray(0, size + 1),
+      invisible,
+      tagCharacters,
+      entities,
+      mixedScript,
+    },
+    runs: { base64, longHex },
   };
 }
 
