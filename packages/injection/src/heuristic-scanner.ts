@@ -60,6 +60,9 @@ export interface HeuristicScanner extends Scanner {
   readonly rules: readonly HeuristicRule[];
 }
 
+/** Where the start words of a rule begin, as offsets of the original text (the first `count`). */
+type StartsOf = (rule: number) => { positions: Int32Array; count: number } | undefined;
+
 /** Rules whose matches are expected in ordinary text and only count next to another signal. */
 const weights = {
   encodedPayload: 0.6,
@@ -283,20 +286,21 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     active: Uint8Array | undefined,
     findings: ScanFinding[],
     place: (start: number, end: number) => [number, number],
-    starts?: (rule: number) => ArrayLike<number> | undefined,
+    starts?: StartsOf,
     suffix = "",
   ) => {
     for (const { rule, index } of list) {
       if (active !== undefined && active[index] === 0) continue;
-      const positions = starts?.(index);
+      const found = starts?.(index);
       const stickyPattern = sticky[index];
-      if (positions !== undefined && stickyPattern !== undefined) {
+      if (found !== undefined && stickyPattern !== undefined) {
+        const { positions, count: total } = found;
         const text = view.text;
         const offsets = view.offsets;
         let count = 0;
         let from = 0;
         let previous = -1;
-        for (let next = 0; next < positions.length; next++) {
+        for (let next = 0; next < total; next++) {
           const position = positions[next]!;
           if (position === previous) continue;
           previous = position;
@@ -363,10 +367,14 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
         : prefilter.decideProfile(normalized.text);
     // Start positions in offsets of the original text: the profile read the original; `active`
     // read the normalised text, whose offsets lead back to it.
-    const starts = (rule: number): ArrayLike<number> | undefined => {
+    const starts: StartsOf = (rule) => {
       const positions = prefilter.startPositions(rule);
-      if (positions === undefined || kind !== "entities") return positions;
-      return positions.map((position) => normalized.offsets[position]!);
+      if (positions === undefined) return undefined;
+      const count = prefilter.startCount(rule);
+      if (kind !== "entities") return { positions, count };
+      const mapped = new Int32Array(count);
+      for (let at = 0; at < count; at++) mapped[at] = normalized.offsets[positions[at]!]!;
+      return { positions: mapped, count };
     };
     run(normalized, rawRules, active, findings, place, starts);
     const rot13Possible = useRot13 && rot13Rules.length > 0 && active[rot13Index] === 1;

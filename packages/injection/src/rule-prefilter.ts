@@ -86,9 +86,12 @@ export interface RulePrefilter {
   /**
    * Where the start words of rule `rule` begin, found by the last `profile` (offsets in that
    * text) or `active` call (offsets in the text it was given), in increasing order, possibly
-   * repeated; `undefined` for a rule without start words.
+   * repeated, in the first `startCount(rule)` entries; `undefined` for a rule without start
+   * words.
    */
   startPositions(rule: number): Int32Array | undefined;
+  /** How many of `startPositions(rule)` are set (the array is reused and may be longer). */
+  startCount(rule: number): number;
   /**
    * Which rules may match `text` (normalised): `result[i]` is 1 when rule `i` has no anchors or
    * all of its anchors occur. The array is reused by the next call.
@@ -522,7 +525,11 @@ export function compilePrefilter(
     },
     startPositions(rule: number): Int32Array | undefined {
       const group = startGroupOfRule[rule] ?? -1;
-      return group >= 0 ? tables.positions[group]!.subarray(0, tables.counts[group]!) : undefined;
+      return group >= 0 ? tables.positions[group] : undefined;
+    },
+    startCount(rule: number): number {
+      const group = startGroupOfRule[rule] ?? -1;
+      return group >= 0 ? tables.counts[group]! : 0;
     },
     decideProfile(normalizedText: string): Uint8Array {
       // Whitespace is the only character normalisation changes here, and no anchor is one.
