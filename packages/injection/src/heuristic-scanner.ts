@@ -357,7 +357,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     // Text the profile did not read (not ASCII) gets its encoded runs from normalisation.
     let runs = profile?.runs;
     let normalized: NormalizedText;
-    if (kind === "plain") normalized = plainNormalized(text);
+    if (kind === "plain") normalized = plainNormalized(text, true);
     else if (kind === "simple") normalized = asciiNormalized(text);
     else if (runs !== undefined) normalized = normalizeText(text);
     else ({ normalized, runs } = normalizeWithRuns(text));

@@ -227,9 +227,10 @@ const lookAlikeLetter = /[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0250-\u02af]/
 
 /**
  * The normalisation of text already known to be plain (see `isPlainAscii`): lower case, every
- * character at its own offset. @internal
+ * character at its own offset. With `shared`, the offsets are a shared array that may be longer
+ * than the text (read only `0..length`, never write). @internal
  */
-export function plainNormalized(input: string): NormalizedText {
+export function plainNormalized(input: string, shared = false): NormalizedText {
   const length = input.length;
   if (identity.length <= length) {
     identity = new Int32Array(Math.max(length + 1, identity.length * 2));
@@ -237,7 +238,9 @@ export function plainNormalized(input: string): NormalizedText {
   }
   return {
     text: input.toLowerCase(),
-    offsets: identity.slice(0, length + 1),
+    // `shared`: the caller only reads offsets 0..length and never changes them, so the one
+    // identity array (longer than needed) serves without a copy.
+    offsets: shared ? identity : identity.slice(0, length + 1),
     invisible: 0,
     tagCharacters: 0,
     entities: 0,

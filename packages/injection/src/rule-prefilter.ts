@@ -485,19 +485,30 @@ export function compilePrefilter(
   };
 
   /** Sets `result` from `hit`, `seenChar` and the scripts seen. */
+  // The groups of each rule, flat: rule r has ruleGroupsFlat[ruleGroupStart[r]..ruleGroupStart[r + 1]].
+  const ruleGroupStart = new Int32Array(ruleGroups.length + 1);
+  ruleGroups.forEach((groups, rule) => {
+    ruleGroupStart[rule + 1] = ruleGroupStart[rule]! + groups.length;
+  });
+  const ruleGroupsFlat = Int32Array.from(ruleGroups.flat());
+  const scriptsOfGroup = Int32Array.from(groupScripts);
+  const hasSubstrings = Uint8Array.from(groupSubstrings, (list) => (list.length > 0 ? 1 : 0));
+  const anchorChars = [...charGroups.keys()];
+
   const decide = (text: string, scripts: number): Uint8Array => {
-    for (let code = 0; code < 128; code++) {
+    for (const code of anchorChars) {
       if (seenChar[code] === 0) continue;
-      const at = charIndex[code]!;
-      if (at >= 0) for (const group of charList[at]!) hit[group] = 1;
+      for (const group of charList[charIndex[code]!]!) hit[group] = 1;
     }
     for (let rule = 0; rule < ruleGroups.length; rule++) {
-      const groups = ruleGroups[rule]!;
       let all = 1;
-      for (let index = 0; index < groups.length; index++) {
-        const group = groups[index]!;
+      for (let at = ruleGroupStart[rule]!; at < ruleGroupStart[rule + 1]!; at++) {
+        const group = ruleGroupsFlat[at]!;
         if (hit[group] === 1) continue;
-        if ((groupScripts[group]! & scripts) === 0 && !includesAny(text, groupSubstrings[group]!)) {
+        if (
+          (scriptsOfGroup[group]! & scripts) === 0 &&
+          (hasSubstrings[group] === 0 || !includesAny(text, groupSubstrings[group]!))
+        ) {
           all = 0;
           break;
         }
