@@ -552,6 +552,7 @@ export function phraseView(normalized: TextView): TextView {
 }
 
 const readPhraseAscii = createAsciiReader();
+const readPhraseUnits = createUnitReader();
 const ordinary = 0;
 const markup = 1;
 const tagStart = 2;
@@ -679,13 +680,14 @@ export function phraseViewOf(normalized: TextView): TextView {
   const length = source.length;
   const units = new Uint16Array(length + 1);
   const offsets = new Int32Array(length + 1);
+  const codes = readPhraseUnits(source);
   let size = 0;
   let pendingSpace = -1;
   let pendingNewline = false;
   for (let k = 0; k < length; ) {
-    const code = source.charCodeAt(k);
+    const code = codes[k]!;
     let skip = 0;
-    if (code === 0x3c || (code === 0x2d && source.charCodeAt(k + 1) === 0x2d)) {
+    if (code === 0x3c || (code === 0x2d && k + 1 < length && codes[k + 1] === 0x2d)) {
       tagPattern.lastIndex = k;
       const match = tagPattern.exec(source);
       if (match) skip = match[0].length;

@@ -5,7 +5,7 @@
  * injection needs, so most rules are skipped at the cost of one table lookup per word.
  */
 
-import { createAsciiReader } from "./ascii-bytes.js";
+import { createAsciiReader, createUnitReader } from "./ascii-bytes.js";
 import {
   base64Class,
   type EncodedRuns,
@@ -405,6 +405,7 @@ export function compilePrefilter(
   const result = new Uint8Array(anchorsOfRules.length);
   const seenChar = new Uint8Array(128);
   const readAscii = createAsciiReader();
+  const readUnits = createUnitReader();
   const tables: Tables = {
     table2,
     table3,
@@ -451,8 +452,9 @@ export function compilePrefilter(
     let scripts = 0;
     let inWord = false;
     const length = text.length;
+    const source = readUnits(text);
     for (let index = 0; index < length; index++) {
-      const code = text.charCodeAt(index);
+      const code = source[index]!;
       if (code >= 128) {
         scripts |= scriptOf(code);
         inWord = false;
@@ -468,14 +470,14 @@ export function compilePrefilter(
       inWord = true;
       const slot1 = table1[first]!;
       if (slot1 >= 0) mark(text, index, slot1);
-      const nextCode = text.charCodeAt(index + 1);
+      const nextCode = index + 1 < length ? source[index + 1]! : 0;
       const second = nextCode < 128 ? wordCode[nextCode]! : 0;
       if (second === 0) continue;
       const key2 = first * base + second;
       const slot2 = table2[key2]!;
       if (slot2 >= 0) mark(text, index, slot2);
       if (has3[key2] === 0) continue;
-      const thirdCode = text.charCodeAt(index + 2);
+      const thirdCode = index + 2 < length ? source[index + 2]! : 0;
       const third = thirdCode < 128 ? wordCode[thirdCode]! : 0;
       if (third === 0) continue;
       const slot3 = table3[key2 * base + third]!;
