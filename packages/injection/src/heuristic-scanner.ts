@@ -293,7 +293,13 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
       if (active !== undefined && active[index] === 0) continue;
       const found = starts?.(index);
       const stickyPattern = sticky[index];
-      if (found !== undefined && stickyPattern !== undefined) {
+      // A try per start word beats a scan of the whole text while start words are sparse; on
+      // text full of them (one per 64 characters or more), the scan is cheaper.
+      if (
+        found !== undefined &&
+        stickyPattern !== undefined &&
+        found.count <= 32 + (view.text.length >> 6)
+      ) {
         const { positions, count: total } = found;
         const text = view.text;
         const offsets = view.offsets;
