@@ -14,6 +14,7 @@ export type { NormalizedText, NormalizeOptions, TextView } from "./normalize-tex
 export { normalizeText, phraseView } from "./normalize-text.js";
 export type { QuarantineEnvelope, QuarantineOptions } from "./quarantine.js";
 export { quarantine } from "./quarantine.js";
+export type { AnchorScript, RuleAnchor } from "./rule-prefilter.js";
 export type { HeuristicRule, RuleView } from "./rules.js";
 export { defaultRules } from "./rules.js";
 export type { TaintGateOptions, TaintSink } from "./taint-gate.js";
