@@ -52,6 +52,28 @@ function workload() {
   return { effects, tools: [lookup, refund, slow, failing] };
 }
 
+/** A tiny vault for tests: e-mail addresses become stable `<EMAIL_n>` tokens. */
+function emailVault() {
+  const values = new Map<string, string>();
+  const byValue = new Map<string, string>();
+  return {
+    tokenize: (text: string) =>
+      text.replace(/[\w.]+@[\w.-]+/g, (email) => {
+        let token = byValue.get(email);
+        if (!token) {
+          token = `<EMAIL_${values.size + 1}>`;
+          values.set(token, email);
+          byValue.set(email, token);
+        }
+        return token;
+      }),
+    reveal: <T>(value: T): T =>
+      JSON.parse(
+        JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token),
+      ) as T,
+  };
+}
+
 describe("stop reasons", () => {
   it("end_turn completes with the answer", async () => {
     const { tools } = workload();
@@ -532,19 +554,7 @@ describe("the log, resume and spans", () => {
 
 describe("the vault hook", () => {
   it("keeps personal data out of the model and the log, and gives tools the real value", async () => {
-    const values = new Map<string, string>();
-    const vault = {
-      tokenize: (text: string) =>
-        text.replace(/[\w.]+@[\w.]+/g, (email) => {
-          const token = `<EMAIL_${values.size + 1}>`;
-          values.set(token, email);
-          return token;
-        }),
-      reveal: <T>(value: T): T =>
-        JSON.parse(
-          JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token),
-        ) as T,
-    };
+    const vault = emailVault();
     const sent: string[] = [];
     const lookup = tool({
       name: "lookup_customer",
@@ -682,24 +692,7 @@ describe("span ids across resumes", () => {
 
 describe("gates and the vault", () => {
   it("gates judge real values while the log keeps tokens", async () => {
-    const values = new Map<string, string>();
-    const byValue = new Map<string, string>();
-    const vault = {
-      tokenize: (text: string) =>
-        text.replace(/[\w.]+@[\w.-]+/g, (email) => {
-          let token = byValue.get(email);
-          if (!token) {
-            token = `<EMAIL_${values.size + 1}>`;
-            values.set(token, email);
-            byValue.set(email, token);
-          }
-          return token;
-        }),
-      reveal: <T>(value: T): T =>
-        JSON.parse(
-          JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token),
-        ) as T,
-    };
+    const vault = emailVault();
     const seen: string[] = [];
     const domainGate: Gate = {
       name: "policy",

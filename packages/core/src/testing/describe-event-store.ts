@@ -15,6 +15,7 @@ import { AppendConflictError, CorruptLogError, LoopguardError } from "../errors.
 import type { RunStatus } from "../events.js";
 import { filterSummaries } from "../memory-event-store.js";
 import { summarize } from "../summary.js";
+import { loadSuite } from "./load-suite.js";
 
 /** What `describeEventStore` needs to know about a store under test. */
 export interface EventStoreSuiteOptions {
@@ -185,25 +186,7 @@ function expectedSummary(runId: string, events: readonly StoredEventInput[]): Ru
  * });
  */
 export async function describeEventStore(options: EventStoreSuiteOptions): Promise<void> {
-  if (
-    typeof options !== "object" ||
-    options === null ||
-    typeof options.name !== "string" ||
-    typeof options.create !== "function"
-  ) {
-    throw new TypeError(
-      "[core] describeEventStore(options): pass { name, create } (and optionally reopen, corruptTail, corruptLine)",
-    );
-  }
-  let vitest: typeof import("vitest");
-  try {
-    vitest = await import("vitest");
-  } catch (error) {
-    throw new Error(
-      "[core] describeEventStore needs vitest: install it as a devDependency (pnpm add -D vitest) and call the suite from a vitest test file",
-      { cause: error },
-    );
-  }
+  const vitest = await loadSuite("describeEventStore", options, "reopen, corruptTail, corruptLine");
   const { afterEach, describe, expect, it } = vitest;
   const { reopen, corruptTail, corruptLine } = options;
   const open = new Set<EventStore>();

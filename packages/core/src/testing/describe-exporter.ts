@@ -6,6 +6,7 @@
 import type { Exporter } from "../contracts/exporter.js";
 import type { Span } from "../spans.js";
 import { SpanBuilder } from "../spans.js";
+import { loadSuite } from "./load-suite.js";
 
 /** What `describeExporter` needs to know about an exporter under test. */
 export interface ExporterSuiteOptions {
@@ -99,25 +100,7 @@ export function sampleSpans(runId = "run_conformance"): Span[] {
  * await describeExporter({ name: "otelExporter", create: () => otelExporter({ exporter }) });
  */
 export async function describeExporter(options: ExporterSuiteOptions): Promise<void> {
-  if (
-    typeof options !== "object" ||
-    options === null ||
-    typeof options.name !== "string" ||
-    typeof options.create !== "function"
-  ) {
-    throw new TypeError(
-      "[core] describeExporter(options): pass { name, create } (and optionally received, createBroken)",
-    );
-  }
-  let vitest: typeof import("vitest");
-  try {
-    vitest = await import("vitest");
-  } catch (error) {
-    throw new Error(
-      "[core] describeExporter needs vitest: install it as a devDependency and call the suite from a vitest test file",
-      { cause: error },
-    );
-  }
+  const vitest = await loadSuite("describeExporter", options, "received, createBroken");
   const { describe, expect, it } = vitest;
   const settle = async (value: unknown): Promise<unknown> => {
     try {
