@@ -1,5 +1,6 @@
 export { memoryEventStore } from "../memory-event-store.js";
 export { describeEventStore, type EventStoreSuiteOptions } from "./describe-event-store.js";
+export { describeExporter, type ExporterSuiteOptions, sampleSpans } from "./describe-exporter.js";
 export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from "./faulty-model.js";
 export { faultyModel } from "./faulty-model.js";
 export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";
@@ -16,4 +17,3 @@ export type { RecordingExporter } from "./recording-exporter.js";
 export { recordingExporter } from "./recording-exporter.js";
 export type { Script, ScriptedModel, ScriptedReply } from "./scripted-model.js";
 export { fillReply, scriptedModel } from "./scripted-model.js";
-export { describeExporter, type ExporterSuiteOptions, sampleSpans } from "./describe-exporter.js";
