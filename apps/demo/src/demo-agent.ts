@@ -17,6 +17,7 @@ import {
   type Gate,
   type Model,
   type StoredEvent,
+  sleep,
 } from "@loopguard/core";
 import {
   crashAfter,
@@ -194,17 +195,7 @@ function slowed(model: Model, delayMs: number): Model {
     name: model.name,
     model: model.model,
     create: async (request, options) => {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, delayMs);
-        options.signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            reject(options.signal.reason);
-          },
-          { once: true },
-        );
-      });
+      await sleep(delayMs, options.signal);
       return model.create(request, options);
     },
   };

@@ -6,6 +6,7 @@ import {
   type Gate,
   type Model,
   type ModelRequest,
+  sleep,
   type Tool,
   type ToolContext,
 } from "@loopguard/core";
@@ -224,18 +225,7 @@ function orderModel(stepDelayMs: number): Model {
     name: base.name,
     model: base.model,
     create: async (request, options) => {
-      if (stepDelayMs > 0)
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(resolve, stepDelayMs);
-          options.signal.addEventListener(
-            "abort",
-            () => {
-              clearTimeout(timer);
-              reject(options.signal.reason);
-            },
-            { once: true },
-          );
-        });
+      if (stepDelayMs > 0) await sleep(stepDelayMs, options.signal);
       return of(orderOf(request)).create(request, options);
     },
   };

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Tool, ToolError, tool } from "@loopguard/core";
+import { InvalidArgumentError, sleep, type Tool, ToolError, tool } from "@loopguard/core";
 import * as v from "valibot";
 import { type SupportDeskFixtures, supportDeskFixtures } from "./fixtures.js";
 import { type SideEffectLedger, sideEffectLedger } from "./side-effect-ledger.js";
@@ -87,17 +87,8 @@ export function supportDesk(options: SupportDeskOptions = {}): SupportDesk {
   const applyFault = async (name: SupportToolName, signal: AbortSignal): Promise<void> => {
     const fault = options.faults?.[name]?.[calls[name] - 1] ?? "ok";
     if (latencyMs > 0 || fault === "hang") {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, fault === "hang" ? 2 ** 31 - 1 : latencyMs);
-        signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
+      // An abandoned call ends its wait when the run aborts it.
+      await sleep(fault === "hang" ? 2 ** 31 - 1 : latencyMs, signal).catch(() => undefined);
       if (signal.aborted) throw new ToolError(`${name} was abandoned`);
     }
     if (fault === "transient")
