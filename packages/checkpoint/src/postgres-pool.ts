@@ -161,16 +161,22 @@ export async function openPool(
   return { pool, owned: true };
 }
 
-/** Runs `work` in a transaction on one client; rolls back when it throws. */
+/**
+ * Runs `work` in a transaction on one client; commits, or rolls back when it throws. `begin`
+ * is the first round trip (plain `BEGIN`, or a simple query that starts with BEGIN and whose
+ * last statement's rows are handed to `work`, to save a round trip).
+ */
 export async function inTransaction<T>(
   pool: PgPool,
-  work: (client: PgClient) => Promise<T>,
+  work: (client: PgClient, rows: PgQueryResult["rows"]) => Promise<T>,
+  begin = "BEGIN",
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
+    const results = (await client.query(begin)) as PgQueryResult | PgQueryResult[];
+    const last = Array.isArray(results) ? results[results.length - 1] : results;
+    const result = await work(client, last?.rows ?? []);
     await client.query("COMMIT");
     return result;
   } catch (error) {

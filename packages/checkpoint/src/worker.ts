@@ -14,7 +14,7 @@ import {
   type PostgresEventStore,
   postgresEventStore,
 } from "./postgres-event-store.js";
-import type { PgClient, PgPool, PgQueryResult } from "./postgres-pool.js";
+import { inTransaction, type PgClient, type PgPool, type PgQueryResult } from "./postgres-pool.js";
 import {
   jobSettings,
   openQueue,
@@ -223,12 +223,8 @@ export function createWorker(options: WorkerOptions): Worker {
     data: RunJobData,
     detail: object,
   ): Promise<boolean> {
-    return inTransactionWith(
+    return inTransaction(
       pool!,
-      // BEGIN and the check in one round trip (a simple query: no parameters, so the run id,
-      // checked by assertRunId to letters, digits and _.:-, is written in as a literal).
-      // FOR SHARE makes a concurrent claim (an UPDATE of this row) wait for this transaction.
-      `BEGIN; SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
       async (client, rows) => {
         if (Number(rows[0]?.epoch ?? 0) !== epoch) return false;
         const db = queueDb(client);
@@ -247,6 +243,10 @@ export function createWorker(options: WorkerOptions): Worker {
         }
         return true;
       },
+      // BEGIN and the check in one round trip (a simple query: no parameters, so the run id,
+      // checked by assertRunId to letters, digits and _.:-, is written in as a literal).
+      // FOR SHARE makes a concurrent claim (an UPDATE of this row) wait for this transaction.
+      `BEGIN; SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
     );
   }
 
@@ -481,33 +481,4 @@ function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): Tracked
   };
   if (prefetched?.some((event) => event.type === "run-end")) tracked.ended = true;
   return tracked;
-}
-
-/**
- * Runs `work` in a transaction whose first round trip is `begin` (a simple query starting with
- * BEGIN, whose last statement's rows are handed to `work`); commits, or rolls back on a throw.
- */
-async function inTransactionWith<T>(
-  pool: PgPool,
-  begin: string,
-  work: (client: PgClient, rows: PgQueryResult["rows"]) => Promise<T>,
-): Promise<T> {
-  const client = await pool.connect();
-  let broken: Error | undefined;
-  try {
-    const results = (await client.query(begin)) as PgQueryResult | PgQueryResult[];
-    const last = Array.isArray(results) ? results[results.length - 1] : results;
-    const result = await work(client, last?.rows ?? []);
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    try {
-      await client.query("ROLLBACK");
-    } catch (rollbackError) {
-      broken = rollbackError as Error;
-    }
-    throw error;
-  } finally {
-    client.release(broken ?? false);
-  }
 }
