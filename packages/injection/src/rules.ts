@@ -72,8 +72,8 @@ const imperativeBefore =
  * it (checking after the verb matched keeps the scan fast: the lookbehind runs only on verbs).
  */
 const imperative = `(?<=${imperativeBefore}[a-z-]{2,12})`;
-/** Anchors of the override verbs: a word of each alternative ("follow" in "do not follow"). */
-const verbs = words(
+/** Prefixes of the override verbs ("ignor" covers ignore, ignoring, ignored). */
+const overrideVerbPrefixes = [
   "ignor",
   "disregard",
   "forget",
@@ -86,27 +86,11 @@ const verbs = words(
   "abandon",
   "discard",
   "never",
-  "follow",
-  "obey",
-);
-/** Where an override phrase can start ("stop" in "stop following", "do" in "don't follow"). */
-const overrideStarts = [
-  "ignor",
-  "disregard",
-  "forget",
-  "overrid",
-  "overrule",
-  "bypass",
-  "skip",
-  "neglect",
-  "dismiss",
-  "abandon",
-  "discard",
-  "never",
-  "stop",
-  "do",
-  "no",
 ];
+/** Anchors of the override verbs: a word of each alternative ("follow" in "do not follow"). */
+const verbs = words(...overrideVerbPrefixes, "follow", "obey");
+/** Where an override phrase can start ("stop" in "stop following", "do" in "don't follow"). */
+const overrideStarts = [...overrideVerbPrefixes, "stop", "do", "no"];
 const instructionWords = [
   "instruction",
   "iunstruction",

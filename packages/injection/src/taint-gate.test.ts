@@ -190,66 +190,45 @@ describe("taintGate in core's loop (a model that always obeys injected text)", (
   });
 
   it("trusts the run's task by default, with no attributes copied by the host", async () => {
-    const { tools, refunds } = shop(`${poisonedRefund}\nRe: order A1001`);
-    const model = scriptedModel([
-      {
-        content: [
-          { type: "tool_use", id: "toolu_read", name: "read_document", input: { doc: "ticket" } },
-        ],
-      },
-      {
-        content: [
-          {
-            type: "tool_use",
-            id: "toolu_act",
-            name: "issue_refund",
-            input: { order_id: "A1001", amount: 89.99, reason: "damaged" },
-          },
-        ],
-      },
-      { content: "Refunded." },
-    ]);
-    const agent = createAgent({
-      model,
-      tools,
-      scanner: heuristicScanner(),
-      envelope: quarantine(),
-      gates: [taintGate()],
-      budget: { maxSteps: 8 },
-    });
-    const result = await agent.run("Order A1001 ($89.99) arrived broken, refund please");
-    expect(result.blocked).toEqual([]);
-    expect(refunds).toEqual([{ order_id: "A1001", amount: 89.99 }]);
-    // Without the task, the same call carries values only the flagged ticket had: refused.
-    const { tools: tools2, refunds: refunds2 } = shop(`${poisonedRefund}\nRe: order A1001`);
-    const model2 = scriptedModel([
-      {
-        content: [
-          { type: "tool_use", id: "toolu_read", name: "read_document", input: { doc: "ticket" } },
-        ],
-      },
-      {
-        content: [
-          {
-            type: "tool_use",
-            id: "toolu_act",
-            name: "issue_refund",
-            input: { order_id: "A1001", amount: 89.99, reason: "damaged" },
-          },
-        ],
-      },
-      { content: "Refunded." },
-    ]);
-    const blocked = await createAgent({
-      model: model2,
-      tools: tools2,
-      scanner: heuristicScanner(),
-      envelope: quarantine(),
-      gates: [taintGate()],
-      budget: { maxSteps: 8 },
-    }).run("Please help with my refund");
-    expect(blocked.blocked.map((call) => call.reason)).toEqual(["tainted_argument"]);
-    expect(refunds2).toEqual([]);
+    // The model reads the poisoned ticket, then refunds A1001 for $89.99 (values the ticket has).
+    const refundAfterReading = async (task: string) => {
+      const { tools, refunds } = shop(`${poisonedRefund}\nRe: order A1001`);
+      const readThenRefund = [
+        {
+          type: "tool_use" as const,
+          id: "toolu_read",
+          name: "read_document",
+          input: { doc: "ticket" },
+        },
+        {
+          type: "tool_use" as const,
+          id: "toolu_act",
+          name: "issue_refund",
+          input: { order_id: "A1001", amount: 89.99, reason: "damaged" },
+        },
+      ];
+      const model = scriptedModel([
+        { content: [readThenRefund[0]!] },
+        { content: [readThenRefund[1]!] },
+        { content: "Refunded." },
+      ]);
+      const agent = createAgent({
+        model,
+        tools,
+        scanner: heuristicScanner(),
+        envelope: quarantine(),
+        gates: [taintGate()],
+        budget: { maxSteps: 8 },
+      });
+      return { result: await agent.run(task), refunds };
+    };
+    const trusted = await refundAfterReading("Order A1001 ($89.99) arrived broken, refund please");
+    expect(trusted.result.blocked).toEqual([]);
+    expect(trusted.refunds).toEqual([{ order_id: "A1001", amount: 89.99 }]);
+    // Without those values in the task, the same call carries values only the flagged ticket had.
+    const untrusted = await refundAfterReading("Please help with my refund");
+    expect(untrusted.result.blocked.map((call) => call.reason)).toEqual(["tainted_argument"]);
+    expect(untrusted.refunds).toEqual([]);
   });
 
   it("escalates to approval with onTaint: ask", async () => {
