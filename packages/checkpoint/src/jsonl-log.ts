@@ -9,11 +9,8 @@ import { CorruptLogError, InvalidArgumentError } from "@loopguard/core";
 const newline = 0x0a;
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/**
- * Serialises an event without its seq, as `{"at":...,"type":...,...}`; the seq is put in front
- * when the store assigns it. Throws `InvalidArgumentError` for what JSON cannot hold.
- */
-export function encodeEventBody(event: StoredEventInput, runId: string, index: number): string {
+/** Refuses an event without a string type or a finite `at`, naming the run and its place. */
+function checkEvent(event: StoredEventInput, runId: string, index: number): void {
   if (
     typeof event !== "object" ||
     event === null ||
@@ -29,6 +26,14 @@ export function encodeEventBody(event: StoredEventInput, runId: string, index: n
       `[checkpoint] append to run ${runId}: event ${index} (${event.type}) needs a finite number \`at\` (milliseconds since the epoch)`,
     );
   }
+}
+
+/**
+ * Serialises an event without its seq, as `{"at":...,"type":...,...}`; the seq is put in front
+ * when the store assigns it. Throws `InvalidArgumentError` for what JSON cannot hold.
+ */
+export function encodeEventBody(event: StoredEventInput, runId: string, index: number): string {
+  checkEvent(event, runId, index);
   const { at, type, seq: _ignored, ...rest } = event as StoredEventInput & { seq?: unknown };
   try {
     return JSON.stringify({ at, type, ...rest });
@@ -46,21 +51,7 @@ export function encodeEventBody(event: StoredEventInput, runId: string, index: n
  * the store assigns it. Throws `InvalidArgumentError` for an event without a type or a finite `at`.
  */
 export function storedEvent(event: StoredEventInput, runId: string, index: number): StoredEvent {
-  if (
-    typeof event !== "object" ||
-    event === null ||
-    typeof event.type !== "string" ||
-    (event.type as string) === ""
-  ) {
-    throw new InvalidArgumentError(
-      `[checkpoint] append to run ${runId}: event ${index} must be an object with a string type`,
-    );
-  }
-  if (typeof event.at !== "number" || !Number.isFinite(event.at)) {
-    throw new InvalidArgumentError(
-      `[checkpoint] append to run ${runId}: event ${index} (${event.type}) needs a finite number \`at\` (milliseconds since the epoch)`,
-    );
-  }
+  checkEvent(event, runId, index);
   // One copy, keys in the order of the line; a seq the caller passed is reset, keeping its place.
   const copy = { seq: 0, at: event.at, type: event.type, ...(event as object) } as StoredEvent;
   (copy as { seq: number }).seq = 0;
