@@ -72,20 +72,24 @@ export function fileFreezeStore(
   let cached: { status: FreezeStatus; checkedMs: number; signature: string } | undefined;
   let pending: Promise<FreezeStatus> | undefined;
 
+  // No file means not frozen; any other failure to read it is an error (calls are then refused).
+  const missingOrThrow = (error: unknown): FreezeStatus => {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
+      return cached.status;
+    }
+    throw new FreezeStoreError(
+      `[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`,
+      { cause: error },
+    );
+  };
   const load = async (): Promise<FreezeStatus> => {
     let signature: string;
     try {
       const info = await stat(path);
       signature = `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-        cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
-        return cached.status;
-      }
-      throw new FreezeStoreError(
-        `[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`,
-        { cause: error },
-      );
+      return missingOrThrow(error);
     }
     if (cached && cached.signature === signature) {
       cached.checkedMs = now();
@@ -95,14 +99,7 @@ export function fileFreezeStore(
     try {
       text = await readFile(path, "utf8");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-        cached = { status: { frozen: false }, checkedMs: now(), signature: "missing" };
-        return cached.status;
-      }
-      throw new FreezeStoreError(
-        `[policy] cannot read the freeze file ${path}: ${(error as Error).message}; fix its permissions (calls are refused until it can be read)`,
-        { cause: error },
-      );
+      return missingOrThrow(error);
     }
     const status = parseFreezeFile(text, path);
     cached = { status, checkedMs: now(), signature };
