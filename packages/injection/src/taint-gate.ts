@@ -66,6 +66,8 @@ interface TaintState {
   tainted: Map<string, TaintSource>;
   /** Keys of values seen in clean outputs. */
   clean: Set<string>;
+  /** Keys of values in the trusted text the last check saw, and those texts. */
+  trusted?: { texts: readonly string[]; keys: Set<string> };
 }
 
 const verdictRank: Record<ScanVerdict, number> = { clean: 0, suspicious: 1, injection: 2 };
@@ -234,20 +236,31 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       if (!argumentNames || argumentNames.length === 0) return { type: "allow" };
       const state = stateOf(run);
       if (state.tainted.size === 0) return { type: "allow" };
-      const trustedKeys = new Set(state.clean);
       const trustedText = trusted(call);
       if (!Array.isArray(trustedText))
         throw new InvalidArgumentError(
           "[injection] taintGate({ trusted }): trusted(call) must return an array of strings",
         );
-      for (const text of trustedText) {
-        if (typeof text !== "string") continue;
-        for (const value of extractValues(text, kinds)) trustedKeys.add(value.key);
+      // The trusted text (the task, the run's attributes) rarely changes within a run: extract
+      // its values once and reuse them while the same texts come back.
+      const cache = state.trusted;
+      const same =
+        cache !== undefined &&
+        cache.texts.length === trustedText.length &&
+        cache.texts.every((text, index) => text === trustedText[index]);
+      if (!same) {
+        const keys = new Set<string>();
+        for (const text of trustedText) {
+          if (typeof text !== "string") continue;
+          for (const value of extractValues(text, kinds)) keys.add(value.key);
+        }
+        state.trusted = { texts: [...trustedText], keys };
       }
+      const trustedKeys = state.trusted!.keys;
       for (const argument of argumentNames) {
         const keys = argumentKeys(call.args[argument], kinds);
         for (const source of state.tainted.values()) {
-          if (trustedKeys.has(source.value.key)) continue;
+          if (state.clean.has(source.value.key) || trustedKeys.has(source.value.key)) continue;
           let hit = false;
           for (const key of keys) {
             if (keyMatches(key, source.value)) {
