@@ -3,7 +3,7 @@ import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { LoopguardError, type Span, spansFromEvents } from "@loopguard/core";
+import { LoopguardError, type RunResult, type Span, spansFromEvents } from "@loopguard/core";
 import {
   formatScorecard,
   loadPackages,
@@ -12,7 +12,7 @@ import {
   supportDefences,
 } from "@loopguard/evals";
 import pc from "picocolors";
-import { type DemoPaths, demoAgent, demoPaths, newRunId } from "./demo-agent.js";
+import { type DemoAgent, type DemoPaths, demoAgent, demoPaths, newRunId } from "./demo-agent.js";
 import { narrator, summaryBox } from "./narrate.js";
 import { serve } from "./serve.js";
 import { loadTraceViewer } from "./trace-viewer.js";
@@ -144,17 +144,7 @@ export async function main(
         `Hi, order ${orderId} arrived broken. Can I get a refund?`,
         { runId },
       );
-      const defences = supportDefences(demo.packages);
-      out(
-        summaryBox(
-          colors,
-          result,
-          demo.desk.ledger.effects.filter((effect) =>
-            effect.idempotencyKey.startsWith(`${result.runId}:`),
-          ),
-          defences.redact,
-        ),
-      );
+      out(runSummary(colors, result, demo));
       return result.status === "failed" ? 1 : 0;
     }
     case "resume": {
@@ -166,16 +156,7 @@ export async function main(
         onEvent: narrator(colors, out),
       });
       const result = await demo.agent.resume(positionals[0]!);
-      out(
-        summaryBox(
-          colors,
-          result,
-          demo.desk.ledger.effects.filter((effect) =>
-            effect.idempotencyKey.startsWith(`${result.runId}:`),
-          ),
-          supportDefences(demo.packages).redact,
-        ),
-      );
+      out(runSummary(colors, result, demo));
       return result.status === "failed" ? 1 : 0;
     }
     case "approve": {
@@ -220,16 +201,7 @@ export async function main(
         ...(typeof values.request === "string" ? { requestId: values.request } : {}),
         ...(typeof note === "string" ? { note } : {}),
       });
-      out(
-        summaryBox(
-          colors,
-          result,
-          demo.desk.ledger.effects.filter((effect) =>
-            effect.idempotencyKey.startsWith(`${result.runId}:`),
-          ),
-          supportDefences(demo.packages).redact,
-        ),
-      );
+      out(runSummary(colors, result, demo));
       return 0;
     }
     case "runs": {
@@ -443,6 +415,18 @@ export async function main(
 }
 
 /** The order a stored demo run is about (the scripted model must be the same one after a restart). */
+/** The summary box of a run: its figures and the side effects it made (by idempotency key). */
+function runSummary(
+  colors: Parameters<typeof summaryBox>[0],
+  result: RunResult,
+  demo: DemoAgent,
+): string {
+  const effects = demo.desk.ledger.effects.filter((effect) =>
+    effect.idempotencyKey.startsWith(`${result.runId}:`),
+  );
+  return summaryBox(colors, result, effects, supportDefences(demo.packages).redact);
+}
+
 async function orderOfRun(paths: DemoPaths, runId: string): Promise<string> {
   const { store } = await demoAgent({ paths });
   const start = (await store.read(runId))[0];
