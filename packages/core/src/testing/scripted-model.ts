@@ -8,6 +8,7 @@ import type {
 } from "../contracts/model.js";
 import { InvalidArgumentError } from "../errors.js";
 import { requestBytes } from "../pricing.js";
+import { sleep } from "../retry.js";
 
 /** One scripted reply: any part of a Messages API response; the rest is filled in. */
 export interface ScriptedReply {
@@ -88,19 +89,8 @@ export function scriptedModel(
         );
       }
       const reply = typeof entry === "function" ? await entry(request, call) : entry;
-      if (reply.delayMs) {
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(resolve, reply.delayMs);
-          signal.addEventListener(
-            "abort",
-            () => {
-              clearTimeout(timer);
-              reject(signal.reason);
-            },
-            { once: true },
-          );
-        });
-      }
+      // The retry module's sleep removes its abort listener when the wait ends.
+      if (reply.delayMs) await sleep(reply.delayMs, signal);
       if (signal.aborted) throw signal.reason;
       if (reply.error !== undefined) throw reply.error;
       return fillReply(reply, request, modelId, call);
