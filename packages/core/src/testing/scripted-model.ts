@@ -85,7 +85,7 @@ export function scriptedModel(
       else entry = script[call - 1];
       if (entry === undefined) {
         throw new InvalidArgumentError(
-          `[core] scriptedModel: the script has ${(script as readonly unknown[]).length} replies but the model was called a ${call}th time; add replies or end the script with a final answer`,
+          `[core] scriptedModel: the script has ${(script as readonly unknown[]).length} replies but the model was called for reply ${call}; add replies or end the script with a final answer (a reply without tool_use)`,
         );
       }
       const reply = typeof entry === "function" ? await entry(request, call) : entry;
