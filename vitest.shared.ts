@@ -13,11 +13,11 @@ export function packageConfig(dir: string, overrides: { testTimeout?: number; in
     resolve: {
       alias: [
         {
-          find: /^@loopguard\/core\/(anthropic|testing)$/,
-          replacement: resolve(root, "packages/core/src/$1/index.ts"),
+          find: /^@loopguard\/([a-z-]+)\/([a-z-]+)$/,
+          replacement: resolve(root, "packages/$1/src/$2/index.ts"),
         },
         {
-          find: /^@loopguard\/(core|policy|injection|redact|checkpoint|tracing-otel|evals)$/,
+          find: /^@loopguard\/([a-z-]+)$/,
           replacement: resolve(root, "packages/$1/src/index.ts"),
         },
       ],
