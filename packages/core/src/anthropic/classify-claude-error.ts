@@ -1,6 +1,7 @@
 import type { ErrorClassification } from "../contracts/model.js";
 import { LoopguardError } from "../errors.js";
 import { classifyError, retryAfterFrom } from "../retry.js";
+import { StreamProtocolError } from "../stream/assemble-message.js";
 import { type AnthropicSdk, loadedSdk } from "./load-sdk.js";
 
 /**
@@ -9,7 +10,9 @@ import { type AnthropicSdk, loadedSdk } from "./load-sdk.js";
  * included), `APIConnectionError` and `APIConnectionTimeoutError` are retryable;
  * `BadRequestError` (400), `AuthenticationError` (401), `PermissionDeniedError` (403),
  * `NotFoundError` (404) and 413 fail at once. `retry-after-ms` and `retry-after` become
- * `retryAfterMs`. Errors from another copy of the SDK, or from anything else, are classified
+ * `retryAfterMs`. A mid-stream SSE `error` event (no status) is classified by its type
+ * (`overloaded_error`, `api_error`, `rate_limit_error` retryable); a stream that broke the
+ * protocol ({@link StreamProtocolError}) by its own flag. Errors from another copy of the SDK, or from anything else, are classified
  * by status code and name (core's `classifyError`).
  *
  * @example
@@ -19,6 +22,7 @@ export function classifyClaudeError(
   error: unknown,
   sdk: AnthropicSdk | undefined = loadedSdk(),
 ): ErrorClassification {
+  if (StreamProtocolError.isInstance(error)) return error.classification();
   if (LoopguardError.isInstance(error)) {
     return {
       retryable: false,
@@ -46,6 +50,12 @@ export function classifyClaudeError(
   if (status === 529 || error.type === "overloaded_error") return withStatus(true, "overloaded");
   if (error instanceof sdk.InternalServerError) return withStatus(true, "server_error");
   if (error instanceof sdk.BadRequestError) return withStatus(false, "bad_request");
+  if (status === undefined) {
+    // An SSE `error` event after HTTP 200: the event's type says what went wrong.
+    if (error.type === "rate_limit_error") return withStatus(true, "rate_limit");
+    if (error.type === "api_error" || error.type === "timeout_error")
+      return withStatus(true, "server_error");
+  }
   if (error instanceof sdk.AuthenticationError) return withStatus(false, "authentication");
   if (error instanceof sdk.PermissionDeniedError) return withStatus(false, "permission");
   if (error instanceof sdk.NotFoundError) return withStatus(false, "not_found");

@@ -5,7 +5,9 @@
  * conversation can be replayed byte for byte. An implementation must not retry on its own
  * (loopguard owns retries so budgets and attempt counts stay true): it either resolves with
  * a response or rejects with the error it got. Errors are classified by `classifyError` when
- * the implementation provides it, and by status code and name otherwise.
+ * the implementation provides it, and by status code and name otherwise. A model may also
+ * stream (`stream()`), yielding the API's server-sent events; `assembleMessage` turns them
+ * back into the whole response.
  */
 
 /** A text block. */
@@ -35,6 +37,7 @@ export interface ToolUseBlock {
   id: string;
   name: string;
   input: unknown;
+  cache_control?: CacheControl;
 }
 
 /** The result of one tool call, sent back in a user turn. */
@@ -133,6 +136,71 @@ export interface ErrorClassification {
   retryAfterMs?: number;
 }
 
+/** A text fragment of a `text` block. */
+export interface TextDelta {
+  type: "text_delta";
+  text: string;
+}
+
+/** A fragment of a tool call's input, as JSON text; only `content_block_stop` makes it whole. */
+export interface InputJsonDelta {
+  type: "input_json_delta";
+  partial_json: string;
+}
+
+/** A fragment of a `thinking` block. */
+export interface ThinkingDelta {
+  type: "thinking_delta";
+  thinking: string;
+}
+
+/** The signature of a `thinking` block, sent just before the block stops. */
+export interface SignatureDelta {
+  type: "signature_delta";
+  signature: string;
+}
+
+/** A citation added to a `text` block. */
+export interface CitationsDelta {
+  type: "citations_delta";
+  citation: unknown;
+}
+
+/** Any delta a `content_block_delta` event carries. */
+export type ContentBlockDelta =
+  | TextDelta
+  | InputJsonDelta
+  | ThinkingDelta
+  | SignatureDelta
+  | CitationsDelta;
+
+/** The usage a `message_delta` event reports: cumulative counts, `output_tokens` always. */
+export interface MessageDeltaUsage {
+  output_tokens: number;
+  input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+/**
+ * One event of a streamed Messages API response, in the order the API sends them:
+ * `message_start`, then per block `content_block_start`, `content_block_delta`...,
+ * `content_block_stop`, then `message_delta` (stop reason, final usage) and `message_stop`.
+ * `ping` may come anywhere. A mid-stream `error` event is not yielded: the stream throws it.
+ */
+export type MessageStreamEvent =
+  | { type: "message_start"; message: ModelResponse }
+  | { type: "content_block_start"; index: number; content_block: ContentBlock }
+  | { type: "content_block_delta"; index: number; delta: ContentBlockDelta }
+  | { type: "content_block_stop"; index: number }
+  | {
+      type: "message_delta";
+      delta: { stop_reason: StopReason | null; stop_sequence?: string | null };
+      usage: MessageDeltaUsage;
+    }
+  | { type: "message_stop" }
+  | { type: "ping" };
+
 /** Options for one model call. */
 export interface ModelCallOptions {
   /** Aborted when the run is cancelled or its wall clock runs out. */
@@ -154,6 +222,16 @@ export interface Model {
   readonly defaultMaxTokens?: number;
   /** Makes one call. */
   create(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse>;
+  /**
+   * Makes one streaming call: yields the Messages API stream events as they arrive.
+   *
+   * Optional: the runtime calls `create()` when it is missing. Failure rule: the iterator
+   * throws the error it got (an HTTP error before the first event, or a mid-stream `error`
+   * event such as `overloaded_error`) and never retries; a stream that ends without
+   * `message_stop` is treated by the runtime as cut and retried. Breaking out of the loop or
+   * aborting `signal` must close the connection.
+   */
+  stream?(request: ModelRequest, options: ModelCallOptions): AsyncIterable<MessageStreamEvent>;
   /** Classifies an error this model threw; optional, the runtime falls back to status codes. */
   classifyError?(error: unknown): ErrorClassification;
 }

@@ -1,5 +1,6 @@
 import type {
   ContentBlock,
+  MessageStreamEvent,
   Model,
   ModelRequest,
   ModelResponse,
@@ -9,6 +10,7 @@ import type {
 import { InvalidArgumentError } from "../errors.js";
 import { requestBytes } from "../pricing.js";
 import { sleep } from "../retry.js";
+import { assembleMessage, messageEvents } from "../stream/assemble-message.js";
 
 /** One scripted reply: any part of a Messages API response; the rest is filled in. */
 export interface ScriptedReply {
@@ -21,6 +23,25 @@ export interface ScriptedReply {
   error?: unknown;
   /** Wait this long before answering (honours the call's signal). */
   delayMs?: number;
+  /**
+   * Stream exactly these events instead of events made from the reply (`create()` assembles
+   * them), to test what a model does with a malformed or unusual stream.
+   */
+  events?: readonly MessageStreamEvent[];
+  /** When streaming, wait this long between events (honours the call's signal). */
+  eventDelayMs?: number;
+}
+
+/** Options of {@link scriptedModel}. */
+export interface ScriptedModelOptions {
+  /** The model id. Default `claude-sonnet-5-5`. */
+  model?: string;
+  /** Keep a deep copy of every request in `requests`. Default `true`. */
+  copyRequests?: boolean;
+  /** Characters of text per streamed delta. Default 16. */
+  chunkChars?: number;
+  /** Leave out `stream()`, so the runtime calls `create()` (a model that cannot stream). Default `false`. */
+  noStream?: boolean;
 }
 
 /** A script: a list of replies, or a function of the request and the call number (1-based). */
@@ -43,7 +64,9 @@ export interface ScriptedModel extends Model {
  * A model that answers from a script, for offline runs and tests. Replies are in the Messages
  * API shape; what is left out is filled in: `stop_reason` (`tool_use` when the content has a
  * tool call, else `end_turn`), `usage` (input tokens from the request size, output tokens from
- * the content size, never above `max_tokens`), `id` and `model`.
+ * the content size, never above `max_tokens`), `id` and `model`. It streams too: `stream()`
+ * yields the events the API would send for the reply (text in `chunkChars` pieces, tool input
+ * as `input_json_delta` fragments), or a reply's own `events`.
  *
  * @example
  * const model = scriptedModel([
@@ -51,10 +74,7 @@ export interface ScriptedModel extends Model {
  *   { content: "Your refund is on its way." },
  * ]);
  */
-export function scriptedModel(
-  script: Script,
-  options: { model?: string; copyRequests?: boolean } = {},
-): ScriptedModel {
+export function scriptedModel(script: Script, options: ScriptedModelOptions = {}): ScriptedModel {
   if (!Array.isArray(script) && typeof script !== "function") {
     throw new InvalidArgumentError(
       "[core] scriptedModel(script): script must be an array of replies or a function (request, call) => reply",
@@ -73,29 +93,60 @@ export function scriptedModel(
     get calls() {
       return calls;
     },
-    async create(request, { signal }) {
-      calls += 1;
-      const call = calls;
-      if (copy) requests.push(structuredClone(request));
-      let entry:
-        | ScriptedReply
-        | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>)
-        | undefined;
-      if (typeof script === "function") entry = script;
-      else entry = script[call - 1];
-      if (entry === undefined) {
-        throw new InvalidArgumentError(
-          `[core] scriptedModel: the script has ${(script as readonly unknown[]).length} replies but the model was called for reply ${call}; add replies or end the script with a final answer (a reply without tool_use)`,
-        );
-      }
-      const reply = typeof entry === "function" ? await entry(request, call) : entry;
-      // The retry module's sleep removes its abort listener when the wait ends.
-      if (reply.delayMs) await sleep(reply.delayMs, signal);
-      if (signal.aborted) throw signal.reason;
-      if (reply.error !== undefined) throw reply.error;
+    create: async (request, { signal }) => {
+      const { reply, call } = await next(request, signal);
+      if (reply.events) return assembleMessage(fromList(reply.events, 0, signal));
       return fillReply(reply, request, modelId, call);
     },
+    ...(options.noStream
+      ? {}
+      : {
+          async *stream(request: ModelRequest, { signal }: { signal: AbortSignal }) {
+            const { reply, call } = await next(request, signal);
+            const events =
+              reply.events ??
+              messageEvents(fillReply(reply, request, modelId, call), {
+                ...(options.chunkChars !== undefined ? { chunkChars: options.chunkChars } : {}),
+              });
+            yield* fromList(events, reply.eventDelayMs ?? 0, signal);
+          },
+        }),
   };
+
+  async function next(request: ModelRequest, signal: AbortSignal) {
+    calls += 1;
+    const call = calls;
+    if (copy) requests.push(structuredClone(request));
+    let entry:
+      | ScriptedReply
+      | ((request: ModelRequest, call: number) => ScriptedReply | Promise<ScriptedReply>)
+      | undefined;
+    if (typeof script === "function") entry = script;
+    else entry = script[call - 1];
+    if (entry === undefined) {
+      throw new InvalidArgumentError(
+        `[core] scriptedModel: the script has ${(script as readonly unknown[]).length} replies but the model was called for reply ${call}; add replies or end the script with a final answer (a reply without tool_use)`,
+      );
+    }
+    const reply = typeof entry === "function" ? await entry(request, call) : entry;
+    // The retry module's sleep removes its abort listener when the wait ends.
+    if (reply.delayMs) await sleep(reply.delayMs, signal);
+    if (signal.aborted) throw signal.reason;
+    if (reply.error !== undefined) throw reply.error;
+    return { reply, call };
+  }
+}
+
+async function* fromList(
+  events: readonly MessageStreamEvent[],
+  delayMs: number,
+  signal: AbortSignal,
+): AsyncGenerator<MessageStreamEvent> {
+  for (const event of events) {
+    if (delayMs > 0) await sleep(delayMs, signal);
+    if (signal.aborted) throw signal.reason;
+    yield event;
+  }
 }
 
 /** Fills in a scripted reply as the Messages API would. */
