@@ -8,6 +8,8 @@ export interface CorpusEvalOptions {
   colors: ReturnType<typeof pc.createColors>;
   /** Defences to switch off (e.g. `policy_deny`, to see what the taint gate catches alone). */
   sabotage?: readonly Sabotage[];
+  /** A corpus file or folder to run instead of the default one. */
+  corpus?: string;
 }
 
 /** Runs the attack corpus through the support desk and prints harmful and benign outcomes per subset. */

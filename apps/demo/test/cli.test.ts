@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { built, cli, leaksIn, ledgerOf, run, runIdOf, sensitive, start } from "./cli-helpers.js";
@@ -69,21 +69,22 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(denied.stdout).not.toMatch(/status\s+awaiting_approval/);
     expect(refundsOf(deniedId)).toHaveLength(0);
 
+    // Only approve or deny is an answer: anything else is refused before it reaches the log,
+    // and the run still waits.
     const unreadableId = park();
-    const unreadable = run([
-      "approve",
-      unreadableId,
-      "--answer",
-      "sure, go ahead",
-      "--as",
-      "kim",
-      "--dir",
-      runs,
-    ]);
-    expect(unreadable.status, unreadable.stderr).toBe(0);
-    expect(unreadable.stdout).toMatch(/status\s+halted/);
-    expect(unreadable.stdout).toContain("policy_indeterminate");
-    expect(refundsOf(unreadableId)).toHaveLength(0);
+    const unreadable = run(["approve", unreadableId, "--answer", "yes please", "--dir", runs]);
+    expect(unreadable.status).toBe(2);
+    expect(unreadable.stderr).toContain("--answer takes approve or deny");
+    const listed = run(["runs", "--dir", runs]).stdout;
+    expect(listed).toMatch(new RegExp(`${unreadableId}\\s+awaiting_approval`));
+    // Without --as the log names the OS user, not the tool.
+    const byUser = run(["approve", unreadableId, "--answer", "APPROVE", "--dir", runs]);
+    expect(byUser.status, byUser.stderr).toBe(0);
+    expect(byUser.stdout).toMatch(/status\s+completed/);
+    const log = readFileSync(join(runs, `${unreadableId}.jsonl`), "utf8");
+    expect(log).toContain(`"approver":${JSON.stringify(userInfo().username)}`);
+    expect(log).not.toContain('"approver":"cli"');
+    expect(refundsOf(unreadableId)).toHaveLength(1);
     expect(leaksIn(runs)).toEqual([]);
   });
 
@@ -164,6 +165,50 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
       encoding: "utf8",
     });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain('[loopguard] unknown command "frobnicate"');
+    expect(bad.stderr).toContain("[loopguard] unknown command 'frobnicate'");
+  });
+
+  it("--help of every command prints its usage and runs nothing; --version prints the version", () => {
+    const root = join(dir, "f");
+    const runs = join(root, "runs");
+    const top = run(["--help"]);
+    expect(top.status, top.stderr).toBe(0);
+    const listed = [...top.stdout.matchAll(/^ {2}([a-z-]+) (?:\[options\]|<|\[command\])/gm)]
+      .map((match) => match[1]!)
+      .filter((name) => name !== "help");
+    expect(listed).toEqual(
+      expect.arrayContaining(["demo", "eval", "freeze", "unfreeze", "worker"]),
+    );
+    const frozen = run(["freeze", "--reason", "checking help", "--dir", runs]);
+    expect(frozen.status, frozen.stderr).toBe(0);
+    const asked = [
+      ...listed.map((command) => [command, "--help"]),
+      ["help", "unfreeze"],
+      ["demo", "-h"],
+    ];
+    for (const help of asked) {
+      const command = help[0] === "help" ? help[1]! : help[0]!;
+      {
+        const printed = run([...help, "--dir", runs], { DATABASE_URL: "" });
+        expect(printed.status, `${help.join(" ")}: ${printed.stderr}`).toBe(0);
+        expect(printed.stdout).toMatch(new RegExp(`^Usage: loopguard ${command}`));
+      }
+    }
+    // Nothing ran: the fleet is still frozen, no run was started, no state was written.
+    expect(readFileSync(join(root, "freeze.json"), "utf8")).toContain("checking help");
+    expect(run(["runs", "--dir", runs]).stdout).toContain("no runs in");
+    const version = run(["--version"]);
+    expect(version.status).toBe(0);
+    expect(version.stdout.trim()).toBe(
+      (
+        JSON.parse(readFileSync(join(import.meta.dirname, "../package.json"), "utf8")) as {
+          version: string;
+        }
+      ).version,
+    );
+    const unknown = run(["demo", "--frobnicate"]);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain("unknown option '--frobnicate'");
+    expect(unknown.stderr).toContain("loopguard demo --help");
   });
 });

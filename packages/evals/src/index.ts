@@ -6,7 +6,7 @@ export type {
   SupportDefenceOptions,
   SupportDefences,
 } from "./defences.js";
-export { fixedApprover, loadPackages, supportDefences } from "./defences.js";
+export { fixedApprover, loadPackages, sabotageNames, supportDefences } from "./defences.js";
 export type { ScorecardColors } from "./format-scorecard.js";
 export { formatScorecard } from "./format-scorecard.js";
 export type { LiveResult, LiveScorecard } from "./live-scorecard.js";

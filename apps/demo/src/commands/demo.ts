@@ -1,0 +1,71 @@
+import type { Command } from "commander";
+import { type CliShared, pathsOf, positiveInt, runSummary, withDir } from "../cli-context.js";
+import { demoAgent, newRunId } from "../demo-agent.js";
+import { narrator } from "../narrate.js";
+import { UsageError } from "../usage-error.js";
+
+/** `loopguard demo`: the support agent reads a poisoned help article; every defence narrates. */
+export function register(program: Command, { out, colors, exit }: CliShared): void {
+  withDir(
+    program
+      .command("demo")
+      .description("run the support-desk agent offline against a poisoned help article")
+      .option(
+        "--order <id>",
+        "the order the customer complains about (A1002 needs an approval)",
+        "A1001",
+      )
+      .option(
+        "--crash-after <n>",
+        "kill the process after N durable appends (then: loopguard resume)",
+        positiveInt("--crash-after"),
+      )
+      .option(
+        "--step-delay <ms>",
+        "latency of each model step, as a real model has",
+        positiveInt("--step-delay", 60_000),
+        0,
+      ),
+  ).action(
+    async (options: { order: string; crashAfter?: number; stepDelay: number; dir: string }) => {
+      if (!/^A\d{4}$/.test(options.order))
+        throw new UsageError(
+          `--order must be an order id such as A1001 or A1002, got ${JSON.stringify(options.order)}`,
+        );
+      const crash = options.crashAfter;
+      const runId = newRunId();
+      const demo = await demoAgent({
+        paths: pathsOf(options),
+        runId,
+        orderId: options.order,
+        stepDelayMs: options.stepDelay,
+        onEvent: narrator(colors, out),
+        ...(crash
+          ? {
+              crashAfter: crash,
+              onCrash: () =>
+                out(
+                  colors.red(
+                    colors.bold(
+                      `💥 simulated crash after ${crash} durable append${crash === 1 ? "" : "s"}: the process dies now (SIGKILL). Finish with: loopguard resume ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`}`,
+                    ),
+                  ),
+                ),
+            }
+          : {}),
+      });
+      out(colors.bold("loopguard demo: Acme Shop's support agent reads a poisoned help article"));
+      out(
+        colors.dim(
+          `defences: ${demo.active.join(", ")}${demo.missing.length > 0 ? `; not yet available: ${demo.missing.join("; ")}` : ""}`,
+        ),
+      );
+      const result = await demo.agent.run(
+        `Hi, order ${options.order} arrived broken. Can I get a refund?`,
+        { runId },
+      );
+      out(runSummary(colors, result, demo));
+      exit(result.status === "failed" ? 1 : 0);
+    },
+  );
+}

@@ -1,0 +1,31 @@
+import type { Command } from "commander";
+import { type CliShared, pathsOf, withDir } from "../cli-context.js";
+import { demoAgent } from "../demo-agent.js";
+
+/** `loopguard runs`: lists the runs in the runs directory. */
+export function register(program: Command, { out, colors }: CliShared): void {
+  withDir(
+    program.command("runs").description("list the runs in the runs directory, newest last"),
+  ).action(async (options: { dir: string }) => {
+    const paths = pathsOf(options);
+    const demo = await demoAgent({ paths });
+    const runs = await demo.store.list();
+    if (runs.length === 0) {
+      out(`no runs in ${paths.runs}; start one with: loopguard demo`);
+      return;
+    }
+    const rows = runs.map((run) => [
+      run.runId,
+      run.status,
+      String(run.steps),
+      `$${run.costUsd.toFixed(4)}`,
+      new Date(run.updatedAt).toISOString(),
+    ]);
+    const header = ["id", "status", "steps", "cost", "last update"];
+    const widths = header.map((title, column) =>
+      Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+    );
+    out(colors.bold(header.map((cell, column) => cell.padEnd(widths[column]!)).join("  ")));
+    for (const row of rows) out(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));
+  });
+}

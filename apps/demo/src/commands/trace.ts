@@ -1,0 +1,50 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { type Span, spansFromEvents } from "@loopguard/core";
+import { supportDefences } from "@loopguard/evals";
+import type { Command } from "commander";
+import { type CliShared, pathsOf, withDir } from "../cli-context.js";
+import { demoAgent } from "../demo-agent.js";
+import { loadTraceViewer } from "../trace-viewer.js";
+import { UsageError } from "../usage-error.js";
+
+/** `loopguard trace <runId>`: writes a run's redacted spans as trace.json and trace.html. */
+export function register(program: Command, { out, colors }: CliShared): void {
+  withDir(
+    program
+      .command("trace")
+      .description("write a run's spans (redacted) as trace.json and a single-file trace.html")
+      .argument("<runId>", "the run to trace (see: loopguard runs)")
+      .option("--out <dir>", "where to write (default: <dir>/../traces/<runId>)"),
+  ).action(async (runId: string, options: { dir: string; out?: string }) => {
+    const paths = pathsOf(options);
+    const demo = await demoAgent({ paths });
+    const events = await demo.store.read(runId);
+    if (events.length === 0)
+      throw new UsageError(
+        `run ${runId} not found in ${paths.runs}; list runs with: loopguard runs`,
+      );
+    const redact = supportDefences(demo.packages).redact;
+    const spans = spansFromEvents(events).map((span) => redact(span) as Span);
+    const dir = resolve(options.out ?? join(paths.runs, "..", "traces", runId));
+    mkdirSync(dir, { recursive: true });
+    const viewer = await loadTraceViewer();
+    const json = viewer
+      ? viewer.buildTraceJson(events.map((event) => redact(event)))
+      : { runId, spans };
+    writeFileSync(join(dir, "trace.json"), `${JSON.stringify(json, null, 2)}\n`);
+    out(`wrote ${join(dir, "trace.json")} (${spans.length} spans)`);
+    if (viewer) {
+      writeFileSync(join(dir, "trace.html"), viewer.renderTraceHtml(spans, { runId }));
+      out(
+        `wrote ${join(dir, "trace.html")} (open it in a browser; it loads nothing from the network)`,
+      );
+    } else {
+      out(
+        colors.yellow(
+          "trace.html skipped: the HTML viewer (apps/demo/src/trace) is not in this build yet",
+        ),
+      );
+    }
+  });
+}
