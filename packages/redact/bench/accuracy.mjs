@@ -1,100 +1,144 @@
-// Accuracy and throughput of @loopguard/redact on the shared PII corpus, beside a popular
-// npm redaction package. Run with `pnpm --filter @loopguard/redact bench` (it builds first).
-// It prints figures and asserts nothing about time.
+// Accuracy and throughput of @loopguard/redact on the generated corpus (always) and the public
+// PII corpus (when LOOPGUARD_PII_CORPUS or --corpus names it), beside a popular npm redaction
+// package. Run with `pnpm --filter @loopguard/redact bench` (it builds first). It prints
+// figures and asserts nothing about time.
 import { SyncRedactor } from "@dawn-analytics/redact-pii";
 import { redact } from "../dist/index.js";
 import {
+  GENERATED_PATH,
   loadPiiRows,
   NER_TYPES,
   OTHER_PATTERN_TYPES,
   PATTERN_TYPES,
-  PII_PATH,
+  PUBLIC_CORPUS_ENV,
+  publicCorpusPath,
   scorePii,
 } from "./pii-data.mjs";
 
-let rows;
-try {
-  rows = loadPiiRows();
-} catch (error) {
-  console.error(error.message);
-  process.exit(1);
-}
-
 const format = (value) => (value === undefined ? "  -  " : value.toFixed(3));
 const pad = (text, width) => String(text).padEnd(width);
-
-// Accuracy: the default configuration, plus URL (off by default) for its separate row.
-const defaults = scorePii(rows, (text) => redact(text).findings);
-const withUrl = scorePii(
-  rows,
-  (text) =>
-    redact(text, {
-      types: [
-        "SECRET",
-        "EMAIL",
-        "CREDIT_CARD",
-        "IBAN",
-        "US_SSN",
-        "IP_ADDRESS",
-        "MAC_ADDRESS",
-        "PHONE",
-        "URL",
-      ],
-    }).findings,
-);
-
-console.log(`# @loopguard/redact on ${PII_PATH}`);
-console.log(
-  `${rows.length} rows, ${defaults.negatives} negatives. A match is an overlapping span of the same type.\n`,
-);
-console.log("| type | gold | recall | precision | note |");
-console.log("|---|---:|---:|---:|---|");
-for (const type of PATTERN_TYPES) {
-  const entry = defaults.perType.get(type);
-  console.log(
-    `| ${type} | ${entry?.gold ?? 0} | ${format(entry?.recall)} | ${format(entry?.precision)} | |`,
-  );
-}
-for (const type of OTHER_PATTERN_TYPES) {
-  const source = type === "URL" ? withUrl : defaults;
-  const entry = source.perType.get(type);
-  console.log(
-    `| ${type} | ${entry?.gold ?? 0} | ${format(entry?.recall)} | ${format(entry?.precision)} | ${type === "URL" ? "opt-in type; schemes and www. only" : "on by default"} |`,
-  );
-}
-const others = [...defaults.perType.values()].filter(
-  (entry) =>
-    !PATTERN_TYPES.includes(entry.type) &&
-    !OTHER_PATTERN_TYPES.includes(entry.type) &&
-    !NER_TYPES.includes(entry.type) &&
-    entry.gold > 0,
-);
-for (const entry of others)
-  console.log(`| ${entry.type} | ${entry.gold} | ${format(entry.recall)} | n/a | no detector |`);
-for (const type of NER_TYPES)
-  console.log(
-    `| ${type} | ${defaults.perType.get(type)?.gold ?? 0} | n/a | n/a | names and places: out of scope for pattern detectors |`,
-  );
-
-console.log("\nNegative rows flagged for the type they imitate:");
-const byType = new Map();
-for (const flagged of defaults.flaggedNegatives)
-  byType.set(flagged.type, [...(byType.get(flagged.type) ?? []), flagged]);
-for (const type of [
+const CONTEXT_TYPES = ["PERSON", "ADDRESS", "DATE_OF_BIRTH"];
+const ALL_TYPES = [
+  "SECRET",
+  "EMAIL",
   "CREDIT_CARD",
   "IBAN",
   "US_SSN",
   "IP_ADDRESS",
-  "EMAIL",
-  "PHONE",
   "MAC_ADDRESS",
-  "SECRET",
-]) {
-  const flagged = byType.get(type) ?? [];
+  "PHONE",
+  "URL",
+  "PERSON",
+  "ADDRESS",
+  "DATE_OF_BIRTH",
+];
+
+/** Prints recall and precision per type and the look-alikes kept, for one set of rows. */
+function report(title, rows, { publicCorpus = false } = {}) {
+  const defaults = scorePii(rows, (text) => redact(text).findings);
+  const withUrl = scorePii(rows, (text) => redact(text, { types: ALL_TYPES }).findings);
+  console.log(`\n## ${title}\n`);
   console.log(
-    `- ${pad(type, 12)} ${flagged.length}${flagged.length > 0 ? `: ${flagged.map((item) => `${item.id} ${JSON.stringify(item.text)}`).join("; ")}` : ""}`,
+    `${rows.length} rows. A match is an overlapping span of the same type; a look-alike is kept when no finding touches it.\n`,
   );
+  console.log("| type | gold | recall | precision | note |");
+  console.log("|---|---:|---:|---:|---|");
+  for (const type of [...PATTERN_TYPES, ...OTHER_PATTERN_TYPES, ...CONTEXT_TYPES]) {
+    const source = type === "URL" ? withUrl : defaults;
+    const entry = source.perType.get(type);
+    if ((entry?.gold ?? 0) === 0 && (entry?.predicted ?? 0) === 0) continue;
+    const note =
+      type === "URL" ? "opt-in type" : CONTEXT_TYPES.includes(type) ? "context detector" : "";
+    console.log(
+      `| ${type} | ${entry?.gold ?? 0} | ${format(entry?.recall)} | ${format(entry?.precision)} | ${note} |`,
+    );
+  }
+  if (publicCorpus) {
+    for (const entry of defaults.perType.values()) {
+      if (
+        [...PATTERN_TYPES, ...OTHER_PATTERN_TYPES, ...CONTEXT_TYPES, ...NER_TYPES].includes(
+          entry.type,
+        ) ||
+        entry.gold === 0
+      )
+        continue;
+      console.log(
+        `| ${entry.type} | ${entry.gold} | ${format(entry.recall)} | n/a | no detector |`,
+      );
+    }
+    for (const type of NER_TYPES.filter((type) => !CONTEXT_TYPES.includes(type)))
+      console.log(
+        `| ${type} | ${defaults.perType.get(type)?.gold ?? 0} | n/a | n/a | places and organisations: no detector |`,
+      );
+  }
+  if (defaults.lookalikeTotal > 0) {
+    console.log(
+      `\nLook-alikes kept: ${defaults.lookalikeKept} of ${defaults.lookalikeTotal} (${((100 * defaults.lookalikeKept) / defaults.lookalikeTotal).toFixed(1)}%)\n`,
+    );
+    console.log("| look-alike | imitates | kept | of | rate | eaten (first 3) |");
+    console.log("|---|---|---:|---:|---:|---|");
+    for (const entry of defaults.lookalikes.values())
+      console.log(
+        `| ${entry.kind} | ${entry.imitates} | ${entry.kept} | ${entry.total} | ${format(entry.rate)} | ${entry.eaten
+          .slice(0, 3)
+          .map((eaten) => `${JSON.stringify(eaten.value)} as ${eaten.as}`)
+          .join("; ")} |`,
+      );
+  }
+  if (publicCorpus) {
+    const imitating = rows.filter((row) => row.entities.length === 0);
+    console.log(
+      `\nNegative rows (${defaults.negatives}) flagged for the type they imitate, the public corpus's look-alikes:`,
+    );
+    const byType = new Map();
+    for (const flagged of defaults.flaggedNegatives)
+      byType.set(flagged.type, [...(byType.get(flagged.type) ?? []), flagged]);
+    for (const type of [
+      "CREDIT_CARD",
+      "IBAN",
+      "US_SSN",
+      "IP_ADDRESS",
+      "EMAIL",
+      "PHONE",
+      "MAC_ADDRESS",
+      "SECRET",
+    ]) {
+      const flagged = byType.get(type) ?? [];
+      console.log(
+        `- ${pad(type, 12)} ${flagged.length}${flagged.length > 0 ? `: ${flagged.map((item) => `${item.id} ${JSON.stringify(item.text)}`).join("; ")}` : ""}`,
+      );
+    }
+    const kept = imitating.length - defaults.flaggedNegatives.length;
+    console.log(
+      `Look-alike rows kept: ${kept} of ${imitating.length} (${((100 * kept) / imitating.length).toFixed(1)}%; the SECRET ones flagged are values under secret-like names, redacted on purpose)`,
+    );
+  }
+  return defaults;
 }
+
+const generated = loadPiiRows(GENERATED_PATH);
+console.log(`# @loopguard/redact accuracy`);
+report(
+  "Generated corpus, dev subset (corpus/pii-corpus.jsonl, templates the rules were tuned on)",
+  generated.filter((row) => row.subset === "generated_dev"),
+);
+report(
+  "Generated corpus, test subset (templates never tuned on)",
+  generated.filter((row) => row.subset === "generated_test"),
+);
+const publicPath = publicCorpusPath();
+let rows = [];
+if (publicPath === undefined) {
+  console.log(
+    `\n(The public corpus was not given: set ${PUBLIC_CORPUS_ENV}=/path/to/pii.jsonl or pass --corpus PATH to measure on it too.)`,
+  );
+} else {
+  rows = loadPiiRows(publicPath);
+  report(`Public corpus ${publicPath} (measure only, never tuned on)`, rows, {
+    publicCorpus: true,
+  });
+}
+if (rows.length === 0) rows = generated;
 
 // Throughput: clean prose and PII-dense text, about 4 MB each, same input for both libraries.
 const words =

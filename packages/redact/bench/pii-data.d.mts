@@ -9,6 +9,7 @@ export interface PiiRow {
   text: string;
   entities: PiiEntity[];
   subset: string;
+  lookalikes?: { kind: string; imitates: string; start: number; end: number; value: string }[];
   meta?: Record<string, unknown>;
 }
 export interface TypeScore {
@@ -27,9 +28,24 @@ export interface PiiScore {
   flaggedNegatives: { id: string; type: string; text: string }[];
   negatives: number;
   rows: number;
+  lookalikes: Map<
+    string,
+    {
+      kind: string;
+      imitates: string;
+      total: number;
+      kept: number;
+      rate: number;
+      eaten: { id: string; value: string; as: string }[];
+    }
+  >;
+  lookalikeTotal: number;
+  lookalikeKept: number;
 }
 export const REPO_ROOT: string;
-export const PII_PATH: string;
+export const GENERATED_PATH: string;
+export const PUBLIC_CORPUS_ENV: string;
+export function publicCorpusPath(argv?: string[]): string | undefined;
 export const PATTERN_TYPES: string[];
 export const OTHER_PATTERN_TYPES: string[];
 export const NER_TYPES: string[];

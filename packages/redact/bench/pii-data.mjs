@@ -1,5 +1,10 @@
-// Loads the shared PII corpus and scores a redactor on it. Used by bench/accuracy.mjs and by
+// Loads a labelled PII corpus and scores a redactor on it. Used by bench/accuracy.mjs and by
 // src/accuracy.test.ts, so the figures in the README and the test thresholds agree.
+//
+// Two corpora: the one written for this package (corpus/pii-corpus.jsonl, made by
+// corpus/generate.mjs from a fixed seed; always there), and the public one (pii.jsonl of the
+// shared data folder), read only when LOOPGUARD_PII_CORPUS names it (or `--corpus PATH` on
+// the bench): nothing outside the repository is read unless you say so.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,8 +14,19 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The repository root: packages/redact/bench → ../../.. */
 export const REPO_ROOT = resolve(here, "../../..");
 
-/** Where the corpus lives: `../shared/data/pii.jsonl` from the repository root. */
-export const PII_PATH = resolve(REPO_ROOT, "../shared/data/pii.jsonl");
+/** The corpus written for this package: `corpus/pii-corpus.jsonl` (see corpus/README.md). */
+export const GENERATED_PATH = resolve(here, "../corpus/pii-corpus.jsonl");
+
+/** The environment variable that names the public corpus (`../shared/data/pii.jsonl`). */
+export const PUBLIC_CORPUS_ENV = "LOOPGUARD_PII_CORPUS";
+
+/** Where the public corpus is, when one was given: `--corpus PATH`, else the environment variable. */
+export function publicCorpusPath(argv = process.argv) {
+  const flag = argv.indexOf("--corpus");
+  if (flag !== -1 && argv[flag + 1] !== undefined) return resolve(argv[flag + 1]);
+  const fromEnv = process.env[PUBLIC_CORPUS_ENV];
+  return fromEnv === undefined || fromEnv === "" ? undefined : resolve(fromEnv);
+}
 
 export const PATTERN_TYPES = [
   "EMAIL",
@@ -24,11 +40,11 @@ export const PATTERN_TYPES = [
 export const OTHER_PATTERN_TYPES = ["MAC_ADDRESS", "URL"];
 export const NER_TYPES = ["PERSON", "ADDRESS", "LOCATION", "ORGANIZATION"];
 
-/** Reads the corpus, or throws an error that says where it was looked for. */
-export function loadPiiRows(path = PII_PATH) {
+/** Reads a corpus (the generated one by default), or throws an error that says where it looked. */
+export function loadPiiRows(path = GENERATED_PATH) {
   if (!existsSync(path)) {
     throw new Error(
-      `[redact] the PII corpus is missing: expected ${path} (../shared/data/pii.jsonl from the repository root). Put the shared data folder beside the repository and run again.`,
+      `[redact] the PII corpus is missing: expected ${path}. For the generated corpus run \`node corpus/generate.mjs\` in packages/redact; for the public one set ${PUBLIC_CORPUS_ENV} to the path of pii.jsonl.`,
     );
   }
   return readFileSync(path, "utf8")
@@ -86,6 +102,7 @@ export function scorePii(rows, findFor) {
     return entry;
   };
   const flaggedNegatives = [];
+  const lookalikes = new Map();
   let negatives = 0;
   for (const row of rows) {
     const findings = findFor(row.text);
@@ -107,7 +124,25 @@ export function scorePii(rows, findFor) {
           value: row.text.slice(finding.start, finding.end),
         });
     }
-    if (row.entities.length === 0) {
+    // Planted look-alikes (generated corpus): kept when no finding of any type touches them.
+    for (const lookalike of row.lookalikes ?? []) {
+      let entry = lookalikes.get(lookalike.kind);
+      if (entry === undefined) {
+        entry = {
+          kind: lookalike.kind,
+          imitates: lookalike.imitates,
+          total: 0,
+          kept: 0,
+          eaten: [],
+        };
+        lookalikes.set(lookalike.kind, entry);
+      }
+      entry.total++;
+      const hit = findings.find((finding) => overlaps(finding, lookalike));
+      if (hit === undefined) entry.kept++;
+      else entry.eaten.push({ id: row.id, value: lookalike.value, as: hit.type });
+    }
+    if (row.entities.length === 0 && (row.lookalikes ?? []).length === 0) {
       negatives++;
       const type = lookalikeType(row);
       if (type !== undefined && findings.some((finding) => finding.type === type)) {
@@ -119,5 +154,20 @@ export function scorePii(rows, findFor) {
     entry.recall = entry.gold === 0 ? undefined : entry.found / entry.gold;
     entry.precision = entry.predicted === 0 ? undefined : entry.truePositives / entry.predicted;
   }
-  return { perType, flaggedNegatives, negatives, rows: rows.length };
+  let lookalikeTotal = 0;
+  let lookalikeKept = 0;
+  for (const entry of lookalikes.values()) {
+    entry.rate = entry.kept / entry.total;
+    lookalikeTotal += entry.total;
+    lookalikeKept += entry.kept;
+  }
+  return {
+    perType,
+    flaggedNegatives,
+    negatives,
+    rows: rows.length,
+    lookalikes,
+    lookalikeTotal,
+    lookalikeKept,
+  };
 }
