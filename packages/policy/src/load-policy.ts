@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { type Gate, InvalidArgumentError, type JsonValue, LoopguardError } from "@loopguard/core";
 import * as v from "valibot";
+import { findDuplicateKey } from "./duplicate-keys.js";
 import { PolicyValidationError } from "./errors.js";
 import { createPolicyGate, type PolicyGate } from "./policy.js";
 import {
@@ -188,7 +189,8 @@ export interface LoadedPolicy {
 
 /**
  * Loads a versioned policy document (a JSON string or an object), validates it, and returns
- * its gates: the policy (frozen), the rate limits and the RunGuard. An invalid document throws
+ * its gates: the policy (frozen), the rate limits and the RunGuard. JSON text that names a key
+ * twice in one object is refused. An invalid document throws
  * `PolicyValidationError` naming the JSON path and what was expected, e.g.
  * `[policy] rules[2].when.gt: expected a number, got "500"`.
  *
@@ -213,6 +215,12 @@ export function loadPolicy(input: string | object, options: LoadPolicyOptions = 
         ],
         { cause: error },
       );
+    }
+    const duplicate = findDuplicateKey(input);
+    if (duplicate) {
+      throw new PolicyValidationError([
+        `${duplicate.path}: duplicate key "${duplicate.key}"; name each key once (JSON keeps only the last one, so the document would not load as it reads)`,
+      ]);
     }
   } else if (input === null || typeof input !== "object") {
     throw new PolicyValidationError([

@@ -28,20 +28,24 @@ describe("argument predicates", () => {
 
   it("argGt cannot decide on a missing or non-number value (the rule fails closed)", () => {
     expect(() => test(argGt("amount", 500), {})).toThrow(
-      /expected a number at "amount", got nothing/,
+      /expected a finite number at "amount", got nothing/,
     );
     expect(() => test(argGt("amount", 500), { amount: "600" })).toThrow(/got "600"/);
-    expect(() => test(argGt("refund.amount", 500), { refund: null })).toThrow(/expected a number/);
-    expect(() => test(argGt("amount", 500), { amount: Number.NaN })).toThrow(/expected a number/);
+    expect(() => test(argGt("refund.amount", 500), { refund: null })).toThrow(
+      /expected a finite number/,
+    );
+    expect(() => test(argGt("amount", 500), { amount: Number.NaN })).toThrow(
+      /expected a finite number/,
+    );
   });
 
   it("paths read own properties only", () => {
     expect(test(argIn("constructor", ["x"]), {})).toBe(false);
-    expect(() => test(argGt("__proto__.x", 1), {})).toThrow(/expected a number/);
+    expect(() => test(argGt("__proto__.x", 1), {})).toThrow(/expected a finite number/);
     expect(() => argGt("a..b", 1)).toThrow(/\[policy\] argument path "a..b" is invalid/);
   });
 
-  it("argIn and argNotIn use strict equality and copy their set", () => {
+  it("argIn and argNotIn compare normalised values and copy their set", () => {
     const values = new Set<string>(["EUR", "USD"]);
     const inSet = argIn("currency", values);
     const notIn = argNotIn("currency", values);
@@ -51,7 +55,10 @@ describe("argument predicates", () => {
     expect(test(notIn, { currency: "JPY" })).toBe(true);
     expect(test(notIn, {})).toBe(true);
     expect(test(inSet, {})).toBe(false);
-    expect(test(argIn("n", [1]), { n: "1" })).toBe(false);
+    // A number equals its decimal text; a boolean is not a string.
+    expect(test(argIn("n", [1]), { n: "1" })).toBe(true);
+    expect(test(argIn("n", [1]), { n: 1.5 })).toBe(false);
+    expect(test(argIn("n", ["true"]), { n: true })).toBe(false);
   });
 
   it("argMatches tests strings, drops stateful flags, and cannot decide on other values", () => {

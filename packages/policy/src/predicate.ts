@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type JsonValue, type ToolCall } from "@loopguard/core";
 import { type ArgPath, argPath } from "./arg-path.js";
+import { foldText, scalarKeys } from "./normalize-value.js";
 
 const predicateBrand = Symbol.for("loopguard.policy.predicate");
 
@@ -70,9 +71,11 @@ export function toPredicate(when: Predicate | WhenFunction, where: string): Pred
 
 function numberAt(path: ArgPath, args: Record<string, unknown>): number {
   const value = path.read(args);
-  if (typeof value !== "number" || Number.isNaN(value)) {
+  // NaN and the infinities fail closed: -Infinity is "less than" every bound, and NaN compares
+  // false both ways, so either would let a call past a numeric rule.
+  if (typeof value !== "number" || !Number.isFinite(value)) {
     throw new PredicateUndecidable(
-      `expected a number at "${path.text}", got ${describeValue(value)}`,
+      `expected a finite number at "${path.text}", got ${describeValue(value)}`,
     );
   }
   return value;
@@ -165,43 +168,115 @@ function sortScalars(values: Scalar[]): Scalar[] {
 }
 
 /**
- * Holds when the value at `path` is one of `values` (strict equality; strings, numbers,
- * booleans, null). A missing value is not in the set.
+ * The scalars a value stands for: itself, or the elements of an array (nested arrays flattened),
+ * so `["enterprise"]` cannot slip past a list that holds `"enterprise"`. `undefined` when the
+ * value is missing. Throws when it cannot be compared (an object, a non-finite number, an empty
+ * array, or an array deeper or longer than a policy should have to read).
+ */
+function scalarsOf(path: string, value: unknown): Scalar[] | undefined {
+  if (value === undefined) return undefined;
+  const out: Scalar[] = [];
+  const visit = (item: unknown, depth: number) => {
+    if (Array.isArray(item)) {
+      if (depth >= 8 || out.length + item.length > 10_000)
+        throw new PredicateUndecidable(`the array at "${path}" is too deep or too long to compare`);
+      for (const element of item) visit(element, depth + 1);
+      return;
+    }
+    if (
+      item === null ||
+      typeof item === "string" ||
+      typeof item === "boolean" ||
+      (typeof item === "number" && Number.isFinite(item))
+    ) {
+      out.push(item);
+      return;
+    }
+    throw new PredicateUndecidable(
+      `expected a string, finite number, boolean or null at "${path}", got ${describeValue(item)}`,
+    );
+  };
+  visit(value, 0);
+  if (out.length === 0) throw new PredicateUndecidable(`the array at "${path}" is empty`);
+  return out;
+}
+
+/** Whether every scalar of the value is in the set (true), none is (false); a mix cannot decide. */
+function membership(path: string, value: unknown, keys: ReadonlySet<string>): boolean | undefined {
+  const scalars = scalarsOf(path, value);
+  if (scalars === undefined) return undefined;
+  let inside = 0;
+  for (const scalar of scalars) {
+    for (const key of scalarKeys(scalar)) {
+      if (keys.has(key)) {
+        inside += 1;
+        break;
+      }
+    }
+  }
+  if (inside === scalars.length) return true;
+  if (inside === 0) return false;
+  throw new PredicateUndecidable(
+    `some values at "${path}" are in the list and some are not, so the condition cannot decide`,
+  );
+}
+
+function keySet(list: readonly Scalar[]): ReadonlySet<string> {
+  const keys = new Set<string>();
+  for (const value of list) for (const key of scalarKeys(value)) keys.add(key);
+  return keys;
+}
+
+/**
+ * Holds when the value at `path` is one of `values` (strings, numbers, booleans, null).
+ * Values are compared the way the taint gate compares them: strings after NFKC, without
+ * invisible characters or Latin accents, lower case, whitespace collapsed and trimmed
+ * (`"ＥＮＴＥＲＰＲＩＳＥ "` is `"enterprise"`); a number equals its decimal text (`500` is
+ * `"500"`). An array is judged by its elements: all in the list holds, none does not, a mix
+ * cannot decide (the rule fails closed). A missing value is not in the list; an object or a
+ * non-finite number cannot decide.
  *
  * @example
  * deny("change_plan", { when: argIn("plan", ["enterprise"]) })
  */
 export function argIn(path: string, values: Iterable<Scalar>): Predicate {
   const compiled = argPath(path);
-  const { set, list } = scalarSet(`argIn(${JSON.stringify(path)}, ...)`, values);
+  const { list } = scalarSet(`argIn(${JSON.stringify(path)}, ...)`, values);
+  const keys = keySet(list);
   return make(
     `"${path}" is one of ${list.map((value) => JSON.stringify(value)).join(", ")}`,
     { arg: path, in: list },
-    (args) => set.has(compiled.read(args) as Scalar),
+    (args) => membership(path, compiled.read(args), keys) === true,
   );
 }
 
 /**
- * Holds when the value at `path` is not one of `values`. A missing value is not in the set, so
- * it matches (fail closed for deny rules).
+ * Holds when the value at `path` is not one of `values`, compared as `argIn` compares. A
+ * missing value is not in the list, so it matches (fail closed for deny rules); an array with
+ * some elements in the list and some not cannot decide (the rule fails closed).
  *
  * @example
  * deny("issue_refund", { when: argNotIn("currency", ["EUR", "USD"]) })
  */
 export function argNotIn(path: string, values: Iterable<Scalar>): Predicate {
   const compiled = argPath(path);
-  const { set, list } = scalarSet(`argNotIn(${JSON.stringify(path)}, ...)`, values);
+  const { list } = scalarSet(`argNotIn(${JSON.stringify(path)}, ...)`, values);
+  const keys = keySet(list);
   return make(
     `"${path}" is not one of ${list.map((value) => JSON.stringify(value)).join(", ")}`,
     { arg: path, notIn: list },
-    (args) => !set.has(compiled.read(args) as Scalar),
+    (args) => membership(path, compiled.read(args), keys) !== true,
   );
 }
 
 /**
- * Holds when the string (or number) at `path` matches `pattern`. Any other value cannot be
- * matched: the rule fails closed. The `g` and `y` flags are dropped so the test has no state.
- * The regular expression is yours: keep it free of nested quantifiers, since the model
+ * Holds when the string (or number) at `path` matches `pattern`. The text is tried as given and
+ * folded (NFKC, no invisible characters or Latin accents, whitespace collapsed and trimmed;
+ * case is left to the pattern's `i` flag): when the two disagree (`"ＤＲＯＰ"` for `/drop/i`,
+ * `"basic "` for `/^basic$/`) the condition cannot decide and the rule fails closed. An array
+ * is judged by its elements (all match, none match, or cannot decide). Any other value cannot
+ * be matched: the rule fails closed. The `g` and `y` flags are dropped so the test has no
+ * state. The regular expression is yours: keep it free of nested quantifiers, since the model
  * chooses the text it runs on.
  *
  * @example
@@ -216,14 +291,36 @@ export function argMatches(path: string, pattern: RegExp): Predicate {
   }
   const flags = pattern.flags.replace(/[gy]/g, "");
   const regex = new RegExp(pattern.source, flags);
+  const matchOne = (item: unknown): boolean => {
+    const text =
+      typeof item === "string"
+        ? item
+        : typeof item === "number" && Number.isFinite(item)
+          ? String(item)
+          : undefined;
+    if (text === undefined)
+      throw new PredicateUndecidable(`expected a string at "${path}", got ${describeValue(item)}`);
+    const raw = regex.test(text);
+    const folded = foldText(text);
+    if (folded === text || regex.test(folded) === raw) return raw;
+    throw new PredicateUndecidable(
+      `the text at "${path}" matches only in one of its raw and folded forms, so the condition cannot decide`,
+    );
+  };
   return make(
     `"${path}" matches /${regex.source}/${flags}`,
     { arg: path, matches: regex.source, ...(flags ? { flags } : {}) },
     (args) => {
       const value = compiled.read(args);
-      if (typeof value === "string") return regex.test(value);
-      if (typeof value === "number") return regex.test(String(value));
-      throw new PredicateUndecidable(`expected a string at "${path}", got ${describeValue(value)}`);
+      if (!Array.isArray(value)) return matchOne(value);
+      const scalars = scalarsOf(path, value)!;
+      let matched = 0;
+      for (const item of scalars) if (matchOne(item)) matched += 1;
+      if (matched === scalars.length) return true;
+      if (matched === 0) return false;
+      throw new PredicateUndecidable(
+        `some values at "${path}" match and some do not, so the condition cannot decide`,
+      );
     },
   );
 }
@@ -288,6 +385,7 @@ export function argDomainNotIn(
     { arg: path, domainNotIn: list, ...(subdomains ? { subdomains: true } : {}) },
     (args) => {
       const hosts = hostsOf(compiled.read(args));
+      // Nothing readable, or a part that is neither an email nor a URL: not inside.
       if (hosts === undefined || hosts.length === 0) return true;
       for (const host of hosts) if (!inside(host)) return true;
       return false;
@@ -295,7 +393,8 @@ export function argDomainNotIn(
   );
 }
 
-const emailPattern = /^[^\s@<>,;"()[\]\\:]+@([^\s@<>,;"()[\]\\:]+)$/;
+// local@host, the local part plain or quoted ("ann lee"@acme-shop.com).
+const emailPattern = /^("(?:[^"\\\r\n]|\\.){0,128}"|[^\s@<>,;"()[\]\\:]+)@([^\s@<>,;"()[\]\\:]+)$/;
 
 /** The hosts a value names, or `undefined` when any part is neither an email nor a URL. */
 function hostsOf(value: unknown): string[] | undefined {
@@ -311,43 +410,76 @@ function hostsOf(value: unknown): string[] | undefined {
   if (typeof value !== "string") return undefined;
   const text = value.trim();
   if (text.length === 0 || text.length > 4096) return undefined;
-  const single = hostOfOne(text);
-  if (single !== undefined) return [single];
+  const single = hostsOfOne(text);
+  if (single !== undefined) return single;
   if (/[,;]/.test(text)) {
     const hosts: string[] = [];
     for (const part of text.split(/[,;]/)) {
-      const host = hostOfOne(part.trim());
-      if (host === undefined) return undefined;
-      hosts.push(host);
+      const found = hostsOfOne(part.trim());
+      if (found === undefined) return undefined;
+      hosts.push(...found);
     }
     return hosts;
   }
   return undefined;
 }
 
-function hostOfOne(text: string): string | undefined {
+function hostsOfOne(text: string): string[] | undefined {
   // "Ann Lee <ann@acme-shop.com>": only the address inside the brackets counts.
-  const bracket = /^[^<>@]*<([^<>]+)>$/.exec(text);
+  const bracket = /^[^<>@"]*<([^<>]+)>$/.exec(text);
   const address = bracket ? bracket[1]!.trim() : text;
   const email = emailPattern.exec(
     address.toLowerCase().startsWith("mailto:") ? address.slice(7) : address,
   );
-  if (email) return normaliseHost(email[1]!);
+  if (email) {
+    const host = normaliseHost(email[2]!);
+    if (!host) return undefined;
+    const routed = routedHosts(email[1]!);
+    return routed === undefined ? undefined : [host, ...routed];
+  }
   if (bracket) return undefined;
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return undefined;
   try {
     const url = new URL(text);
-    return url.hostname ? normaliseHost(url.hostname) : undefined;
+    const host = url.hostname ? normaliseHost(url.hostname) : undefined;
+    return host ? [host] : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Hosts a local part routes mail through, or `undefined` when it cannot be read safely. Relays
+ * that still honour the percent hack deliver `x%evil.example@acme-shop.com` to evil.example,
+ * and UUCP bang paths (`evil.example!x@acme-shop.com`) do the same, so those hosts must be
+ * inside too. A quoted local part holding `@`, `%`, `!` or brackets is read differently by
+ * different mail parsers: it cannot be judged, so it counts as outside.
+ */
+function routedHosts(local: string): string[] | undefined {
+  if (local.startsWith('"')) {
+    return /[@%!<>,;:\\]/.test(local.slice(1, -1)) ? undefined : [];
+  }
+  if (!local.includes("%") && !local.includes("!")) return [];
+  const hosts: string[] = [];
+  const bang = local.split("!");
+  const last = bang.pop()!;
+  const percent = last.split("%");
+  percent.shift();
+  for (const name of [...bang, ...percent]) {
+    const host = normaliseHost(name);
+    if (!host?.includes(".")) return undefined;
+    hosts.push(host);
+  }
+  return hosts;
 }
 
 const asciiHost = /^[a-z0-9](?:[a-z0-9-]{0,62}\.)*[a-z0-9-]{1,63}$/;
 
 function normaliseHost(host: string): string | undefined {
   const trimmed = host.trim().toLowerCase().replace(/\.$/, "");
-  if (trimmed.length === 0 || trimmed.length > 253 || /[\s/@:?#]/.test(trimmed)) return undefined;
+  // A percent sign would be decoded by the URL parser ("acme%2dshop.com"), which no mail server does.
+  if (trimmed.length === 0 || trimmed.length > 253 || /[\s/@:?#%!"]/.test(trimmed))
+    return undefined;
   // Plain ASCII names are already in canonical form; only others go through the URL parser (punycode).
   if (asciiHost.test(trimmed) && !trimmed.includes("xn--") && !/^[0-9.]+$/.test(trimmed))
     return trimmed;
