@@ -11,9 +11,21 @@ export type {
   ReceivedRequest,
   ServerHandler,
   ServerReply,
+  StreamBehaviour,
 } from "./messages-api-server.js";
 export { messagesApiServer } from "./messages-api-server.js";
+export type {
+  PromptCacheSimulator,
+  PromptCacheSimulatorOptions,
+  SimulatedCacheUsage,
+} from "./prompt-cache-simulator.js";
+export { promptCacheSimulator } from "./prompt-cache-simulator.js";
 export type { RecordingExporter } from "./recording-exporter.js";
 export { recordingExporter } from "./recording-exporter.js";
-export type { Script, ScriptedModel, ScriptedReply } from "./scripted-model.js";
+export type {
+  Script,
+  ScriptedModel,
+  ScriptedModelOptions,
+  ScriptedReply,
+} from "./scripted-model.js";
 export { fillReply, scriptedModel } from "./scripted-model.js";

@@ -1,7 +1,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { ModelRequest, ModelResponse } from "../contracts/model.js";
+import type { ModelRequest, ModelResponse, Usage } from "../contracts/model.js";
 import { InvalidArgumentError } from "../errors.js";
+import { messageEvents } from "../stream/assemble-message.js";
+import {
+  type PromptCacheSimulator,
+  type PromptCacheSimulatorOptions,
+  promptCacheSimulator,
+} from "./prompt-cache-simulator.js";
 import { fillReply, type ScriptedReply } from "./scripted-model.js";
 
 /** One request the server received. */
@@ -18,6 +24,30 @@ export interface ReceivedRequest {
   rawBody: string;
   /** `performance.now()` when the request arrived, to measure backoff. */
   receivedAt: number;
+  /** Whether the request asked for a stream (`"stream": true`). */
+  stream: boolean;
+  /** `performance.now()` when the first `content_block_delta` was written to the socket (streams only). */
+  firstDeltaAt?: number;
+  /** The usage the server reported for this request, once it answered. */
+  usage?: Usage;
+}
+
+/** How a streamed answer goes wrong (or how fast it goes), for one reply. */
+export interface StreamBehaviour {
+  /** Characters of text, thinking or tool JSON per delta. Default 16. */
+  chunkChars?: number;
+  /** Wait between events, in ms. Default 0 (events are still written one by one). */
+  eventDelayMs?: number;
+  /** Send an SSE `error` event after this many events (HTTP 200 already sent), then end the response. */
+  errorAfterEvents?: number;
+  /** The type of that error event. Default `overloaded_error`. */
+  errorType?: string;
+  /** End the response after this many events, without `message_stop`. */
+  cutAfterEvents?: number;
+  /** Send nothing more after this many events (the socket stays open until the client gives up or `close()`). */
+  stallAfterEvents?: number;
+  /** Send this text as the body instead of the events (to test malformed SSE). */
+  raw?: string;
 }
 
 /** What the server does with one request. */
@@ -28,6 +58,8 @@ export type ServerReply =
       message: ScriptedReply | ModelResponse;
       delayMs?: number;
       headers?: Record<string, string>;
+      /** How a streamed answer behaves; ignored for requests without `"stream": true`. */
+      stream?: StreamBehaviour;
     }
   /** Answers with a real API error body (`{"type":"error","error":{...}}`) and status. */
   | {
@@ -64,6 +96,12 @@ export interface MessagesApiServerOptions {
   replies?: ReadonlyArray<ServerReply | ModelResponse | ScriptedReply>;
   /** The API key the server accepts (in `x-api-key` or `Authorization: Bearer`). Default: any non-empty key. */
   apiKey?: string;
+  /**
+   * Simulate prompt caching (see `promptCacheSimulator`): usage of replies that do not set
+   * their own `input_tokens` is billed as cache reads, writes and plain input. Default `true`;
+   * `false` reports every prompt token as plain input.
+   */
+  cache?: boolean | PromptCacheSimulatorOptions;
 }
 
 /** A running loopback Messages API server. */
@@ -74,6 +112,8 @@ export interface MessagesApiServer {
   readonly requests: ReceivedRequest[];
   /** Requests to `POST /v1/messages` that passed header checks and got a reply from the script. */
   readonly calls: number;
+  /** The prompt cache, when simulated. */
+  readonly cache: PromptCacheSimulator | undefined;
   /** Stops the server and destroys open connections; safe to call twice. */
   close(): Promise<void>;
 }
@@ -111,6 +151,15 @@ let requestCounter = 0;
  * `retry-after`, 529 `overloaded_error`, ...), can drop the connection or delay, and records
  * every request. Point the real SDK at it with `baseURL` to test the Claude backend offline.
  *
+ * Streaming requests (`"stream": true`) get server-sent events in the API's order
+ * (`message_start`, `ping`, per block `content_block_start`, deltas, `content_block_stop`,
+ * `message_delta`, `message_stop`), and a reply's `stream` option can send a mid-stream
+ * `error` event after HTTP 200, stall, cut the stream or send malformed SSE. Prompt caching is
+ * simulated as documented: a prefix is cached at a `cache_control` breakpoint once it reaches
+ * the model's minimum length, read back when a later request shares it (checked at each
+ * breakpoint and up to 20 blocks before it), kept 5 minutes or 1 hour from its last use, with
+ * `cache_creation_input_tokens` and `cache_read_input_tokens` in the usage.
+ *
  * @example
  * const server = await messagesApiServer({ replies: [{ type: "error", status: 429, retryAfterMs: 200 }, { content: "Hi" }] });
  * const model = claudeModel({ baseURL: server.url, apiKey: "sk-ant-test" });
@@ -134,6 +183,12 @@ export async function messagesApiServer(
     throw new InvalidArgumentError("[core] messagesApiServer: replies must be an array");
   }
   const requests: ReceivedRequest[] = [];
+  const cache =
+    options.cache === false
+      ? undefined
+      : promptCacheSimulator(
+          options.cache === true || options.cache === undefined ? {} : options.cache,
+        );
   const sockets = new Set<Socket>();
   const timers = new Set<ReturnType<typeof setTimeout>>();
   let calls = 0;
@@ -212,6 +267,7 @@ export async function messagesApiServer(
       body,
       rawBody,
       receivedAt: performance.now(),
+      stream: (body as { stream?: unknown } | undefined)?.stream === true,
     };
     requests.push(received);
 
@@ -266,12 +322,74 @@ export async function messagesApiServer(
       }
       case "message": {
         await wait(reply.delayMs ?? (reply.message as ScriptedReply).delayMs);
-        const message = isFullResponse(reply.message)
-          ? reply.message
-          : fillReply(reply.message, body as ModelRequest, (body as ModelRequest).model, calls);
-        return send(response, 200, message, reply.headers);
+        let message: ModelResponse;
+        if (isFullResponse(reply.message)) message = reply.message;
+        else {
+          const scripted = reply.message;
+          message = fillReply(scripted, body as ModelRequest, (body as ModelRequest).model, calls);
+          if (scripted.usage?.input_tokens === undefined) {
+            const billed = cache?.account(body) ?? plainUsage(body);
+            if ("error" in billed)
+              return sendError(response, 400, "invalid_request_error", billed.error);
+            message = {
+              ...message,
+              usage: { ...billed.usage, output_tokens: message.usage.output_tokens },
+            };
+          }
+        }
+        received.usage = message.usage;
+        if (!received.stream) return send(response, 200, message, reply.headers);
+        return stream(response, received, message, reply.stream ?? {}, reply.headers);
       }
     }
+  };
+
+  const stream = async (
+    response: ServerResponse,
+    received: ReceivedRequest,
+    message: ModelResponse,
+    behaviour: StreamBehaviour,
+    headers: Record<string, string> = {},
+  ) => {
+    if (response.destroyed || response.writableEnded) return;
+    response.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "request-id": `req_loopback_${(++requestCounter).toString().padStart(6, "0")}`,
+      ...headers,
+    });
+    response.flushHeaders();
+    if (behaviour.raw !== undefined) {
+      response.end(behaviour.raw);
+      return;
+    }
+    const events = messageEvents(message, {
+      ...(behaviour.chunkChars !== undefined ? { chunkChars: behaviour.chunkChars } : {}),
+    });
+    let sent = 0;
+    for (const event of events) {
+      if (response.destroyed) return;
+      if (behaviour.errorAfterEvents !== undefined && sent >= behaviour.errorAfterEvents) {
+        const type = behaviour.errorType ?? "overloaded_error";
+        const error = { type: "error", error: { type, message: defaultMessages[type] ?? "Error" } };
+        response.end(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
+        return;
+      }
+      if (behaviour.cutAfterEvents !== undefined && sent >= behaviour.cutAfterEvents) {
+        response.end();
+        return;
+      }
+      // A stall keeps the socket open and silent; close() destroys it.
+      if (behaviour.stallAfterEvents !== undefined && sent >= behaviour.stallAfterEvents) return;
+      if (behaviour.eventDelayMs) await wait(behaviour.eventDelayMs);
+      else if (sent > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (response.destroyed) return;
+      if (event.type === "content_block_delta" && received.firstDeltaAt === undefined)
+        received.firstDeltaAt = performance.now();
+      response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      sent += 1;
+    }
+    response.end();
   };
 
   const server: Server = createServer((incoming, response) => {
@@ -302,6 +420,7 @@ export async function messagesApiServer(
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    cache,
     get calls() {
       return calls;
     },
@@ -314,6 +433,13 @@ export async function messagesApiServer(
       return closed;
     },
   };
+}
+
+/** Usage without a cache: every prompt token is plain input (counted as the simulator counts). */
+function plainUsage(body: unknown): { usage: Usage } {
+  const billed = promptCacheSimulator({ minTokens: Number.MAX_SAFE_INTEGER }).account(body);
+  if ("error" in billed) return { usage: { input_tokens: 0, output_tokens: 0 } };
+  return { usage: { ...billed.usage, output_tokens: 0, cache_creation: null } };
 }
 
 function isFullResponse(value: ScriptedReply | ModelResponse): value is ModelResponse {
