@@ -8,6 +8,10 @@ export type {
   VerdictThresholds,
 } from "./heuristic-scanner.js";
 export { combineWeights, heuristicScanner, verdictOf } from "./heuristic-scanner.js";
+export type { FeatureSink, TextSegment } from "./learned-features.js";
+export { detectorView, emitFeatures, featureVector, segmentText } from "./learned-features.js";
+export type { DetectorWeights, LearnedScanner, LearnedScannerOptions } from "./learned-scanner.js";
+export { decodeDetectorWeights, encodeDetectorWeights, learnedScanner } from "./learned-scanner.js";
 export type { ClassifierVerdict, LlmClassifier, LlmClassifierOptions } from "./llm-classifier.js";
 export { classifierSystemPrompt, llmClassifier, parseClassifierReply } from "./llm-classifier.js";
 export type { NormalizedText, NormalizeOptions, TextView } from "./normalize-text.js";
