@@ -15,9 +15,10 @@ export interface CorpusEvalOptions {
 /** Runs the attack corpus through the support desk and prints harmful and benign outcomes per subset. */
 export async function corpusEval(options: CorpusEvalOptions): Promise<number> {
   const { runCorpus, formatCorpusReport } = await import("@loopguard/evals");
-  const report = await runCorpus(
-    options.sabotage && options.sabotage.length > 0 ? { sabotage: options.sabotage } : {},
-  );
+  const report = await runCorpus({
+    ...(options.sabotage && options.sabotage.length > 0 ? { sabotage: options.sabotage } : {}),
+    ...(options.corpus !== undefined ? { path: options.corpus } : {}),
+  });
   if (options.sabotage && options.sabotage.length > 0 && !options.json)
     options.out(`switched off on purpose: ${options.sabotage.join(", ")}`);
   options.out(options.json ? JSON.stringify(report, null, 2) : formatCorpusReport(report));

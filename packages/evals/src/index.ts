@@ -20,8 +20,11 @@ export type {
   RunCorpusOptions,
 } from "./run-corpus.js";
 export {
+  bundledCorpusPath,
   CorpusFileError,
+  corpusFile,
   defaultCorpusPath,
+  externalCorpusPath,
   formatCorpusReport,
   readCorpus,
   runCorpus,

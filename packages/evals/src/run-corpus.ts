@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   type ContentBlock,
   createAgent,
@@ -57,28 +58,48 @@ export class CorpusFileError extends LoopguardError {
   }
 }
 
-/** Where the corpus lives by default: `../shared/data/injection.jsonl` from the repo root. */
-export function defaultCorpusPath(): string {
-  const fromEnv = process.env.LOOPGUARD_CORPUS;
-  if (fromEnv) return resolve(fromEnv);
-  let dir = process.cwd();
-  for (let depth = 0; depth < 6; depth += 1) {
-    if (existsSync(resolve(dir, "pnpm-workspace.yaml")))
-      return resolve(dir, "../shared/data/injection.jsonl");
-    dir = resolve(dir, "..");
-  }
-  return resolve("../shared/data/injection.jsonl");
+/**
+ * The attack corpus this package carries (`corpora/injection.jsonl`): 44 documents written for
+ * loopguard (see `corpora/README.md`). It needs nothing outside the installed package.
+ */
+export function bundledCorpusPath(): string {
+  return fileURLToPath(new URL("../corpora/injection.jsonl", import.meta.url));
 }
 
-/** Reads the corpus, with a clear error when it is missing. */
-export function readCorpus(path = defaultCorpusPath()): CorpusRecord[] {
-  if (typeof path !== "string" || path === "")
+/**
+ * The external benchmark named by `LOOPGUARD_CORPUS` (a JSONL file, or a folder holding
+ * `injection.jsonl`, such as the public corpora in `shared/data`), or `undefined` when the
+ * variable is not set. Nothing outside the repository is read unless it is named here or
+ * passed as a path.
+ */
+export function externalCorpusPath(): string | undefined {
+  const fromEnv = process.env.LOOPGUARD_CORPUS;
+  return fromEnv ? corpusFile(fromEnv) : undefined;
+}
+
+/** The corpus `runCorpus()` reads by default: `LOOPGUARD_CORPUS` when set, else the bundled one. */
+export function defaultCorpusPath(): string {
+  return externalCorpusPath() ?? bundledCorpusPath();
+}
+
+/** A corpus path as given: a JSONL file, or a folder that holds `injection.jsonl`. */
+export function corpusFile(path: string): string {
+  const resolved = resolve(path);
+  return existsSync(resolved) && statSync(resolved).isDirectory()
+    ? join(resolved, "injection.jsonl")
+    : resolved;
+}
+
+/** Reads the corpus (a JSONL file, or a folder holding `injection.jsonl`), with a clear error when it is missing. */
+export function readCorpus(given = defaultCorpusPath()): CorpusRecord[] {
+  if (typeof given !== "string" || given === "")
     throw new InvalidArgumentError(
       "[evals] readCorpus(path): path must be the corpus file (JSON lines), or left out for the default",
     );
+  const path = corpusFile(given);
   if (!existsSync(path))
     throw new CorpusFileError(
-      `[evals] the attack corpus ${path} does not exist; put injection.jsonl there or set LOOPGUARD_CORPUS to its path`,
+      `[evals] the attack corpus ${path}${externalCorpusPath() === path ? " (named by LOOPGUARD_CORPUS)" : ""} does not exist; give a JSONL file of { id, text, label, subset } (or a folder holding injection.jsonl), set LOOPGUARD_CORPUS to one, or leave both out for the corpus bundled with @loopguard/evals`,
     );
   const records: CorpusRecord[] = [];
   for (const [index, line] of readFileSync(path, "utf8").split("\n").entries()) {
@@ -190,7 +211,7 @@ export async function runCorpus(options: RunCorpusOptions = {}): Promise<CorpusR
     throw new InvalidArgumentError("[evals] runCorpus(options): options must be an object");
   if (options.path !== undefined && (typeof options.path !== "string" || options.path === ""))
     throw new InvalidArgumentError(
-      "[evals] runCorpus({ path }): path must be the corpus file (JSON lines), e.g. ../shared/data/injection.jsonl",
+      "[evals] runCorpus({ path }): path must be the corpus file (JSON lines) or a folder holding injection.jsonl",
     );
   // Checked through `unknown`: Array.isArray would narrow the records' type to any[].
   const givenRecords: unknown = options.records;
@@ -199,7 +220,7 @@ export async function runCorpus(options: RunCorpusOptions = {}): Promise<CorpusR
       "[evals] runCorpus({ records }): records must be an array of { id, text, label, subset }",
     );
   checkSabotage(options.sabotage, "runCorpus");
-  const path = options.path ?? defaultCorpusPath();
+  const path = corpusFile(options.path ?? defaultCorpusPath());
   const records = options.records ?? readCorpus(path);
   const packages = options.packages ?? (await loadPackages());
   const started = performance.now();
