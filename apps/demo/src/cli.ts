@@ -12,6 +12,7 @@ import { register as freeze } from "./commands/freeze.js";
 import { register as resume } from "./commands/resume.js";
 import { register as runs } from "./commands/runs.js";
 import { register as serve } from "./commands/serve.js";
+import { register as submit } from "./commands/submit.js";
 import { register as trace } from "./commands/trace.js";
 import { register as unfreeze } from "./commands/unfreeze.js";
 import { register as worker } from "./commands/worker.js";
@@ -32,6 +33,7 @@ const commands: readonly RegisterCommand[] = [
   unfreeze,
   serve,
   worker,
+  submit,
 ];
 
 /** The CLI's version, from its package.json (beside `src/` and `dist/`). */

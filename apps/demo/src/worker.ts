@@ -18,6 +18,12 @@ import {
   supportVault,
   type VaultEntry,
 } from "@loopguard/evals";
+import { withDatabase } from "./postgres-connection.js";
+
+/** The agents this worker can run, by the name `loopguard submit --agent` takes. */
+export const workerAgents = {
+  "support-desk": "Acme Shop's support agent (the demo's scripted model, offline)",
+} as const;
 
 /** Options of `loopguard worker`. */
 export interface RunWorkerOptions {
@@ -75,9 +81,12 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     onError: (error, where) =>
       options.out(`[worker] ${where}: ${error instanceof Error ? error.message : String(error)}`),
   });
-  const pool = await worker.store.pool();
-  await worker.store.migrate();
-  await createTables(pool, schema);
+  const pool = await withDatabase(options.connectionString, async () => {
+    const opened = await worker.store.pool();
+    await worker.store.migrate();
+    await createTables(opened, schema);
+    return opened;
+  });
   const s = `"${schema}"`;
 
   const desk = supportDesk({ poisoned: true });
@@ -147,7 +156,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     });
   }
 
-  await worker.start();
+  await withDatabase(options.connectionString, () => worker.start());
   options.out(
     `loopguard worker ${worker.id}: ${options.concurrency} slice(s) at once on schema ${schema}; stop with Ctrl-C (SIGTERM)`,
   );

@@ -150,6 +150,21 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(worker.status).toBe(2);
     expect(worker.stderr).toMatch(/createWorker|DATABASE_URL/);
     expect(run(["approve", "run_x", "--deny", "--answer", "approve"]).status).toBe(2);
+    // An unreachable database names the URL (without its password) and how to start one.
+    for (const command of [["submit", "Order A1001 arrived broken"], ["worker"]]) {
+      const unreachable = run([
+        ...command,
+        "--connection",
+        "postgres://bob:hunter2@127.0.0.1:1/nowhere",
+      ]);
+      expect(unreachable.status).toBe(1);
+      expect(unreachable.stderr).toContain(
+        "could not connect to PostgreSQL at postgres://bob:***@127.0.0.1:1/nowhere",
+      );
+      expect(unreachable.stderr).toContain("scripts/postgres.sh start");
+      expect(unreachable.stderr).not.toContain("hunter2");
+      expect(unreachable.stderr).not.toContain("unexpected error");
+    }
   });
 
   it("runs through a symlinked bin, as npm and pnpm install it", () => {

@@ -16,7 +16,7 @@ import {
 } from "@loopguard/checkpoint";
 import { supportVault, type VaultEntry } from "@loopguard/evals";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { built, sensitive, start } from "./cli-helpers.js";
+import { built, run, sensitive, start } from "./cli-helpers.js";
 
 const databaseUrl = process.env.DATABASE_URL;
 if (!databaseUrl) {
@@ -110,7 +110,18 @@ describe.skipIf(!built || !databaseUrl)("loopguard worker (built CLI, PostgreSQL
   it("completes every run exactly once, with one refund each, through a SIGKILL", async () => {
     const [first, second] = [await startWorker(), await startWorker()];
     const runIds: string[] = [];
-    for (let index = 0; index < RUNS; index += 1)
+    // Two runs go through `loopguard submit`, as an operator would queue them; the rest
+    // through the library call a server would make.
+    for (let index = 0; index < 2; index += 1) {
+      const submitted = run(["submit", task, "--connection", databaseUrl!, "--schema", schema]);
+      expect(submitted.status, submitted.stderr).toBe(0);
+      const runId = /^queued (run_[0-9a-f]{16}) for the support-desk agent/m.exec(
+        submitted.stdout,
+      )?.[1];
+      expect(runId, submitted.stdout).toBeDefined();
+      runIds.push(runId!);
+    }
+    for (let index = 2; index < RUNS; index += 1)
       runIds.push((await submitRun(target(), task)).runId);
 
     // Kill the first worker while it holds runs (claimed, slice not reported).
