@@ -183,6 +183,26 @@ describe("bad input to every public factory of @loopguard/checkpoint", () => {
       /^\[checkpoint\] createWorker: onSlice must be a function/,
     ],
     [
+      "createWorker: a schema other than its store's",
+      () =>
+        createWorker({
+          agent,
+          store: postgresEventStore({ connectionString: url, schema: "one" }),
+          schema: "two",
+        }),
+      /schema "two" differs from the store's schema "one"/,
+    ],
+    [
+      "createWorker: maxBackoffMs below the polling interval",
+      () => createWorker({ agent, connectionString: url, maxBackoffMs: 100 }),
+      /maxBackoffMs must be an integer of at least 2000/,
+    ],
+    [
+      "createWorker: onStatus a string",
+      () => createWorker({ agent, connectionString: url, onStatus: bad("log") }),
+      /^\[checkpoint\] createWorker: onStatus must be a function/,
+    ],
+    [
       "createWorker: empty id",
       () => createWorker({ agent, connectionString: url, id: "" }),
       /^\[checkpoint\] createWorker: id must be a non-empty string/,

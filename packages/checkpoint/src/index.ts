@@ -36,7 +36,14 @@ export {
   StoreClosedError,
   StoreWriteError,
 } from "./store-errors.js";
-export type { AgentFactory, SliceContext, SliceReport, Worker, WorkerOptions } from "./worker.js";
+export type {
+  AgentFactory,
+  SliceContext,
+  SliceReport,
+  Worker,
+  WorkerOptions,
+  WorkerStatus,
+} from "./worker.js";
 export { createWorker } from "./worker.js";
 export type { QueueClient, RunJobData, RunQueueOptions } from "./worker-queue.js";
 export type {

@@ -18,6 +18,7 @@ import {
   type PgPool,
   type PostgresConnectionOptions,
   statementName,
+  unreachableError,
   validateConnection,
 } from "./postgres-pool.js";
 import { assertRunId } from "./run-id.js";
@@ -119,7 +120,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         await migrate(connection.pool, schema, s);
       } catch (error) {
         if (connection.owned) await connection.pool.end().catch(() => undefined);
-        throw error;
+        throw unreachableError(error, options, where);
       }
       return connection;
     })();

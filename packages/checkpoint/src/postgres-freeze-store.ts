@@ -4,6 +4,7 @@ import {
   openPool,
   type PgPool,
   type PostgresConnectionOptions,
+  unreachableError,
   validateConnection,
 } from "./postgres-pool.js";
 
@@ -84,7 +85,12 @@ export function postgresFreezeStore(options: PostgresFreezeStoreOptions): Postgr
       );
     opened ??= (async () => {
       const connection = await openPool(options, where);
-      await migrate(connection.pool, schema, s);
+      try {
+        await migrate(connection.pool, schema, s);
+      } catch (error) {
+        if (connection.owned) await connection.pool.end().catch(() => undefined);
+        throw unreachableError(error, options, where);
+      }
       return connection;
     })();
     opened.catch(() => {

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from "@loopguard/core";
 import { missingPeerError } from "./missing-peer-error.js";
+import { PostgresStoreError } from "./postgres-errors.js";
 
 /** The result of one query, as `pg` returns it. */
 export interface PgQueryResult {
@@ -35,6 +36,13 @@ export interface PgPool extends PgQueryable {
   connect(): Promise<PgClient>;
   end(): Promise<void>;
   on?(event: "error", listener: (error: Error) => void): unknown;
+  on?(event: "connect", listener: (client: PgEventEmitter) => void): unknown;
+}
+
+/** The event side of a `pg` client (a `pg.Client` is an EventEmitter). */
+export interface PgEventEmitter {
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  removeListener?(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /** How a store or worker reaches PostgreSQL: a pool the caller owns, or a connection string. */
@@ -148,17 +156,124 @@ export async function loadPg(
   }
 }
 
+/**
+ * The error for a first use that could not reach the database: says where it tried and what to
+ * do. Other errors are returned as they are.
+ */
+export function unreachableError(
+  error: unknown,
+  options: PostgresConnectionOptions,
+  where: string,
+): unknown {
+  if (!isConnectionError(error)) return error;
+  return new PostgresStoreError(
+    `[checkpoint] ${where}: cannot reach PostgreSQL at ${describeTarget(options.connectionString)} (${(error as Error).message || (error as NodeJS.ErrnoException).code}): is the server running and the URL right? For the local test server run: eval "$(scripts/postgres.sh start)"`,
+    { cause: error },
+  );
+}
+
 /** Opens the pool described by `options`; `owned` says whether closing should end it. */
 export async function openPool(
   options: PostgresConnectionOptions,
   where: string,
 ): Promise<{ pool: PgPool; owned: boolean }> {
-  if (options.pool) return { pool: options.pool, owned: false };
+  if (options.pool) {
+    guardPool(options.pool, (error) => options.onError?.(error));
+    return { pool: options.pool, owned: false };
+  }
   const { Pool } = await loadPg(where);
   const pool = new Pool({ connectionString: options.connectionString, max: options.max ?? 10 });
-  // An idle connection that dies emits "error" on the pool; unhandled, it would crash the process.
-  pool.on?.("error", (error) => options.onError?.(error));
+  guardPool(pool, (error) => options.onError?.(error));
   return { pool, owned: true };
+}
+
+const guarded = new WeakSet<object>();
+
+/**
+ * Gives a pool and every client it opens an `error` listener, once per pool. `pg` emits
+ * `error` on a client whose connection dies (a server restart, a network cut); pg-pool listens
+ * only while the client is idle in the pool, so a client checked out for a transaction, or a
+ * pool nobody listens to, would crash the process with an uncaught `Connection terminated
+ * unexpectedly`. With these listeners a lost connection only fails the queries on it.
+ */
+export function guardPool(pool: PgPool, report: (error: unknown) => void): void {
+  if (guarded.has(pool) || typeof pool.on !== "function") return;
+  guarded.add(pool);
+  const onError = (error: Error) => {
+    try {
+      report(error);
+    } catch {
+      // A failing report hook must not turn a handled error into an uncaught one.
+    }
+  };
+  pool.on("error", onError);
+  // Clients opened before this call are guarded while checked out by `inTransaction` and
+  // `connectGuarded`; every later client from the moment it connects.
+  pool.on("connect", (client) => client.on?.("error", onError));
+}
+
+/**
+ * Checks a client out of `pool` with an `error` listener for as long as it is out: a
+ * connection lost meanwhile fails the client's queries, and `release()` (with no argument)
+ * then discards the client instead of returning a dead one to the pool.
+ */
+export async function connectGuarded(pool: PgPool): Promise<PgClient> {
+  const client = (await pool.connect()) as PgClient & PgEventEmitter;
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost ??= error;
+  };
+  client.on?.("error", onError);
+  const release = client.release.bind(client);
+  let released = false;
+  return Object.assign(Object.create(client) as PgClient, {
+    query: client.query.bind(client),
+    release(error?: Error | boolean) {
+      if (released) return;
+      released = true;
+      client.removeListener?.("error", onError);
+      release(error || lost || false);
+    },
+  });
+}
+
+/** Whether `error` means PostgreSQL could not be reached or the connection was lost. */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as NodeJS.ErrnoException).code;
+  if (
+    code !== undefined &&
+    [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "ETIMEDOUT",
+      "EPIPE",
+      "ENOTFOUND",
+      "EAI_AGAIN",
+      "EHOSTUNREACH",
+      "ENETUNREACH",
+      // PostgreSQL's own: admin shutdown, crash shutdown, cannot connect now, too many clients.
+      "57P01",
+      "57P02",
+      "57P03",
+      "53300",
+    ].includes(code)
+  )
+    return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable/i.test(
+    error.message,
+  );
+}
+
+/** Where a connection string points, without its password: `host:port/database`. */
+export function describeTarget(connectionString: string | undefined): string {
+  if (connectionString === undefined) return "the pool's database";
+  try {
+    const url = new URL(connectionString);
+    return `${url.hostname}:${url.port || "5432"}${url.pathname}`;
+  } catch {
+    return "the configured database";
+  }
 }
 
 /**
@@ -171,7 +286,7 @@ export async function inTransaction<T>(
   work: (client: PgClient, rows: PgQueryResult["rows"]) => Promise<T>,
   begin = "BEGIN",
 ): Promise<T> {
-  const client = await pool.connect();
+  const client = await connectGuarded(pool);
   let broken: Error | undefined;
   try {
     const results = (await client.query(begin)) as PgQueryResult | PgQueryResult[];

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError, type JsonValue } from "@loopguard/core";
 import { missingPeerError } from "./missing-peer-error.js";
-import { type PgPool, type PgQueryable, quoteSchema } from "./postgres-pool.js";
+import { connectGuarded, type PgPool, type PgQueryable, quoteSchema } from "./postgres-pool.js";
 
 /** The data of one job: the run to advance, and its task for the first slice. */
 export interface RunJobData {
@@ -21,6 +21,8 @@ export interface QueueJob {
   id: string;
   name: string;
   data: unknown;
+  /** The job's lease in seconds, as pg-boss fetched it (a numeric: may come as a string). */
+  expireInSeconds?: number | string;
 }
 
 /** How pg-boss runs SQL: its `db` option, here over our own pool or transaction client. */
@@ -39,6 +41,7 @@ export interface QueueClient {
   }): Promise<void>;
   on(event: "error", listener: (error: Error) => void): unknown;
   createQueue(name: string, options?: Record<string, unknown>): Promise<void>;
+  getQueue?(name: string): Promise<{ expireInSeconds?: number | null } | null>;
   updateQueue(name: string, options?: Record<string, unknown>): Promise<void>;
   send(name: string, data: object, options: Record<string, unknown>): Promise<string | null>;
   fetch(name: string, options?: Record<string, unknown>): Promise<QueueJob[]>;
@@ -52,7 +55,12 @@ export interface RunQueueOptions {
   queue?: string;
   /** The schema pg-boss keeps its tables in. Default `<schema>_boss` (e.g. `loopguard_boss`). */
   bossSchema?: string;
-  /** How long a job may stay active before pg-boss gives it to another worker. Default 30 000 ms; whole seconds. */
+  /**
+   * How long a job may stay active before pg-boss gives it to another worker. Default 30 000 ms;
+   * whole seconds. The workers' setting governs every slice: a worker sets it on the queue when
+   * it starts and on every job it takes. On a submitter it only sets the lease of a queue that
+   * no worker has started on yet.
+   */
   leaseMs?: number;
   /** Lease expiries (crashed or paused workers) a run survives before its job fails. Default 20. */
   retryLimit?: number;
@@ -92,6 +100,15 @@ export function resolveQueueOptions(
       `[checkpoint] ${where}: retryLimit must be a non-negative integer, got ${JSON.stringify(retryLimit)}`,
     );
   return { queue, bossSchema, leaseMs, retryLimit };
+}
+
+/**
+ * The options of a job a submitter sends: no lease of its own, so the queue's lease (the
+ * workers') applies.
+ */
+export function submitJobSettings(settings: ResolvedQueueOptions): Record<string, unknown> {
+  const { expireInSeconds: _workersSetIt, ...rest } = jobSettings(settings);
+  return rest;
 }
 
 /** The options of every job of the queue (and of the queue itself). */
@@ -147,7 +164,7 @@ export async function openQueue(
   boss.on("error", (error) => options.onError?.(error));
   // pg-boss 10 installs its schema outside its own lock (CREATE SCHEMA races when several
   // processes start at once on a fresh database), so starts are serialised here.
-  const client = await db.connect();
+  const client = await connectGuarded(db);
   const key = `loopguard:pg-boss:${settings.bossSchema}`;
   try {
     await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [key]);

@@ -9,13 +9,13 @@ import { type PostgresEventStore, postgresEventStore } from "./postgres-event-st
 import type { AgentFactory } from "./worker.js";
 import {
   ensureQueue,
-  jobSettings,
   openQueue,
   type QueueClient,
   type ResolvedQueueOptions,
   type RunJobData,
   type RunQueueOptions,
   resolveQueueOptions,
+  submitJobSettings,
 } from "./worker-queue.js";
 
 /** Where runs are queued: a started pg-boss, or how to reach the database. */
@@ -74,7 +74,7 @@ export async function submitRun(
     ...(options.context ? { context: options.context } : {}),
   };
   const jobId = await withQueue(target, where, false, async (boss, settings) =>
-    boss.send(settings.queue, data, { ...jobSettings(settings), singletonKey: runId }),
+    boss.send(settings.queue, data, { ...submitJobSettings(settings), singletonKey: runId }),
   );
   return { runId, jobId };
 }
@@ -120,7 +120,7 @@ export async function approveRun(
     const result = await agent.approve(runId, answer, { resume: false });
     if (result.status !== "awaiting_approval") {
       await boss.send(settings.queue, { runId } satisfies RunJobData, {
-        ...jobSettings(settings),
+        ...submitJobSettings(settings),
         singletonKey: runId,
       });
     }

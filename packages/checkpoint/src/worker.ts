@@ -8,13 +8,20 @@ import {
   type RunResult,
   type StoredEvent,
 } from "@loopguard/core";
-import type { FencedError } from "./postgres-errors.js";
+import { type FencedError, PostgresStoreError } from "./postgres-errors.js";
 import {
   type FencedEventStore,
   type PostgresEventStore,
   postgresEventStore,
 } from "./postgres-event-store.js";
-import { inTransaction, type PgClient, type PgPool, type PgQueryResult } from "./postgres-pool.js";
+import {
+  describeTarget,
+  inTransaction,
+  isConnectionError,
+  type PgClient,
+  type PgPool,
+  type PgQueryResult,
+} from "./postgres-pool.js";
 import {
   jobSettings,
   openQueue,
@@ -54,7 +61,31 @@ export interface WorkerOptions extends RunQueueOptions {
   onSlice?: (report: SliceReport) => void;
   /** Receives errors of the queue, the store and slices; they never stop the worker. */
   onError?: (error: unknown, where: string) => void;
+  /**
+   * Hears when the database becomes unreachable (then again at each retry, on a backoff from
+   * `pollingIntervalMs` doubling up to `maxBackoffMs`) and when it is back. The same news also
+   * reaches `onError` (where `database`) while it is down.
+   */
+  onStatus?: (status: WorkerStatus) => void;
+  /** The longest wait between two attempts to reach a database that is down. Default 30 000 ms. */
+  maxBackoffMs?: number;
 }
+
+/** What `onStatus` hears: the database went away (at each retry), or came back. */
+export type WorkerStatus =
+  | {
+      type: "database-unreachable";
+      workerId: string;
+      /** The error of the last attempt. */
+      error: string;
+      /** Attempts that failed in a row. */
+      failures: number;
+      /** When the next attempt is made. */
+      retryInMs: number;
+      /** Since the first failure. */
+      downForMs: number;
+    }
+  | { type: "database-reachable"; workerId: string; downForMs: number };
 
 /** Which run and claim an agent is made for (the second argument of an agent factory). */
 export interface SliceContext {
@@ -143,7 +174,7 @@ export function createWorker(options: WorkerOptions): Worker {
       `[checkpoint] ${where}: store must be a postgresEventStore (workers need its fencing epochs)`,
     );
   }
-  for (const hook of ["onError", "onSlice"] as const) {
+  for (const hook of ["onError", "onSlice", "onStatus"] as const) {
     if (options[hook] !== undefined && typeof options[hook] !== "function")
       throw new InvalidArgumentError(
         `[checkpoint] ${where}: ${hook} must be a function, got ${typeof options[hook]}`,
@@ -157,6 +188,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const sliceMs = options.sliceMs ?? 5_000;
   const pollingIntervalMs = options.pollingIntervalMs ?? 2_000;
   const maintenanceIntervalMs = options.maintenanceIntervalMs ?? 5_000;
+  const maxBackoffMs = options.maxBackoffMs ?? 30_000;
   const positiveInteger = (name: string, value: number, min: number) => {
     if (!Number.isInteger(value) || value < min)
       throw new InvalidArgumentError(
@@ -167,6 +199,7 @@ export function createWorker(options: WorkerOptions): Worker {
   positiveInteger("sliceMs", sliceMs, 1);
   positiveInteger("pollingIntervalMs", pollingIntervalMs, 500);
   positiveInteger("maintenanceIntervalMs", maintenanceIntervalMs, 1_000);
+  positiveInteger("maxBackoffMs", maxBackoffMs, pollingIntervalMs);
   const ownsStore = options.store === undefined;
   const store =
     options.store ??
@@ -174,7 +207,18 @@ export function createWorker(options: WorkerOptions): Worker {
       connectionString: options.connectionString!,
       schema: options.schema ?? "loopguard",
       max: concurrency * 2 + 2,
+      // Idle connections lost (a restart) are reported, never thrown.
+      onError: (error) => reportError(error, "database connection"),
     });
+  if (
+    options.store !== undefined &&
+    options.schema !== undefined &&
+    options.schema !== options.store.schema
+  ) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: schema ${JSON.stringify(options.schema)} differs from the store's schema ${JSON.stringify(options.store.schema)}; leave schema out when you pass a store`,
+    );
+  }
   const settings = resolveQueueOptions(options, store.schema, where);
   if (sliceMs * 2 > settings.leaseMs) {
     throw new InvalidArgumentError(
@@ -187,6 +231,13 @@ export function createWorker(options: WorkerOptions): Worker {
       options.onError?.(error, at);
     } catch {
       // The error hook failed too: nowhere left to report.
+    }
+  };
+  const status = (news: WorkerStatus) => {
+    try {
+      options.onStatus?.(news);
+    } catch (error) {
+      reportError(error, "onStatus");
     }
   };
   const report = (slice: SliceReport) => {
@@ -250,6 +301,36 @@ export function createWorker(options: WorkerOptions): Worker {
     );
   }
 
+  /**
+   * Makes this worker's lease the queue's, so jobs sent without one (by `submitRun`,
+   * `approveRun`) run their first slice under it too. A queue that had another lease means
+   * another worker set it: reported, since every worker of a queue should share one leaseMs.
+   */
+  async function adoptQueueLease(): Promise<void> {
+    const seconds = settings.leaseMs / 1000;
+    const queue = await boss!.getQueue?.(settings.queue);
+    const previous = queue?.expireInSeconds == null ? undefined : Number(queue.expireInSeconds);
+    if (previous === seconds) return;
+    await boss!.updateQueue(settings.queue, { policy: "stately", ...jobSettings(settings) });
+    if (previous !== undefined)
+      reportError(
+        new InvalidArgumentError(
+          `[checkpoint] worker ${id}: queue ${settings.queue} had a lease of ${previous} s, now ${seconds} s (this worker's leaseMs). Run every worker of a queue with the same leaseMs: the last one started sets the lease of new jobs, and each worker holds the jobs it takes to its own`,
+        ),
+        "lease",
+      );
+  }
+
+  /** Holds a job to this worker's lease when it was sent with another (before the queue had ours). */
+  async function holdToLease(job: QueueJob): Promise<void> {
+    const seconds = settings.leaseMs / 1000;
+    if (job.expireInSeconds === undefined || Number(job.expireInSeconds) === seconds) return;
+    await pool!.query(
+      `UPDATE "${settings.bossSchema}".job SET expire_in = $3 * interval '1 second' WHERE name = $1 AND id = $2 AND state = 'active'`,
+      [settings.queue, job.id, seconds],
+    );
+  }
+
   async function runSlice(job: QueueJob): Promise<void> {
     const startedAt = Date.now();
     const data = readJobData(job.data);
@@ -284,6 +365,7 @@ export function createWorker(options: WorkerOptions): Worker {
     let result: RunResult | undefined;
     let thrown: unknown;
     try {
+      await holdToLease(job);
       // One round trip claims the run and reads its log; the agent's own read of the log
       // (on resume) is served from it.
       const claimed = await store.claimAndRead(runId);
@@ -366,12 +448,75 @@ export function createWorker(options: WorkerOptions): Worker {
     }
   }
 
+  /** The database is down: since when, how many attempts failed, and the wait all loops share. */
+  let outage: { since: number; failures: number; wait: Promise<void> | undefined } | undefined;
+  const target = options.connectionString
+    ? describeTarget(options.connectionString)
+    : `schema ${store.schema}`;
+
+  /** One failed attempt: every loop waits out one shared backoff, reported once. */
+  async function unreachable(error: unknown): Promise<void> {
+    if (outage?.wait) return outage.wait;
+    outage ??= { since: Date.now(), failures: 0, wait: undefined };
+    const current = outage;
+    current.failures += 1;
+    const retryInMs = Math.min(maxBackoffMs, pollingIntervalMs * 2 ** (current.failures - 1));
+    const message = error instanceof Error ? error.message : String(error);
+    status({
+      type: "database-unreachable",
+      workerId: id,
+      error: message,
+      failures: current.failures,
+      retryInMs,
+      downForMs: Date.now() - current.since,
+    });
+    reportError(
+      new PostgresStoreError(
+        `[checkpoint] worker ${id}: database unreachable (${target}: ${message}); ${current.failures} attempt(s) failed, retrying in ${retryInMs} ms. Slices in flight fail and their jobs are retried once the database is back`,
+        { cause: error },
+      ),
+      "database",
+    );
+    current.wait = idle(retryInMs).then(() => {
+      current.wait = undefined;
+    });
+    return current.wait;
+  }
+
+  function reachable(): void {
+    if (!outage) return;
+    const downForMs = Date.now() - outage.since;
+    outage = undefined;
+    status({ type: "database-reachable", workerId: id, downForMs });
+  }
+
   async function loop(): Promise<void> {
     while (running) {
+      if (outage?.wait) {
+        await outage.wait;
+        continue;
+      }
       let jobs: QueueJob[] = [];
       try {
-        jobs = await boss!.fetch(settings.queue, { batchSize: 1 });
+        // pg-boss's fetch swallows every error of its query (it expects only unique
+        // violations), so a database that is down would look like an empty queue: the query
+        // goes through this db, which keeps the error.
+        let failed: { error: unknown } | undefined;
+        const db = {
+          executeSql: (text: string, values: unknown[]) =>
+            pool!.query(text, values).catch((error: unknown) => {
+              failed = { error };
+              throw error;
+            }),
+        };
+        jobs = await boss!.fetch(settings.queue, { batchSize: 1, db });
+        if (failed) throw failed.error;
+        reachable();
       } catch (error) {
+        if (isConnectionError(error)) {
+          await unreachable(error);
+          continue;
+        }
         reportError(error, "fetch");
       }
       const job = jobs[0];
@@ -400,6 +545,7 @@ export function createWorker(options: WorkerOptions): Worker {
           },
           where,
         );
+        await adoptQueueLease();
         running = true;
         loops = Array.from({ length: concurrency }, () => loop());
       })();
