@@ -566,7 +566,17 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         while (next < runIds.length) {
           const runId = runIds[next]!;
           next += 1;
-          const summary = await summaryOf(runId);
+          let summary: RunSummary | undefined;
+          try {
+            summary = await summaryOf(runId);
+          } catch (error) {
+            // One damaged log must not hide every other run: list it as unreadable, with why.
+            const changed = await stat(fileOf(runId)).then(
+              (stats) => stats.mtimeMs,
+              () => 0,
+            );
+            summary = unreadableSummary(runId, error, changed);
+          }
           if (summary) summaries.push(summary);
         }
       };
@@ -583,6 +593,20 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       })();
       return closing;
     },
+  };
+}
+
+/** The `list` row of a run whose log cannot be read. */
+function unreadableSummary(runId: string, error: unknown, changedAt: number): RunSummary {
+  return {
+    runId,
+    status: "unreadable",
+    steps: 0,
+    costUsd: 0,
+    events: 0,
+    createdAt: changedAt,
+    updatedAt: changedAt,
+    error: error instanceof Error ? error.message : String(error),
   };
 }
 

@@ -41,6 +41,11 @@ export interface RunSummary {
   createdAt: number;
   updatedAt: number;
   task?: string;
+  /**
+   * Set when the run's log cannot be read (corrupt or unreadable): `list` still returns the
+   * run, with `status` `unreadable` and the reason here, so one bad log never hides the rest.
+   */
+  error?: string;
 }
 
 /** What `list` filters on; every field is optional. */
