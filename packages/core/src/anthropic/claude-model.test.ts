@@ -75,10 +75,12 @@ describe("claudeModel request shape (real SDK, loopback server)", () => {
       "messages",
       "model",
       "output_config",
+      "stream",
       "system",
       "tool_choice",
       "tools",
     ]);
+    expect(body.stream).toBe(true);
     expect(body.model).toBe("claude-opus-5-5");
     expect(body.max_tokens).toBe(2048);
     expect(body.output_config).toEqual({ effort: "high" });
@@ -102,8 +104,18 @@ describe("claudeModel request shape (real SDK, loopback server)", () => {
       expect(spec.strict).toBe(true);
       expect(spec.input_schema.additionalProperties).toBe(false);
     }
+    // The conversation's tail carries the third breakpoint.
     expect(body.messages).toEqual([
-      { role: "user", content: "Order A1001 arrived broken, refund please" },
+      {
+        role: "user",
+        content: [
+          {
+            type: "text",
+            text: "Order A1001 arrived broken, refund please",
+            cache_control: { type: "ephemeral" },
+          },
+        ],
+      },
     ]);
   });
 
@@ -126,6 +138,7 @@ describe("claudeModel request shape (real SDK, loopback server)", () => {
           type: "tool_result",
           tool_use_id: "toolu_01Hc8nRwQ4Zt7Yp2Ks5VbM3x",
           content: '{"order_id":"A1001","status":"delivered","total":89.99}',
+          cache_control: { type: "ephemeral" },
         },
       ],
     });
@@ -356,7 +369,21 @@ describe("claudeModel options", () => {
     [{ timeoutMs: -1 }, /timeoutMs must be a positive number/],
     [{ baseURL: "not a url" }, /baseURL must be an absolute URL/],
     [{ model: "" }, /model must be a model id/],
-    [{ cache: "yes" }, /cache must be true or false/],
+    [{ cache: "yes" }, /cache must be true, false, \{ ttl: "5m" \} or \{ ttl: "1h" \}/],
+    [{ cache: { ttl: "2h" } }, /cache must be true, false/],
+    [{ stream: "yes" }, /stream must be true or false/],
+    [
+      { thinking: { type: "enabled", budgetTokens: 100 } },
+      /budgetTokens an integer of at least 1024/,
+    ],
+    [
+      { thinking: { type: "enabled", budgetTokens: 4096 } },
+      /claude-opus-5-5 refuses thinking.type "enabled"/,
+    ],
+    [
+      { model: "claude-sonnet-4-5", thinking: { type: "adaptive" } },
+      /claude-sonnet-4-5 does not support adaptive thinking/,
+    ],
     [{ client: {} }, /client must be an @anthropic-ai\/sdk client/],
     [
       { client: new Anthropic({ apiKey: fakeKey }), apiKey: fakeKey },
@@ -382,8 +409,14 @@ describe("claudeModel options", () => {
     ).toEqual({
       model: "claude-opus-5-5",
       max_tokens: 5,
-      messages: [{ role: "user", content: "Hi" }],
+      messages: [
+        {
+          role: "user",
+          content: [{ type: "text", text: "Hi", cache_control: { type: "ephemeral" } }],
+        },
+      ],
       output_config: { effort: "medium" },
+      stream: true,
     });
   });
 

@@ -1,11 +1,16 @@
 import type {
+  CacheControl,
+  ContentBlock,
+  Message,
+  MessageStreamEvent,
   Model,
   ModelRequest,
   ModelResponse,
   TextBlock,
   ToolSpec,
 } from "../contracts/model.js";
-import { InvalidArgumentError } from "../errors.js";
+import { InvalidArgumentError, LoopguardError } from "../errors.js";
+import { createMessageAssembler } from "../stream/assemble-message.js";
 import { classifyClaudeError } from "./classify-claude-error.js";
 import { loadSdk } from "./load-sdk.js";
 
@@ -28,8 +33,30 @@ export interface ClaudeRequestOptions {
  */
 export interface ClaudeClient {
   messages: {
+    /** With `stream: true` in the body it resolves to an async iterable of stream events (the SDK's `Stream`). */
     create(body: any, options?: ClaudeRequestOptions): PromiseLike<unknown>;
   };
+}
+
+/**
+ * Extended thinking: `adaptive` lets the model decide when and how much to think (the mode of
+ * current models); `enabled` with `budgetTokens` is the older manual mode (models up to the
+ * 4.5 generation, deprecated on 4.6, refused by later models). See the README's table.
+ */
+export type ClaudeThinking = { type: "adaptive" } | { type: "enabled"; budgetTokens: number };
+
+/** The prompt cache: `true` (5-minute breakpoints), `false`, or a TTL for every breakpoint. */
+export type ClaudeCache = boolean | { ttl: "5m" | "1h" };
+
+/** No API key could be found for the Claude backend. */
+export class MissingApiKeyError extends LoopguardError {
+  constructor(options?: { cause?: unknown }) {
+    super(
+      "missing_api_key",
+      "[core] claudeModel has no API key: set ANTHROPIC_API_KEY (create one at https://platform.claude.com/settings/keys) or pass claudeModel({ apiKey }). To run without a key, use scriptedModel([...]) from @loopguard/core/testing, or the CLI's --offline mode (loopguard demo --offline).",
+      options,
+    );
+  }
 }
 
 /** Options of {@link claudeModel}. */
@@ -48,8 +75,22 @@ export interface ClaudeModelOptions {
   baseURL?: string;
   /** Milliseconds before one HTTP attempt is abandoned (a retryable `APIConnectionTimeoutError`). Default 600 000. */
   timeoutMs?: number;
-  /** Put prompt-cache breakpoints on the system prompt and the last tool definition. Default `true`. */
-  cache?: boolean;
+  /**
+   * Prompt-cache breakpoints on the system prompt, the last tool definition and the
+   * conversation's moving tail (the last user turn, and the one before it so the previous
+   * step's entry is always within the API's 20-block lookback): at most 4 in all.
+   * `true` (default) uses 5-minute entries; `{ ttl: "1h" }` one-hour entries (dearer writes,
+   * for runs that pause longer than 5 minutes, e.g. on approvals); `false` sends none.
+   */
+  cache?: ClaudeCache;
+  /** Extended thinking; default: the model's own default (Claude Opus 5.5 always thinks adaptively). */
+  thinking?: ClaudeThinking;
+  /**
+   * Send streaming requests (`"stream": true`), also from `create()`, which assembles the
+   * events. Default `true`: long turns show signs of life, and proxies do not cut idle
+   * non-streaming calls.
+   */
+  stream?: boolean;
 }
 
 /** A Model backed by the Claude Messages API. */
@@ -58,19 +99,24 @@ export interface ClaudeModel extends Model {
   readonly effort: ClaudeEffort;
   /** The exact body `create` would send for a request (for tests and debugging). */
   body(request: ModelRequest): Record<string, unknown>;
+  /** Streams one call: yields the Messages API events as the SDK parses them. */
+  stream(
+    request: ModelRequest,
+    options: { signal: AbortSignal },
+  ): AsyncIterable<MessageStreamEvent>;
 }
-
-const ephemeral = { type: "ephemeral" } as const;
 
 /**
  * Creates the Claude backend: a Model that sends each request through the official
  * `@anthropic-ai/sdk` (an optional peer, imported on first call) with the SDK's retries off,
  * so loopguard's retries, budgets and attempt counts stay true.
  *
- * Each request sets `output_config.effort`, leaves `tool_choice` on `auto` (forcing a tool is
- * an error on Opus 5.5), sends no `temperature`, `thinking` or prefill, and puts cache
- * breakpoints on the system prompt and the last tool. Responses come back unchanged, so
- * thinking blocks and their signatures are passed back byte for byte.
+ * Each request streams (`"stream": true`; `create()` assembles the events), sets
+ * `output_config.effort`, leaves `tool_choice` on `auto` (forcing a tool is an error on Opus
+ * 5.5), sends no `temperature` or prefill, sends `thinking` only when asked, and puts cache
+ * breakpoints on the system prompt, the last tool and the conversation's moving tail.
+ * Responses come back unchanged, so thinking blocks and their signatures are passed back byte
+ * for byte. Without an API key the first call fails with {@link MissingApiKeyError}.
  *
  * @example
  * const agent = createAgent({ model: claudeModel({ effort: "high" }), tools: [lookupOrder] });
@@ -110,22 +156,71 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
         `[core] claudeModel: tool_choice ${JSON.stringify(choice)} forces a tool, which Claude Opus 5.5 rejects with thinking on; leave tool_choice on auto and say in the prompt which tool to use`,
       );
     }
-    const out: Record<string, unknown> = {
-      model: request.model || config.model,
-      max_tokens: request.max_tokens ?? config.maxTokens,
+    const modelId = request.model || config.model;
+    const maxTokens = request.max_tokens ?? config.maxTokens;
+    const out: Record<string, unknown> = { model: modelId, max_tokens: maxTokens };
+    const cache = config.cache;
+    const hasSystem = request.system !== undefined && request.system !== "";
+    const hasTools = Boolean(request.tools && request.tools.length > 0);
+    // Breakpoints the caller set count against the API's limit of 4.
+    const own = countBreakpoints(request);
+    let left = 4 - own;
+    const take = (): boolean => {
+      if (!cache || left <= 0) return false;
+      left -= 1;
+      return true;
     };
-    if (request.system !== undefined && request.system !== "")
-      out.system = systemBlocks(request.system, config.cache);
-    out.messages = request.messages;
-    if (request.tools && request.tools.length > 0) {
-      out.tools = toolDefinitions(request.tools, config.cache);
+    if (hasSystem) out.system = systemBlocks(request.system!, take() ? cache : undefined);
+    if (hasTools) {
+      out.tools = toolDefinitions(request.tools!, take() ? cache : undefined);
       out.tool_choice = choice?.type === "none" ? { type: "none" } : { type: "auto" };
     }
+    out.messages = cache ? withTailBreakpoints(request.messages, cache, left) : request.messages;
     if (request.stop_sequences) out.stop_sequences = request.stop_sequences;
     if (request.metadata) out.metadata = request.metadata;
+    const thinking = thinkingFor(modelId, config.thinking, maxTokens);
+    if (thinking) out.thinking = thinking;
     out.output_config = { effort: config.effort };
+    if (config.stream) out.stream = true;
     return out;
   };
+
+  const send = async (payload: Record<string, unknown>, signal: AbortSignal) => {
+    const api = await clientFor();
+    if (signal?.aborted) throw signal.reason;
+    try {
+      return await api.messages.create(payload, {
+        signal,
+        maxRetries: 0,
+        timeout: config.timeoutMs,
+      });
+    } catch (error) {
+      throw translate(error);
+    }
+  };
+
+  async function* stream(
+    request: ModelRequest,
+    { signal }: { signal: AbortSignal },
+  ): AsyncGenerator<MessageStreamEvent> {
+    const payload = { ...body(request), stream: true };
+    const events = (await send(payload, signal)) as AsyncIterable<MessageStreamEvent>;
+    if (
+      !events ||
+      typeof (events as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] !== "function"
+    ) {
+      throw new InvalidArgumentError(
+        "[core] claudeModel: the client answered a streaming request without a stream; pass an @anthropic-ai/sdk client",
+      );
+    }
+    for await (const event of events) yield event;
+    // The SDK ends a stream quietly when its request is aborted: say so, so nobody takes the
+    // partial stream for a cut connection.
+    if (signal.aborted) {
+      const sdk = await loadSdk("claudeModel");
+      throw new sdk.APIUserAbortError();
+    }
+  }
 
   return {
     name: "claude",
@@ -133,38 +228,147 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
     effort: config.effort,
     defaultMaxTokens: config.maxTokens,
     body,
+    stream,
     async create(request, { signal }) {
-      const payload = body(request);
-      const api = await clientFor();
-      if (signal?.aborted) throw signal.reason;
-      const response = await api.messages.create(payload, {
-        signal,
-        maxRetries: 0,
-        timeout: config.timeoutMs,
-      });
-      return response as ModelResponse;
+      if (config.stream) {
+        const assembler = createMessageAssembler();
+        for await (const event of stream(request, { signal })) assembler.push(event);
+        return assembler.finish();
+      }
+      return (await send(body(request), signal)) as ModelResponse;
     },
     classifyError: (error) => classifyClaudeError(error),
   };
 }
 
-function systemBlocks(system: string | TextBlock[], cache: boolean): TextBlock[] {
+/** The SDK's "Could not resolve authentication method" becomes a message that says what to do. */
+function translate(error: unknown): unknown {
+  if (error instanceof Error && /Could not resolve authentication method/.test(error.message))
+    return new MissingApiKeyError({ cause: error });
+  return error;
+}
+
+function breakpointOf(cache: ClaudeCache): CacheControl {
+  return typeof cache === "object" && cache.ttl === "1h"
+    ? { type: "ephemeral", ttl: "1h" }
+    : { type: "ephemeral" };
+}
+
+function systemBlocks(system: string | TextBlock[], cache: ClaudeCache | undefined): TextBlock[] {
   const blocks: TextBlock[] =
     typeof system === "string"
       ? [{ type: "text", text: system }]
       : system.map((block) => ({ ...block }));
   const last = blocks[blocks.length - 1];
   if (cache && last)
-    blocks[blocks.length - 1] = { ...last, cache_control: last.cache_control ?? ephemeral };
+    blocks[blocks.length - 1] = {
+      ...last,
+      cache_control: last.cache_control ?? breakpointOf(cache),
+    };
   return blocks;
 }
 
-function toolDefinitions(tools: readonly ToolSpec[], cache: boolean): ToolSpec[] {
+function toolDefinitions(tools: readonly ToolSpec[], cache: ClaudeCache | undefined): ToolSpec[] {
   return tools.map((spec, index) =>
     cache && index === tools.length - 1
-      ? { ...spec, cache_control: spec.cache_control ?? ephemeral }
+      ? { ...spec, cache_control: spec.cache_control ?? breakpointOf(cache) }
       : spec,
   );
+}
+
+function countBreakpoints(request: ModelRequest): number {
+  let count = 0;
+  const seen = (value: unknown) => {
+    if (value && typeof value === "object" && (value as { cache_control?: unknown }).cache_control)
+      count += 1;
+  };
+  if (Array.isArray(request.system)) request.system.forEach(seen);
+  request.tools?.forEach(seen);
+  for (const message of request.messages)
+    if (Array.isArray(message.content)) message.content.forEach(seen);
+  return count;
+}
+
+/** Thinking blocks cannot carry a breakpoint (the API refuses it). */
+const uncacheable = new Set(["thinking", "redacted_thinking"]);
+
+/**
+ * Puts breakpoints on the conversation's moving tail: the last block of the last user turn
+ * and of the user turn before it. Each step reads the prefix the previous step wrote and
+ * writes one that reaches its own tail. Only the marked blocks are copied: every other block,
+ * thinking blocks above all, goes out as the same object.
+ */
+function withTailBreakpoints(messages: Message[], cache: ClaudeCache, left: number): Message[] {
+  if (left <= 0) return messages;
+  const out = messages.slice();
+  let placed = 0;
+  for (let index = out.length - 1; index >= 0 && placed < Math.min(2, left); index -= 1) {
+    const message = out[index]!;
+    if (message.role !== "user") continue;
+    if (typeof message.content === "string") {
+      if (message.content === "") continue;
+      out[index] = {
+        role: message.role,
+        content: [{ type: "text", text: message.content, cache_control: breakpointOf(cache) }],
+      };
+      placed += 1;
+      continue;
+    }
+    const blocks = message.content;
+    const at = blocks.findLastIndex((block) => !uncacheable.has(block.type));
+    if (at < 0) continue;
+    const block = blocks[at]! as ContentBlock & { cache_control?: CacheControl };
+    if (block.cache_control) continue;
+    const content = blocks.slice();
+    content[at] = { ...block, cache_control: breakpointOf(cache) } as ContentBlock;
+    out[index] = { role: message.role, content };
+    placed += 1;
+  }
+  return out;
+}
+
+/**
+ * Which thinking settings each model takes (Claude docs, "Extended thinking" and
+ * "Troubleshooting thinking", checked 2026-12-01): the manual `enabled` mode is refused
+ * (400) from Claude Opus 4.7, Sonnet 5 and Fable 5 on, and the only mode up to the 4.5
+ * generation; Opus 5.5 always thinks.
+ */
+function thinkingFor(
+  model: string,
+  thinking: ClaudeThinking | undefined,
+  maxTokens: number,
+): Record<string, unknown> | undefined {
+  if (!thinking) return undefined;
+  const family = thinkingFamily(model);
+  if (thinking.type === "adaptive") {
+    if (family === "manual-only")
+      throw new InvalidArgumentError(
+        `[core] claudeModel: ${model} does not support adaptive thinking (models up to the 4.5 generation think only in the manual mode); use thinking: { type: "enabled", budgetTokens: 4096 }`,
+      );
+    return { type: "adaptive" };
+  }
+  if (family === "adaptive-only")
+    throw new InvalidArgumentError(
+      `[core] claudeModel: ${model} refuses thinking.type "enabled" with a token budget (a 400 from the API: Opus 4.7 and later, Sonnet 5 and later, Fable 5 and later think adaptively); use thinking: { type: "adaptive" } and set effort to steer how much it thinks`,
+    );
+  // budget_tokens must be at least 1 024 and below max_tokens; the loop may lower max_tokens
+  // to fit a budget, so the thinking budget follows it down.
+  const budget = Math.min(thinking.budgetTokens, maxTokens - 1);
+  if (budget < 1024)
+    throw new InvalidArgumentError(
+      `[core] claudeModel: thinking needs max_tokens above 1 024 plus room to answer, but this request allows ${maxTokens}; raise maxTokens (or the run's USD budget) or turn thinking off`,
+    );
+  return { type: "enabled", budget_tokens: budget };
+}
+
+function thinkingFamily(model: string): "adaptive-only" | "manual-only" | "both" | "unknown" {
+  const match = /^claude-(opus|sonnet|haiku|fable|mythos)-(\d+)(?:-(\d))?(?:\b|-)/.exec(model);
+  if (!match) return "unknown";
+  const [, name, majorText, minorText] = match;
+  const version = Number(majorText) + Number(minorText ?? 0) / 10;
+  if (version >= 5 || (name === "opus" && version >= 4.7)) return "adaptive-only";
+  if (version >= 4.6) return "both";
+  return "manual-only";
 }
 
 interface ResolvedOptions {
@@ -175,7 +379,9 @@ interface ResolvedOptions {
   apiKey: string | undefined;
   baseURL: string | undefined;
   timeoutMs: number;
-  cache: boolean;
+  cache: ClaudeCache;
+  thinking: ClaudeThinking | undefined;
+  stream: boolean;
 }
 
 function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
@@ -202,7 +408,34 @@ function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
     fail(`timeoutMs must be a positive number of milliseconds, got ${JSON.stringify(timeoutMs)}`);
   }
   const cache = options.cache ?? true;
-  if (typeof cache !== "boolean") fail(`cache must be true or false, got ${JSON.stringify(cache)}`);
+  if (
+    typeof cache !== "boolean" &&
+    !(
+      cache &&
+      typeof cache === "object" &&
+      (cache.ttl === "5m" || cache.ttl === "1h") &&
+      Object.keys(cache).length === 1
+    )
+  )
+    fail(`cache must be true, false, { ttl: "5m" } or { ttl: "1h" }, got ${JSON.stringify(cache)}`);
+  const thinking = options.thinking;
+  if (thinking !== undefined) {
+    const valid =
+      thinking &&
+      typeof thinking === "object" &&
+      (thinking.type === "adaptive" ||
+        (thinking.type === "enabled" &&
+          Number.isInteger(thinking.budgetTokens) &&
+          thinking.budgetTokens >= 1024));
+    if (!valid)
+      fail(
+        `thinking must be { type: "adaptive" } or { type: "enabled", budgetTokens } with budgetTokens an integer of at least 1024, got ${JSON.stringify(thinking)}`,
+      );
+    thinkingFor(model, thinking, Number.MAX_SAFE_INTEGER);
+  }
+  const stream = options.stream ?? true;
+  if (typeof stream !== "boolean")
+    fail(`stream must be true or false, got ${JSON.stringify(stream)}`);
   if (options.client !== undefined && typeof options.client?.messages?.create !== "function") {
     fail(
       "client must be an @anthropic-ai/sdk client (new Anthropic(...)) or anything with messages.create(body, options)",
@@ -239,5 +472,7 @@ function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
     baseURL: options.baseURL,
     timeoutMs,
     cache,
+    thinking,
+    stream,
   };
 }

@@ -1,10 +1,12 @@
 export { classifyClaudeError } from "./classify-claude-error.js";
 export type {
+  ClaudeCache,
   ClaudeClient,
   ClaudeEffort,
   ClaudeModel,
   ClaudeModelOptions,
   ClaudeRequestOptions,
+  ClaudeThinking,
 } from "./claude-model.js";
-export { claudeEfforts, claudeModel } from "./claude-model.js";
+export { claudeEfforts, claudeModel, MissingApiKeyError } from "./claude-model.js";
 export { MissingSdkError } from "./load-sdk.js";

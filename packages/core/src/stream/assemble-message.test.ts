@@ -45,6 +45,16 @@ const blockArbitrary: fc.Arbitrary<ContentBlock> = fc.oneof(
     name: fc.stringMatching(/^[a-z_]{1,20}$/),
     input: fc.dictionary(fc.string(), fc.jsonValue()),
   }),
+  // Keys after `input` (as the API sends `caller`) keep their place.
+  fc
+    .record({ id: fc.stringMatching(/^toolu_[A-Za-z0-9]{4}$/), input: fc.jsonValue() })
+    .map(
+      ({ id, input }) =>
+        ({ type: "tool_use", id, name: "t", input, caller: { type: "direct" } }) as ContentBlock,
+    ),
+  fc
+    .record({ text: fc.string(), citations: fc.array(fc.jsonValue(), { maxLength: 2 }) })
+    .map(({ text, citations }) => ({ type: "text", citations, text }) as ContentBlock),
 );
 
 describe("assembleMessage", () => {

@@ -395,13 +395,14 @@ export function messageEvents(
   content.forEach((block, index) => {
     switch (block.type) {
       case "text": {
-        const { text, ...rest } = block;
+        // Spread then override, so every key keeps its place and the assembled block's JSON
+        // is byte for byte the original's.
         events.push({
           type: "content_block_start",
           index,
-          content_block: { ...rest, text: "" } as ContentBlock,
+          content_block: { ...block, text: "" },
         });
-        for (const part of chunks(text))
+        for (const part of chunks(block.text))
           events.push({
             type: "content_block_delta",
             index,
@@ -429,11 +430,11 @@ export function messageEvents(
         break;
       }
       case "tool_use": {
-        const { input, ...rest } = block;
+        const { input } = block;
         events.push({
           type: "content_block_start",
           index,
-          content_block: { ...rest, input: {} } as ContentBlock,
+          content_block: { ...block, input: {} },
         });
         const json = JSON.stringify(input === undefined ? {} : input);
         for (const part of chunks(json))
