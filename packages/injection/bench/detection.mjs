@@ -1,4 +1,4 @@
-// Detection, false positives, throughput and worst case of the heuristic scanner, side by side
+// Detection, false positives, latency, throughput and worst case of the heuristic, learned and default scanners,
 // with @andersmyrmel/vard (a popular pure-JS prompt-injection detector).
 //
 //   pnpm --filter @loopguard/injection bench            # figures
@@ -22,8 +22,10 @@ if (!existsSync(dataPath)) {
 }
 
 let heuristicScanner;
+let learnedScanner;
+let defaultScanner;
 try {
-  ({ heuristicScanner } = await import("../dist/index.js"));
+  ({ heuristicScanner, learnedScanner, defaultScanner } = await import("../dist/index.js"));
 } catch (error) {
   console.error(
     `[injection bench] cannot load ../dist/index.js (${error.message}); build first: pnpm --filter @loopguard/core build && pnpm --filter @loopguard/injection bench`,
@@ -55,8 +57,11 @@ const rows = readFileSync(dataPath, "utf8")
 const isDev = (row) => devSubsets.includes(row.subset);
 
 const scanner = heuristicScanner();
+const learned = learnedScanner();
+const composite = defaultScanner();
 const vardCheck = vard ? vard.moderate().maxLength(100_000_000) : undefined;
-const flaggedByUs = (text) => scanner.scan(text, { source: "document" }).verdict !== "clean";
+const flaggedBy = (candidate) => (text) =>
+  candidate.scan(text, { source: "document" }).verdict !== "clean";
 const flaggedByVard = (text) => {
   try {
     return !vardCheck.safeParse(text).safe;
@@ -64,6 +69,12 @@ const flaggedByVard = (text) => {
     return true;
   }
 };
+const columns = [
+  ["heuristic (rules alone)", flaggedBy(scanner)],
+  ["learned alone", flaggedBy(learned)],
+  ["**defaultScanner()** (rules + learned)", flaggedBy(composite)],
+  ...(vard ? [["vard 1.2.0", flaggedByVard]] : []),
+];
 
 const pct = (part, whole) =>
   whole === 0 ? "   -  " : `${((100 * part) / whole).toFixed(1).padStart(5)}%`;
@@ -76,51 +87,82 @@ function table(selected, title) {
     groups.get(key).push(row);
   }
   console.log(`\n${title}`);
-  console.log(`| subset | label | n | flagged (loopguard) |${vard ? " flagged (vard) |" : ""}`);
-  console.log(`|---|---|---:|---:|${vard ? "---:|" : ""}`);
-  const totals = { injection: [0, 0, 0], benign: [0, 0, 0] };
+  console.log(`| subset | label | n | ${columns.map(([name]) => name).join(" | ")} |`);
+  console.log(`|---|---|---:|${columns.map(() => "---:|").join("")}`);
+  const totals = { injection: [0, ...columns.map(() => 0)], benign: [0, ...columns.map(() => 0)] };
   for (const [key, group] of [...groups].sort()) {
     const [subset, label] = key.split("\u0000");
-    const ours = group.filter((row) => flaggedByUs(row.text)).length;
-    const theirs = vard ? group.filter((row) => flaggedByVard(row.text)).length : 0;
+    const counts = columns.map(([, flagged]) => group.filter((row) => flagged(row.text)).length);
     totals[label][0] += group.length;
-    totals[label][1] += ours;
-    totals[label][2] += theirs;
+    counts.forEach((count, index) => {
+      totals[label][index + 1] += count;
+    });
     console.log(
-      `| ${subset} | ${label} | ${group.length} | ${pct(ours, group.length)} |${vard ? ` ${pct(theirs, group.length)} |` : ""}`,
+      `| ${subset} | ${label} | ${group.length} | ${counts.map((count) => pct(count, group.length)).join(" | ")} |`,
     );
   }
-  const [ni, oi, ti] = totals.injection;
-  const [nb, ob, tb] = totals.benign;
+  const [ni, ...oi] = totals.injection;
+  const [nb, ...ob] = totals.benign;
   console.log(
-    `| **all injections (detection)** | injection | ${ni} | **${pct(oi, ni)}** |${vard ? ` ${pct(ti, ni)} |` : ""}`,
+    `| **all injections (detection)** | injection | ${ni} | ${oi.map((count) => `**${pct(count, ni)}**`).join(" | ")} |`,
   );
   console.log(
-    `| **all benign (false positives)** | benign | ${nb} | **${pct(ob, nb)}** |${vard ? ` ${pct(tb, nb)} |` : ""}`,
+    `| **all benign (false positives)** | benign | ${nb} | ${ob.map((count) => `**${pct(count, nb)}**`).join(" | ")} |`,
   );
-  return { detection: oi / ni, falsePositives: ob / nb };
+  return { detection: oi[2] / ni, falsePositives: ob[2] / nb };
 }
 
 console.log(
-  `loopguard heuristicScanner vs ${vard ? "@andersmyrmel/vard 1.2.0 (moderate preset)" : "nothing"}; "flagged" = verdict not clean`,
+  `loopguard heuristicScanner, learnedScanner and defaultScanner${vard ? " vs @andersmyrmel/vard 1.2.0 (moderate preset)" : ""}; "flagged" = verdict not clean`,
 );
 console.log(`corpus: ${dataPath} (${rows.length} rows)`);
-const dev = table(rows.filter(isDev), "DEV subsets (rules were tuned on these)");
+const dev = table(rows.filter(isDev), "DEV subsets (rules written and model trained on these)");
 const test = table(
   rows.filter((row) => !isDev(row)),
   "TEST subsets (never tuned on)",
 );
 console.log(
-  `\ndev: detection ${(100 * dev.detection).toFixed(1)}% (target >= 95%), false positives ${(100 * dev.falsePositives).toFixed(1)}% (target <= 2%)`,
+  `\ndefaultScanner dev: detection ${(100 * dev.detection).toFixed(1)}% (target >= 95%), false positives ${(100 * dev.falsePositives).toFixed(1)}% (target <= 2%)`,
 );
 console.log(
-  `test: detection ${(100 * test.detection).toFixed(1)}%, false positives ${(100 * test.falsePositives).toFixed(1)}%`,
+  `defaultScanner test: detection ${(100 * test.detection).toFixed(1)}%, false positives ${(100 * test.falsePositives).toFixed(1)}% (target >= 85% / <= 5% per subset)`,
 );
 
+// --- Latency per 2 KB tool output (p50 of single scans) --------------------------------------
+const twoKb = rows
+  .map((row) => row.text)
+  .filter((text) => text.length >= 1500)
+  .map((text) =>
+    text.length > 2048 ? text.slice(0, 2048) : text.padEnd(2048, " Shipping takes three days."),
+  );
+function p50(candidate) {
+  const samples = [];
+  for (let round = 0; round < 3; round++)
+    for (const text of twoKb) {
+      const started = performance.now();
+      candidate.scan(text, { source: "tool_output" });
+      samples.push(performance.now() - started);
+    }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)] * 1000;
+}
+const latencies = [
+  ["heuristic", p50(scanner)],
+  ["learned", p50(learned)],
+  ["default", p50(composite)],
+];
+console.log(
+  `\nLatency per 2 KB text (${twoKb.length} corpus texts cut or padded to 2,048 chars, p50 of single scans)`,
+);
+console.log("| scanner | p50 µs | ratio to heuristic |");
+console.log("|---|---:|---:|");
+for (const [label, micros] of latencies)
+  console.log(`| ${label} | ${micros.toFixed(1)} | ${(micros / latencies[0][1]).toFixed(2)} |`);
+
 if (process.argv.includes("--misses")) {
-  console.log("\nDEV misses and false positives:");
+  console.log("\nDEV misses and false positives of defaultScanner():");
   for (const row of rows.filter(isDev)) {
-    const result = scanner.scan(row.text, { source: "document" });
+    const result = composite.scan(row.text, { source: "document" });
     const flagged = result.verdict !== "clean";
     if (flagged !== (row.label === "injection")) {
       console.log(
@@ -129,6 +171,7 @@ if (process.argv.includes("--misses")) {
     }
   }
 }
+if (process.argv.includes("--quick")) process.exit(0);
 
 // --- Throughput on mixed text ---------------------------------------------------------------
 function timeIt(fn, minMs = 400) {
@@ -146,7 +189,7 @@ function timeIt(fn, minMs = 400) {
 const texts = rows.map((row) => row.text);
 const corpusBytes = texts.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
 const ourMs = timeIt(() => {
-  for (const text of texts) scanner.scan(text, { source: "document" });
+  for (const text of texts) composite.scan(text, { source: "document" });
 });
 const vardMs = vard
   ? timeIt(() => {
@@ -159,7 +202,7 @@ console.log(
 );
 console.log("| scanner | MB/s | ratio |");
 console.log("|---|---:|---:|");
-console.log(`| loopguard heuristicScanner | ${mbps(ourMs).toFixed(2)} | 1.00 |`);
+console.log(`| loopguard defaultScanner | ${mbps(ourMs).toFixed(2)} | 1.00 |`);
 if (vardMs)
   console.log(
     `| vard moderate | ${mbps(vardMs).toFixed(2)} | ${(mbps(vardMs) / mbps(ourMs)).toFixed(2)} |`,
@@ -214,7 +257,7 @@ console.log(`|---|---:|${vard ? "---:|---:|" : ""}`);
 let worst = 0;
 for (const [label, unit] of adversarial) {
   const text = fill(unit);
-  const ours = timeIt(() => scanner.scan(text, { source: "document" }), 200);
+  const ours = timeIt(() => composite.scan(text, { source: "document" }), 200);
   worst = Math.max(worst, ours);
   const theirs = vard ? await timeVard(unit) : undefined;
   const shown =

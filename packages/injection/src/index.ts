@@ -2,6 +2,8 @@ export type { CompositeScannerOptions } from "./composite-scanner.js";
 export { compositeScanner } from "./composite-scanner.js";
 export type { DecodeLimits, EncodedSegment } from "./decode-segments.js";
 export { findEncodedSegments, looksLikeText, rot13 } from "./decode-segments.js";
+export type { DefaultScannerOptions, SyncScanner } from "./default-scanner.js";
+export { defaultScanner } from "./default-scanner.js";
 export type {
   HeuristicScanner,
   HeuristicScannerOptions,

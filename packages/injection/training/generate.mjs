@@ -10,7 +10,13 @@
 import { writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { fillers, languages, names, phrases, products } from "./languages.mjs";
+import { everyday, hijacks, prose, securityWriting } from "./extra-english.mjs";
+import { fillers as baseFillers, languages, names, phrases, products } from "./languages.mjs";
+
+languages.en.hijack.push(...hijacks);
+languages.en.benign.push(...everyday);
+languages.en.discuss.push(...securityWriting);
+const fillers = [...baseFillers, ...prose];
 
 const here = dirname(fileURLToPath(import.meta.url));
 const argument = (flag, fallback) => {
@@ -133,6 +139,9 @@ function fill(template, table) {
           return pick(phrases);
         case "langname":
           return pick(table.langname);
+        // A quoted attack inside security writing: the benign twin of an injection.
+        case "payload":
+          return injection(chance(0.7) ? languages.en : table).text.replace(/\n/g, " ");
         default:
           return whole;
       }
@@ -157,9 +166,9 @@ function injection(table) {
 /** One benign sentence in a language, from the same kind of documents. */
 function benign(table) {
   const roll = random();
-  if (roll < 0.55) return { text: fill(pick(table.benign), table), kind: "request" };
-  if (roll < 0.75) return { text: fill(pick(table.notices), table), kind: "notice" };
-  if (roll < 0.9) return { text: fill(pick(table.discuss), table), kind: "discussion" };
+  if (roll < 0.5) return { text: fill(pick(table.benign), table), kind: "request" };
+  if (roll < 0.62) return { text: fill(pick(table.notices), table), kind: "notice" };
+  if (roll < 0.88) return { text: fill(pick(table.discuss), table), kind: "discussion" };
   return { text: pick(fillers), kind: "filler" };
 }
 
@@ -244,10 +253,15 @@ for (const label of ["injection", "benign"]) {
       text = `${label === "benign" && chance(0.5) ? benign(table).text : pick(fillers)} ${text}`;
     if (label === "benign" && chance(0.3)) text = `${text} ${benign(table).text}`;
     const carrier = pick(carrierNames);
-    text = carriers[carrier](text);
+    // Private-use marks around the sentence survive every carrier (JSON keeps them as they are)
+    // and give the span of the sentence in the row: the trainer labels windows by it.
+    text = carriers[carrier](`\ue000${text}\ue001`);
+    const start = text.indexOf("\ue000");
+    const end = text.indexOf("\ue001") - 1;
+    text = text.replace("\ue000", "").replace("\ue001", "");
     if (seen.has(text)) continue;
     seen.add(text);
-    rows.push({ text, label, lang: language, kind: core.kind, carrier });
+    rows.push({ text, label, lang: language, kind: core.kind, carrier, span: [start, end] });
     made++;
   }
 }

@@ -64,9 +64,36 @@ const readJsonl = (path) =>
     .map((line) => JSON.parse(line));
 
 const synthetic = readJsonl(rowsPath);
-const train = synthetic
-  .filter((row) => row.split === "train")
-  .map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0, weight: 1 }));
+const train = [];
+const seenWindows = new Set();
+/** Adds the windows of 1 to `window` consecutive segments of a text, labelled by `labelOf(start, end)`. */
+function addWindows(text, labelOf) {
+  const view = detectorView(text);
+  const segments = segmentText(view.text, view.offsets);
+  const added = [0, 0];
+  for (let from = 0; from < segments.length; from++)
+    for (let size = 1; size <= window && from + size <= segments.length; size++) {
+      const start = segments[from].start;
+      const end = segments[from + size - 1].end;
+      const y = labelOf(start, end);
+      if (y === undefined) continue;
+      const piece = text.slice(start, end);
+      const key = `${y}\u0000${piece}`;
+      if (seenWindows.has(key)) continue;
+      seenWindows.add(key);
+      train.push({ text: piece, y, weight: 1 });
+      added[y]++;
+    }
+  return added;
+}
+// Generated rows: a window is an injection when it overlaps the injected sentence's span.
+for (const row of synthetic) {
+  if (row.split !== "train") continue;
+  const [spanStart, spanEnd] = row.span;
+  addWindows(row.text, (start, end) =>
+    row.label === "injection" && start < spanEnd && end > spanStart ? 1 : 0,
+  );
+}
 const valid = synthetic.filter((row) => row.split === "valid");
 
 const devSubsets = new Set([
@@ -96,48 +123,24 @@ if (dataDir) {
   // subsets), or the whole text when it is short; other windows of injected documents are left
   // out (their label is unknown).
   const heuristic = heuristicScanner();
-  const windowsOf = (text) => {
-    const view = detectorView(text);
-    const segments = segmentText(view.text, view.offsets);
-    return { segments, view };
-  };
   let positives = 0;
   let negatives = 0;
   for (const row of dev) {
-    const { segments } = windowsOf(row.text);
     if (row.label === "benign") {
-      for (let from = 0; from < segments.length; from++)
-        for (let size = 1; size <= window && from + size <= segments.length; size++) {
-          train.push({
-            text: row.text.slice(segments[from].start, segments[from + size - 1].end),
-            y: 0,
-            weight: 1,
-          });
-          negatives++;
-        }
+      negatives += addWindows(row.text, () => 0)[0];
       continue;
     }
     const findings = heuristic.scan(row.text, { source: "document" }).findings;
-    const hot = segments.map((segment) =>
-      findings.some((finding) => finding.start < segment.end && finding.end > segment.start),
-    );
-    if (!hot.some(Boolean)) {
+    if (findings.length === 0) {
       if (row.text.length <= 600) {
         train.push({ text: row.text, y: 1, weight: 1 });
         positives++;
       }
       continue;
     }
-    for (let from = 0; from < segments.length; from++)
-      for (let size = 1; size <= window && from + size <= segments.length; size++) {
-        if (!hot.slice(from, from + size).some(Boolean)) continue;
-        train.push({
-          text: row.text.slice(segments[from].start, segments[from + size - 1].end),
-          y: 1,
-          weight: 1,
-        });
-        positives++;
-      }
+    const hot = (start, end) =>
+      findings.some((finding) => finding.start < end && finding.end > start);
+    positives += addWindows(row.text, (start, end) => (hot(start, end) ? 1 : undefined))[1];
   }
   console.log(
     `[injection training] dev subsets from ${dataDir}: ${dev.length} documents, ${positives} injection windows, ${negatives} benign windows`,
@@ -216,9 +219,11 @@ function build(thresholds) {
 // synthetic validation rows. Suspicious: the lowest threshold with at most 2% false positives;
 // injection: at most 0.5%.
 const provisional = learnedScanner({ weights: build({ suspicious: 0.5, injection: 0.9 }) });
-const calibration = dataDir
-  ? dev.map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0 }))
-  : valid.map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0 }));
+// Both the synthetic validation rows (never trained on) and, when given, the dev documents.
+const calibration = [
+  ...valid.map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0 })),
+  ...dev.map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0 })),
+];
 const scored = calibration.map((row) => ({ p: provisional.probability(row.text), y: row.y }));
 const benignScores = scored
   .filter((row) => row.y === 0)
@@ -249,7 +254,11 @@ report(
   valid.map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0 })),
   "synthetic validation",
 );
-if (dataDir) report(calibration, "dev documents (seen in training)");
+if (dataDir)
+  report(
+    dev.map((row) => ({ text: row.text, y: row.label === "injection" ? 1 : 0 })),
+    "dev documents (seen in training)",
+  );
 console.log(
   `[injection training] wrote ${out} (${bytes.length} bytes; thresholds suspicious ${suspicious.toFixed(3)}, injection ${injection.toFixed(3)})`,
 );
