@@ -1,0 +1,124 @@
+import type { Model, ModelRequest, ModelResponse, Usage } from "../contracts/model.js";
+import {
+  type AssemblerUpdate,
+  createMessageAssembler,
+  StreamProtocolError,
+} from "./assemble-message.js";
+
+/** The idle watchdog fired: the stream sent nothing for `idleTimeoutMs`. */
+export class StreamIdleError extends StreamProtocolError {
+  readonly idleTimeoutMs: number;
+  constructor(idleTimeoutMs: number) {
+    super(
+      "stream_idle",
+      true,
+      `[core] the model's stream sent nothing for ${idleTimeoutMs} ms (idleTimeoutMs) and was aborted; the step is retried`,
+    );
+    this.idleTimeoutMs = idleTimeoutMs;
+  }
+}
+
+/** The outcome of one model call made through {@link streamAttempt}. */
+export type StreamAttemptOutcome =
+  | { ok: true; response: ModelResponse; streamed: boolean; firstChunkMs: number | undefined }
+  | {
+      ok: false;
+      error: unknown;
+      /** Whether any content block had started (the host may hold partial text: reset it). */
+      hadContent: boolean;
+      /** The usage the API reported before the attempt failed (`message_start`), if any. */
+      usage: Usage | undefined;
+      firstChunkMs: number | undefined;
+    };
+
+/** Options of {@link streamAttempt}. */
+export interface StreamAttemptOptions {
+  signal: AbortSignal;
+  /** Abort and fail the attempt when no event arrives for this long. Default 60 000. */
+  idleTimeoutMs?: number;
+  /** Called with what each event added (text, thinking, a complete block), in order; may be async. */
+  onUpdate?: (update: AssemblerUpdate) => void | Promise<void>;
+}
+
+/**
+ * Makes one model call, streaming when the model can: assembles the events into the final
+ * message, reports text and thinking as they arrive and blocks once complete (a tool call only
+ * once its JSON parsed), and aborts the call when it goes idle for `idleTimeoutMs`. A model
+ * without `stream()` is called through `create()` and its blocks are reported whole.
+ *
+ * Never throws for a failed call: the outcome says whether content had started (so the
+ * caller can reset the host's view) and which usage the API had already reported.
+ *
+ * @example
+ * const outcome = await streamAttempt(model, request, { signal, onUpdate: (u) => ui.show(u) });
+ */
+export async function streamAttempt(
+  model: Model,
+  request: ModelRequest,
+  options: StreamAttemptOptions,
+): Promise<StreamAttemptOutcome> {
+  const started = performance.now();
+  const { signal, onUpdate } = options;
+  if (!model.stream) {
+    try {
+      const response = await model.create(request, { signal });
+      if (onUpdate && response && Array.isArray(response.content)) {
+        for (const [index, block] of response.content.entries()) {
+          if (block?.type === "text" && block.text !== "")
+            await onUpdate({ type: "text", index, text: block.text });
+          if (block?.type === "thinking" && block.thinking !== "")
+            await onUpdate({ type: "thinking", index, thinking: block.thinking });
+          await onUpdate({ type: "block", index, block });
+        }
+      }
+      return { ok: true, response, streamed: false, firstChunkMs: undefined };
+    } catch (error) {
+      return { ok: false, error, hadContent: false, usage: undefined, firstChunkMs: undefined };
+    }
+  }
+
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(signal.reason);
+  if (signal.aborted) controller.abort(signal.reason);
+  else signal.addEventListener("abort", onAbort, { once: true });
+  let idle: StreamIdleError | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const arm = () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      idle = new StreamIdleError(idleTimeoutMs);
+      controller.abort(idle);
+    }, idleTimeoutMs);
+    // A stalled stream must not keep the process alive on its own.
+    (timer as { unref?: () => void }).unref?.();
+  };
+  const assembler = createMessageAssembler();
+  let firstChunkMs: number | undefined;
+  try {
+    arm();
+    const events = model.stream(request, { signal: controller.signal });
+    for await (const event of events) {
+      arm();
+      const update = assembler.push(event);
+      // The first chunk of any kind (usually message_start), as the GenAI conventions time it.
+      firstChunkMs ??= performance.now() - started;
+      if (update && onUpdate) await onUpdate(update);
+    }
+    if (idle) throw idle;
+    const response = assembler.finish();
+    return { ok: true, response, streamed: true, firstChunkMs };
+  } catch (error) {
+    return {
+      ok: false,
+      // The abort the watchdog caused surfaces as whatever the model threw for it.
+      error: idle && !signal.aborted ? idle : error,
+      hadContent: assembler.hasContent,
+      usage: assembler.usage,
+      firstChunkMs,
+    };
+  } finally {
+    if (timer) clearTimeout(timer);
+    signal.removeEventListener("abort", onAbort);
+  }
+}
