@@ -107,6 +107,8 @@ export interface DemoAgentOptions {
   stepDelayMs?: number;
   /** The order of the demo's complaint. Default `A1001`; `A1002` ($649) needs an approval. */
   orderId?: string;
+  /** The run's budget. Default $0.50, 15 steps, 2 minutes. */
+  budget?: { maxUsd?: number; maxSteps?: number; wallClockMs?: number };
   /** Kill the process right after this many durable appends. */
   crashAfter?: number;
   onEvent?: (event: StoredEvent) => void;
@@ -165,7 +167,7 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
       redact: defences.redact,
       ...(vault && withVault ? { vault } : {}),
       store: target,
-      budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 120_000 },
+      budget: options.budget ?? { maxUsd: 0.5, maxSteps: 15, wallClockMs: 120_000 },
       approval: { durable: true },
       retry: { baseDelayMs: 50 },
       agentId: "support-desk",

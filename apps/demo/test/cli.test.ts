@@ -13,7 +13,7 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     const root = join(dir, "a");
     const result = run(["demo", "--dir", join(root, "runs")]);
     expect(result.status, result.stderr).toBe(0);
-    expect(result.stdout).toContain("BLOCKED send_email policy_deny");
+    expect(result.stdout).toContain("send_email BLOCKED (policy_deny at pipeline step 2");
     expect(result.stdout).toMatch(/refunds\s+A1001 \$89\.99/);
     expect(result.stdout).toMatch(/emails\s+none/);
     for (const value of sensitive) expect(result.stdout).not.toContain(value);
@@ -47,7 +47,10 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     const park = () => {
       const parked = run(["demo", "--order", "A1002", "--dir", runs]);
       expect(parked.status, parked.stderr).toBe(0);
-      expect(parked.stdout).toMatch(/status\s+awaiting_approval/);
+      expect(parked.stdout).toMatch(/status\s+awaiting_approval\s/);
+      // A parked run has no answer yet, and its status is not repeated as its reason.
+      expect(parked.stdout).not.toContain("awaiting_approval (awaiting_approval)");
+      expect(parked.stdout).not.toMatch(/│ (answer|partial)\s/);
       return runIdOf(parked.stdout);
     };
     const refundsOf = (runId: string) =>
@@ -98,12 +101,42 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     const { code } = await demo.exited;
     const output = demo.output();
     expect(code, output).toBe(0);
-    expect(output).toContain("BLOCKED lookup_order kill_switch");
+    expect(output).toContain("lookup_order BLOCKED (kill_switch");
     expect(output).toMatch(/status\s+halted .*halt: kill_switch/);
     expect(ledgerOf(root)).toHaveLength(0);
     expect(run(["unfreeze", "--dir", runs]).status).toBe(0);
     const after = run(["demo", "--dir", runs]);
     expect(after.stdout).toMatch(/refunds\s+A1001 \$89\.99/);
+  });
+
+  it("demo --tour tells the whole story in one run: injection, redaction, approval, budget stop, crash and resume", () => {
+    const root = join(dir, "tour");
+    const runs = join(root, "runs");
+    const tour = run(["demo", "--tour", "--dir", runs]);
+    expect(tour.status, tour.stderr + tour.stdout).toBe(0);
+    const recap = tour.stdout.slice(tour.stdout.indexOf("What the tour showed"));
+    for (const chapter of ["injection", "refund", "approval", "budget", "crash and resume"])
+      expect(recap).toMatch(new RegExp(`✓ ${chapter}:`));
+    expect(recap).not.toContain("✗");
+    expect(tour.stdout).toContain("🔒 redacted:");
+    expect(tour.stdout).toContain("send_email BLOCKED (policy_deny");
+    expect(tour.stdout).toMatch(/status\s+stopped \(a budget cap was reached/);
+    expect(tour.stdout).toContain("SIGKILL");
+    expect(tour.stdout).toMatch(/Finish with: loopguard resume run_[0-9a-f]{16} --dir /);
+    expect(tour.stdout).not.toContain("<runId>`");
+    // No float noise in what people read.
+    expect(tour.stdout).not.toMatch(/\$\d+\.\d{5,}/);
+    for (const value of sensitive) expect(tour.stdout).not.toContain(value);
+    expect(leaksIn(runs)).toEqual([]);
+    // Each run paid what it should, once: A1001 three times (injection, budget, crash) and A1002 once.
+    const refunds = ledgerOf(root).filter((effect) => effect.kind === "refund");
+    expect(refunds.map((effect) => effect.payload.order_id).sort()).toEqual([
+      "A1001",
+      "A1001",
+      "A1001",
+      "A1002",
+    ]);
+    expect(ledgerOf(root).filter((effect) => effect.kind === "email")).toEqual([]);
   });
 
   it("trace writes trace.json and trace.html without PII", () => {

@@ -11,6 +11,10 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
       .command("demo")
       .description("run the support-desk agent offline against a poisoned help article")
       .option(
+        "--tour",
+        "the whole story: four short runs (injection and redaction, approval, budget stop, crash and resume)",
+      )
+      .option(
         "--order <id>",
         "the order the customer complains about (A1002 needs an approval)",
         "A1001",
@@ -27,7 +31,30 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
         0,
       ),
   ).action(
-    async (options: { order: string; crashAfter?: number; stepDelay: number; dir: string }) => {
+    async (options: {
+      order: string;
+      crashAfter?: number;
+      stepDelay: number;
+      dir: string;
+      tour?: boolean;
+    }) => {
+      if (options.tour) {
+        if (options.crashAfter !== undefined || options.order !== "A1001")
+          throw new UsageError(
+            "--tour runs its own orders and crash: leave out --order and --crash-after",
+          );
+        const { tour } = await import("../tour.js");
+        exit(
+          await tour({
+            paths: pathsOf(options),
+            dir: options.dir,
+            out,
+            colors,
+            stepDelayMs: options.stepDelay,
+          }),
+        );
+        return;
+      }
       if (!/^A\d{4}$/.test(options.order))
         throw new UsageError(
           `--order must be an order id such as A1001 or A1002, got ${JSON.stringify(options.order)}`,
@@ -65,6 +92,13 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
         { runId },
       );
       out(runSummary(colors, result, demo));
+      out(
+        colors.dim(
+          result.status === "awaiting_approval"
+            ? `next: loopguard approve ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`} (or --deny); the whole story: loopguard demo --tour`
+            : "the whole story (approval, budget stop, crash and resume): loopguard demo --tour",
+        ),
+      );
       exit(result.status === "failed" ? 1 : 0);
     },
   );
