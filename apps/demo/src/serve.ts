@@ -1,135 +1,212 @@
-import { timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { type Span, spansFromEvents } from "@loopguard/core";
+import { createServer } from "node:http";
+import { pathToFileURL } from "node:url";
+import type { Agent, ApprovalAnswer, EventStore, FreezeStore } from "@loopguard/core";
 import { supportDefences } from "@loopguard/evals";
+import { fileFreezeStore } from "@loopguard/policy";
+import { osUser } from "./cli-context.js";
 import { type DemoPaths, demoAgent } from "./demo-agent.js";
-import { loadTraceViewer } from "./trace-viewer.js";
+import type { WebBackend } from "./web/backend.js";
+import { createWebHandler } from "./web/web-server.js";
 
-/** Options of the approval webhook server. */
+/** Options of `loopguard serve`. */
 export interface ServeOptions {
   port: number;
-  /** The shared secret callers send in `x-loopguard-secret`. */
+  /** The shared secret callers send in `x-loopguard-secret`; also signs in at `/login`. */
   secret: string;
   paths: DemoPaths;
   out: (line: string) => void;
-  /** Default 127.0.0.1. */
+  /** Default 127.0.0.1. Anything else is reachable from the network: put TLS in front. */
   host?: string;
+  /** The name answers are recorded under. Default: the OS user. */
+  user?: string;
+  /** A header a trusted reverse proxy sets to the signed-in person's name. */
+  trustProxyHeader?: string;
+  /** More `host:port` names browsers may use (behind a reverse proxy). */
+  allowedHosts?: readonly string[];
+  /**
+   * A module whose runs this server answers and resumes: it exports `agent` (or a default)
+   * that is an agent made with `createAgent`, or a function `({ runId }) => agent`; optionally
+   * `redact` (what the pages show goes through it) and `freezeStore`. Default: the demo agent.
+   */
+  agentModule?: string;
+  /** How often the live feed looks for changes. Default 1 000 ms. */
+  livePollMs?: number;
 }
-
-const json = (response: ServerResponse, status: number, body: unknown) => {
-  response.writeHead(status, { "content-type": "application/json" });
-  response.end(`${JSON.stringify(body)}\n`);
-};
-
-async function readBody(request: IncomingMessage, limit = 64 * 1024): Promise<string> {
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new Error("body too large");
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-const sameSecret = (given: string | undefined, expected: string) => {
-  if (typeof given !== "string") return false;
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-};
 
 /**
- * Serves the runs over HTTP: `GET /runs`, `GET /runs/:id/trace.html`, and the approval
- * webhook `POST /runs/:id/approve` with a JSON body `{ decision, approver, requestId? }` and
- * the shared secret in `x-loopguard-secret` (wrong or missing: 401). A decision other than
- * `approve` or `deny` is unreadable and halts the run. Resolves when the server closes.
+ * Serves the web inbox, the run browser and the fleet's kill switch (see `web/web-server.ts`),
+ * with the JSON webhook `POST /runs/:id/approve` of earlier releases. Prints the one-time
+ * sign-in URL on its first line. Resolves when the server closes (SIGINT or SIGTERM).
  */
-export function serve(options: ServeOptions): Promise<void> {
-  const server = createServer(async (request, response) => {
-    try {
-      const url = new URL(request.url ?? "/", "http://localhost");
-      const parts = url.pathname.split("/").filter(Boolean);
-      if (request.method === "GET" && url.pathname === "/runs") {
-        const { store } = await demoAgent({ paths: options.paths });
-        return json(response, 200, await store.list());
-      }
-      if (
-        request.method === "GET" &&
-        parts.length === 3 &&
-        parts[0] === "runs" &&
-        parts[2] === "trace.html"
-      ) {
-        const demo = await demoAgent({ paths: options.paths });
-        const events = await demo.store.read(parts[1]!);
-        if (events.length === 0) return json(response, 404, { error: `run ${parts[1]} not found` });
-        const viewer = await loadTraceViewer();
-        if (!viewer) return json(response, 501, { error: "the HTML viewer is not in this build" });
-        const redact = supportDefences(demo.packages).redact;
-        response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
-        return response.end(
-          viewer.renderTraceHtml(
-            spansFromEvents(events).map((span) => redact(span) as Span),
-            { runId: parts[1]! },
-          ),
-        );
-      }
-      if (
-        request.method === "POST" &&
-        parts.length === 3 &&
-        parts[0] === "runs" &&
-        parts[2] === "approve"
-      ) {
-        if (
-          !sameSecret(request.headers["x-loopguard-secret"] as string | undefined, options.secret)
-        )
-          return json(response, 401, { error: "missing or wrong x-loopguard-secret" });
-        let body: { decision?: unknown; approver?: unknown; requestId?: unknown; note?: unknown };
-        try {
-          body = JSON.parse(await readBody(request));
-        } catch {
-          return json(response, 400, {
-            error: 'the body must be JSON: { "decision": "approve" | "deny", "approver": "name" }',
-          });
-        }
-        if (body === null || typeof body !== "object" || Array.isArray(body))
-          return json(response, 400, { error: "the body must be a JSON object" });
-        if (typeof body.approver !== "string" || body.approver.trim() === "")
-          return json(response, 400, { error: "approver must name the person approving" });
-        // Only "approve" or "deny" is consent or refusal; any other answer is unreadable,
-        // recorded as indeterminate, and halts the run (approvals fail closed).
-        const readable = body.decision === "approve" || body.decision === "deny";
-        const demo = await demoAgent({ paths: options.paths, runId: parts[1]! });
-        const result = await demo.agent.approve(parts[1]!, {
-          decision: readable ? (body.decision as "approve" | "deny") : "indeterminate",
-          approver: body.approver,
-          ...(typeof body.requestId === "string" ? { requestId: body.requestId } : {}),
-          ...(readable
-            ? typeof body.note === "string"
-              ? { note: body.note }
-              : {}
-            : { note: `unreadable decision: ${JSON.stringify(body.decision)?.slice(0, 200)}` }),
-        });
-        return json(response, 200, {
-          runId: result.runId,
-          status: result.status,
-          blocked: result.blocked.map((call) => ({ tool: call.tool, reason: call.reason })),
-        });
-      }
-      return json(response, 404, {
-        error: "routes: GET /runs, GET /runs/:id/trace.html, POST /runs/:id/approve",
-      });
-    } catch (error) {
-      return json(response, 409, { error: error instanceof Error ? error.message : String(error) });
-    }
+export async function serve(options: ServeOptions): Promise<void> {
+  const host = options.host ?? "127.0.0.1";
+  const backend = options.agentModule
+    ? await moduleBackend(options.agentModule, options)
+    : await demoBackend(options);
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, host, () => resolve());
   });
-  return new Promise((resolve, reject) => {
-    server.on("error", reject);
-    server.listen(options.port, options.host ?? "127.0.0.1", () => {
-      options.out(
-        `loopguard serve: http://${options.host ?? "127.0.0.1"}:${options.port} (GET /runs, GET /runs/:id/trace.html, POST /runs/:id/approve)`,
-      );
+  const { port } = server.address() as { port: number };
+  const handler = createWebHandler({
+    backend,
+    secret: options.secret,
+    user: options.user ?? osUser(),
+    host,
+    port,
+    ...(options.trustProxyHeader ? { trustProxyHeader: options.trustProxyHeader } : {}),
+    ...(options.allowedHosts ? { allowedHosts: options.allowedHosts } : {}),
+    ...(options.livePollMs ? { livePollMs: options.livePollMs } : {}),
+    onError: (error, where) =>
+      options.out(`[serve] ${where}: ${error instanceof Error ? error.message : String(error)}`),
+  });
+  server.on("request", (request, response) => {
+    handler.handle(request, response).catch((error) => {
+      options.out(`[serve] ${error instanceof Error ? error.message : String(error)}`);
+      if (!response.headersSent) response.writeHead(500);
+      response.end();
     });
+  });
+  options.out(handler.signInUrl);
+  options.out(
+    `loopguard serve: the approval inbox is at the URL above (it signs you in once); runs from ${backend.where}; webhook POST /runs/:id/approve with x-loopguard-secret. Stop with Ctrl-C.`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      handler.close();
+      server.close(() => resolve());
+      server.closeAllConnections?.();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
     server.on("close", () => resolve());
   });
+  await backend.close();
+}
+
+/** The demo's runs directory, answered and resumed in this process by the demo agent. */
+async function demoBackend(options: ServeOptions): Promise<WebBackend> {
+  const demo = await demoAgent({ paths: options.paths });
+  const redact = supportDefences(demo.packages).redact;
+  const agentFor = async (runId: string) =>
+    (await demoAgent({ paths: options.paths, runId })).agent;
+  return localBackend({
+    where: options.paths.runs,
+    store: demo.store,
+    freezeStore: fileFreezeStore({ path: options.paths.freeze }),
+    redact,
+    policyDigest: demo.agent.policyDigest,
+    agentFor,
+    out: options.out,
+  });
+}
+
+/** A host's own agent module (`serve --agent ./agent.mjs`). */
+async function moduleBackend(specifier: string, options: ServeOptions): Promise<WebBackend> {
+  const url = /^[a-z]+:/i.test(specifier) ? specifier : pathToFileURL(specifier).href;
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = (await import(url)) as Record<string, unknown>;
+  } catch (error) {
+    throw new Error(
+      `[loopguard] serve --agent ${specifier}: cannot load the module (${error instanceof Error ? error.message : String(error)})`,
+    );
+  }
+  const exported = loaded.agent ?? loaded.default;
+  const isAgent = (value: unknown): value is Agent =>
+    typeof value === "object" && value !== null && typeof (value as Agent).approve === "function";
+  let agentFor: (runId: string) => Promise<Agent>;
+  if (isAgent(exported)) agentFor = async () => exported;
+  else if (typeof exported === "function")
+    agentFor = async (runId) => {
+      const agent = await (exported as (context: { runId: string }) => unknown)({ runId });
+      if (!isAgent(agent))
+        throw new Error(
+          `[loopguard] serve --agent ${specifier}: its agent function must return an agent made with createAgent`,
+        );
+      return agent;
+    };
+  else
+    throw new Error(
+      `[loopguard] serve --agent ${specifier}: the module must export \`agent\` (or a default): an agent made with createAgent, or a function ({ runId }) => agent`,
+    );
+  const first = await agentFor("");
+  const redact =
+    typeof loaded.redact === "function"
+      ? (loaded.redact as (value: unknown) => unknown)
+      : supportDefences((await demoAgent({ paths: options.paths })).packages).redact;
+  const freezeStore =
+    (loaded.freezeStore as FreezeStore | undefined) ??
+    fileFreezeStore({ path: options.paths.freeze });
+  return localBackend({
+    where: `${first.store.name} store of ${specifier}`,
+    store: first.store,
+    freezeStore,
+    redact,
+    policyDigest: first.policyDigest,
+    agentFor,
+    out: options.out,
+  });
+}
+
+/** Answers and resumes runs in this process; a resume after an answer runs in the background. */
+function localBackend(parts: {
+  where: string;
+  store: EventStore;
+  freezeStore: FreezeStore;
+  redact: (value: unknown) => unknown;
+  policyDigest: string;
+  agentFor: (runId: string) => Promise<Agent>;
+  out: (line: string) => void;
+}): WebBackend {
+  const inFlight = new Set<Promise<unknown>>();
+  const background = (runId: string, work: Promise<unknown>) => {
+    const tracked = work
+      .catch((error) =>
+        parts.out(
+          `[serve] run ${runId}: ${error instanceof Error ? error.message : String(error)}`,
+        ),
+      )
+      .finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  };
+  return {
+    kind: "jsonl",
+    where: parts.where,
+    store: parts.store,
+    freezeStore: parts.freezeStore,
+    policyDigest: parts.policyDigest,
+    redact: parts.redact,
+    async answer(runId: string, answer: ApprovalAnswer, options?: { wait?: boolean }) {
+      const agent = await parts.agentFor(runId);
+      if (options?.wait) return { status: (await agent.approve(runId, answer)).status };
+      const result = await agent.approve(runId, answer, { resume: false });
+      if (result.status !== "awaiting_approval") background(runId, agent.resume(runId));
+      return { status: result.status === "awaiting_approval" ? result.status : "running" };
+    },
+    async resume(runId: string) {
+      const agent = await parts.agentFor(runId);
+      const result = await agent.resume(runId);
+      return { status: result.status };
+    },
+    async halt(runId: string, reason: string, by: string) {
+      const events = await parts.store.read(runId);
+      if (events.length === 0) throw new Error(`run ${runId} not found`);
+      if (events.some((event) => event.type === "run-end"))
+        throw new Error(`run ${runId} has already ended`);
+      await parts.store.append(
+        runId,
+        [{ type: "run-halt", reason: `operator: ${reason}`, source: `web:${by}`, at: Date.now() }],
+        { expectedSeq: events.length },
+      );
+      // The run folds the halt back in and ends as halted (refusing what it was waiting on).
+      const agent = await parts.agentFor(runId);
+      const result = await agent.resume(runId);
+      return { status: result.status };
+    },
+    async close() {
+      await Promise.allSettled([...inFlight]);
+    },
+  };
 }

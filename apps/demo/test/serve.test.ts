@@ -45,7 +45,7 @@ describe.skipIf(!built)("loopguard serve", () => {
       LOOPGUARD_WEBHOOK_SECRET: secret,
     });
     stops.push(() => server.child.kill("SIGTERM"));
-    await server.waitFor(/loopguard serve: http/);
+    await server.waitFor(/loopguard serve: /);
     const base = `http://127.0.0.1:${port}`;
     const approve = (id: string, body: unknown, key?: string) =>
       fetch(`${base}/runs/${id}/approve`, {
@@ -61,7 +61,9 @@ describe.skipIf(!built)("loopguard serve", () => {
         (effect) => effect.kind === "refund" && effect.idempotencyKey.startsWith(`${id}:`),
       );
 
-    const listed = (await (await fetch(`${base}/runs`)).json()) as Array<{ runId: string }>;
+    const listed = (await (
+      await fetch(`${base}/runs`, { headers: { "x-loopguard-secret": secret } })
+    ).json()) as Array<{ runId: string }>;
     expect(listed.map((item) => item.runId)).toContain(runId);
 
     const wrong = await approve(runId, { decision: "approve", approver: "eve" }, `${secret}x`);
@@ -83,10 +85,19 @@ describe.skipIf(!built)("loopguard serve", () => {
     expect(((await unreadable.json()) as { status: string }).status).toBe("halted");
     expect(refundsOf(halted)).toHaveLength(0);
 
-    const html = await fetch(`${base}/runs/${runId}/trace.html`);
+    expect((await fetch(`${base}/runs/${runId}/trace.html`)).status).toBe(401);
+    const html = await fetch(`${base}/runs/${runId}/trace.html`, {
+      headers: { "x-loopguard-secret": secret },
+    });
     expect(html.status).toBe(200);
     expect(await html.text()).toContain(runId);
-    expect((await fetch(`${base}/runs/run_0000000000000000/trace.html`)).status).toBe(404);
+    expect(
+      (
+        await fetch(`${base}/runs/run_0000000000000000/trace.html`, {
+          headers: { "x-loopguard-secret": secret },
+        })
+      ).status,
+    ).toBe(404);
     expect(leaksIn(runs)).toEqual([]);
 
     server.child.kill("SIGTERM");
