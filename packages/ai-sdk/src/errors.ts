@@ -1,0 +1,28 @@
+import { LoopguardError } from "@loopguard/core";
+
+/** A tool set or option that `guardTools` cannot guard (no schema, no `execute`, a provider tool). */
+export class GuardToolsError extends LoopguardError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("guard_tools_invalid", message, options);
+  }
+}
+
+/** A guarded tool failed while it ran (timeout, a thrown error); the AI SDK hands it to the model as a tool error. */
+export class GuardedToolError extends LoopguardError {
+  /** The failure kind loopguard recorded (`timeout`, `tool_error`, `aborted`, ...). */
+  readonly kind: string;
+  constructor(message: string, kind: string) {
+    super("guarded_tool_failed", message);
+    this.kind = kind;
+  }
+}
+
+/** The run's budget cannot afford another model call. */
+export class BudgetExceededError extends LoopguardError {
+  /** Which cap was reached: `maxSteps`, `maxTokens` or `maxUsd`. */
+  readonly limit: string;
+  constructor(message: string, limit: string) {
+    super("budget_exceeded", message);
+    this.limit = limit;
+  }
+}

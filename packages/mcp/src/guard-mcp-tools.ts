@@ -1,0 +1,127 @@
+import { type GuardedTool, type GuardOptions, guardTool } from "@loopguard/core";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { McpGuardError } from "./errors.js";
+import { type McpToolDefinition, type McpToolFlags, mcpBackedTool } from "./mcp-tool.js";
+
+/** Options of `guardMcpTools`. */
+export interface GuardMcpToolsOptions
+  extends Pick<
+    GuardOptions,
+    | "gates"
+    | "scanner"
+    | "envelope"
+    | "approver"
+    | "approvalTimeoutMs"
+    | "haltOn"
+    | "breaker"
+    | "onError"
+  > {
+  /** Flags per tool name (sensitive, idempotent, timeout). */
+  tools?: Record<string, McpToolFlags>;
+  /**
+   * A tool whose input schema cannot be compiled: `"throw"` (the default) rejects with an
+   * `McpGuardError` naming it; `"skip"` leaves it out and reports the error to `onError`.
+   */
+  onInvalidSchema?: "throw" | "skip";
+}
+
+/** A guarded MCP tool: call it like `guardTool`'s result; the value is the text the model reads. */
+export type GuardedMcpTool = GuardedTool<Record<string, unknown>, string> & {
+  /** The server's full result (content parts, structured content) of a finished call, once. */
+  takeResult(toolUseId: string): CallToolResult | undefined;
+};
+
+/**
+ * Lists an MCP client's tools and puts each behind loopguard's gate pipeline: arguments are
+ * validated against the schema the server declared, every call passes the gates under the
+ * caller's `withRun`, and results are scanned. Pass `tool` of each to `createAgent`, or call
+ * them from your own loop.
+ *
+ * @example
+ * const client = new Client({ name: "app", version: "1.0.0" });
+ * await client.connect(new StdioClientTransport({ command: "node", args: ["server.js"] }));
+ * const tools = await guardMcpTools(client, { gates: [policy(rules), runGuard()] });
+ * await withRun({ agentId: "assistant" }, () => tools[0]!({ path: "README.md" }, { toolUseId: "tu_1" }));
+ */
+export async function guardMcpTools(
+  client: Pick<Client, "listTools" | "callTool"> & Partial<Pick<Client, "getServerVersion">>,
+  options: GuardMcpToolsOptions = {},
+): Promise<GuardedMcpTool[]> {
+  if (!client || typeof client.listTools !== "function" || typeof client.callTool !== "function")
+    throw new McpGuardError(
+      "[mcp] guardMcpTools(client): client must be a connected MCP Client from @modelcontextprotocol/sdk (it needs listTools and callTool)",
+    );
+  if (options === null || typeof options !== "object")
+    throw new McpGuardError("[mcp] guardMcpTools(client, options): options must be an object");
+  const server = serverName(client);
+  const definitions = await listAllTools(client, server);
+  const known = new Set(definitions.map((definition) => definition.name));
+  for (const name of Object.keys(options.tools ?? {}))
+    if (!known.has(name))
+      throw new McpGuardError(
+        `[mcp] guardMcpTools: options.tools names "${name}", which ${server} does not list (it lists ${[...known].join(", ") || "no tools"})`,
+      );
+  const out: GuardedMcpTool[] = [];
+  for (const definition of definitions) {
+    let backed: ReturnType<typeof mcpBackedTool>;
+    try {
+      backed = mcpBackedTool(client, definition, options.tools?.[definition.name] ?? {}, server);
+    } catch (error) {
+      if (options.onInvalidSchema !== "skip") throw error;
+      options.onError?.(error, `tool ${definition.name}`);
+      continue;
+    }
+    const guarded = guardTool(backed.tool, guardOptionsOf(options));
+    out.push(Object.assign(guarded, { takeResult: backed.takeResult }));
+  }
+  return out;
+}
+
+/** The `guardTool` options within a larger options object. */
+export function guardOptionsOf(options: GuardMcpToolsOptions): GuardOptions {
+  return {
+    ...(options.gates ? { gates: options.gates } : {}),
+    ...(options.scanner ? { scanner: options.scanner } : {}),
+    ...(options.envelope ? { envelope: options.envelope } : {}),
+    ...(options.approver ? { approver: options.approver } : {}),
+    ...(options.approvalTimeoutMs !== undefined
+      ? { approvalTimeoutMs: options.approvalTimeoutMs }
+      : {}),
+    ...(options.haltOn ? { haltOn: options.haltOn } : {}),
+    ...(options.breaker ? { breaker: options.breaker } : {}),
+    ...(options.onError ? { onError: options.onError } : {}),
+  };
+}
+
+/** Every tool the server lists, following `nextCursor`. */
+export async function listAllTools(
+  client: Pick<Client, "listTools">,
+  server: string,
+): Promise<McpToolDefinition[]> {
+  const tools: McpToolDefinition[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < 1_000; page += 1) {
+    let result: Awaited<ReturnType<Client["listTools"]>>;
+    try {
+      result = await client.listTools(cursor ? { cursor } : undefined);
+    } catch (error) {
+      throw new McpGuardError(`[mcp] ${server} failed tools/list: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+    tools.push(...(result.tools as McpToolDefinition[]));
+    cursor = result.nextCursor;
+    if (!cursor) return tools;
+  }
+  throw new McpGuardError(`[mcp] ${server} returned more than 1000 pages of tools/list`);
+}
+
+function serverName(client: Partial<Pick<Client, "getServerVersion">>): string {
+  try {
+    const version = client.getServerVersion?.();
+    return version?.name ? `MCP server "${version.name}"` : "the MCP server";
+  } catch {
+    return "the MCP server";
+  }
+}
