@@ -1,12 +1,20 @@
 import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
+import {
+  approveRun,
+  postgresEventStore,
+  postgresFreezeStore,
+  submitRun,
+} from "@loopguard/checkpoint";
 import type { Agent, ApprovalAnswer, EventStore, FreezeStore } from "@loopguard/core";
-import { supportDefences } from "@loopguard/evals";
+import { loadPackages, supportDefences } from "@loopguard/evals";
 import { fileFreezeStore } from "@loopguard/policy";
 import { osUser } from "./cli-context.js";
 import { type DemoPaths, demoAgent } from "./demo-agent.js";
+import { safeUrl, withDatabase } from "./postgres-connection.js";
 import type { WebBackend } from "./web/backend.js";
 import { createWebHandler } from "./web/web-server.js";
+import { createTables, supportDeskAgents } from "./worker.js";
 
 /** Options of `loopguard serve`. */
 export interface ServeOptions {
@@ -31,6 +39,13 @@ export interface ServeOptions {
   agentModule?: string;
   /** How often the live feed looks for changes. Default 1 000 ms. */
   livePollMs?: number;
+  /**
+   * Serve the worker fleet's runs from PostgreSQL instead of the runs directory: answers are
+   * recorded with `approveRun` and a worker (`loopguard worker`) resumes the run.
+   */
+  databaseUrl?: string;
+  /** The workers' schema. Default `loopguard`. */
+  schema?: string;
 }
 
 /**
@@ -40,9 +55,15 @@ export interface ServeOptions {
  */
 export async function serve(options: ServeOptions): Promise<void> {
   const host = options.host ?? "127.0.0.1";
-  const backend = options.agentModule
-    ? await moduleBackend(options.agentModule, options)
-    : await demoBackend(options);
+  if (options.databaseUrl && options.agentModule)
+    throw new Error(
+      "[loopguard] serve: --database-url serves the workers' support-desk agent; --agent is for a runs directory",
+    );
+  const backend = options.databaseUrl
+    ? await postgresBackend(options.databaseUrl, options.schema ?? "loopguard")
+    : options.agentModule
+      ? await moduleBackend(options.agentModule, options)
+      : await demoBackend(options);
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -100,6 +121,71 @@ async function demoBackend(options: ServeOptions): Promise<WebBackend> {
     agentFor,
     out: options.out,
   });
+}
+
+/**
+ * The worker fleet's runs in PostgreSQL. An answer claims the run (fencing any worker still on
+ * it), is recorded by the workers' own agent, and re-queues the run for a worker to finish.
+ */
+async function postgresBackend(url: string, schema: string): Promise<WebBackend> {
+  const store = postgresEventStore({ connectionString: url, schema });
+  const packages = await loadPackages();
+  const pool = await withDatabase(url, async () => {
+    const opened = await store.pool();
+    await store.migrate();
+    await createTables(opened, schema);
+    return opened;
+  });
+  const makeAgent = supportDeskAgents({ pool, schema, stepDelayMs: 0, packages });
+  const factory = (view: EventStore, slice: { runId: string; epoch: number }) =>
+    makeAgent(view, slice.runId, slice.epoch);
+  const policyDigest = (await makeAgent(store, "run_0000000000000000", 0)).policyDigest;
+  const requeue = async (runId: string) => {
+    const start = (await store.read(runId)).find((event) => event.type === "run-start");
+    if (!start || start.type !== "run-start") throw new Error(`run ${runId} not found`);
+    await submitRun({ store, schema }, start.task, { runId });
+  };
+  return {
+    kind: "postgres",
+    where: `PostgreSQL ${safeUrl(url)} (schema ${schema})`,
+    store,
+    freezeStore: postgresFreezeStore({ pool, schema }),
+    policyDigest,
+    redact: supportDefences(packages).redact,
+    async answer(runId: string, answer: ApprovalAnswer) {
+      const result = await approveRun({ store, schema }, runId, answer, { agent: factory });
+      return { status: result.status === "awaiting_approval" ? result.status : "queued" };
+    },
+    async resume(runId: string) {
+      await requeue(runId);
+      return { status: "queued" };
+    },
+    async halt(runId: string, reason: string, by: string) {
+      const epoch = await store.claim(runId);
+      const events = await store.read(runId);
+      if (events.length === 0) throw new Error(`run ${runId} not found`);
+      if (events.some((event) => event.type === "run-end"))
+        throw new Error(`run ${runId} has already ended`);
+      // Claiming fenced off any worker on the run; the halt is written under the new claim.
+      await store
+        .fenced(runId, epoch)
+        .append(
+          runId,
+          [
+            {
+              type: "run-halt",
+              reason: `operator: ${reason}`,
+              source: `web:${by}`,
+              at: Date.now(),
+            },
+          ],
+          { expectedSeq: events.length },
+        );
+      await requeue(runId);
+      return { status: "queued" };
+    },
+    close: () => store.close(),
+  };
 }
 
 /** A host's own agent module (`serve --agent ./agent.mjs`). */

@@ -55,7 +55,6 @@ export interface RunWorkerOptions {
 export async function runWorker(options: RunWorkerOptions): Promise<number> {
   const schema = options.schema ?? "loopguard";
   const packages = await loadPackages();
-  const defences = supportDefences(packages);
   const worker = createWorker({
     connectionString: options.connectionString,
     schema,
@@ -87,7 +86,42 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     await createTables(opened, schema);
     return opened;
   });
+  const makeAgent = supportDeskAgents({
+    pool,
+    schema,
+    stepDelayMs: options.stepDelayMs ?? 0,
+    packages,
+  });
+
+  await withDatabase(options.connectionString, () => worker.start());
+  options.out(
+    `loopguard worker ${worker.id}: ${options.concurrency} slice(s) at once on schema ${schema}; stop with Ctrl-C (SIGTERM)`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  options.out("stopping: waiting for slices in flight");
+  await worker.stop();
+  return 0;
+}
+
+/**
+ * The support desk's agent over PostgreSQL, as the workers run it: the run's vault lives in
+ * `<schema>.vault_entries` (written before any event that carries its tokens), the kill switch
+ * reads `postgresFreezeStore`, and refunds and emails land in `<schema>.demo_ledger` keyed by
+ * idempotency key. `serve --database-url` answers approvals with the same agent. Call
+ * `prepareWorkerTables` first.
+ */
+export function supportDeskAgents(options: {
+  pool: PgPool;
+  schema: string;
+  stepDelayMs: number;
+  packages: Awaited<ReturnType<typeof loadPackages>>;
+}): (store: EventStore, runId: string, epoch: number) => Promise<Agent> {
+  const { pool, schema, stepDelayMs, packages } = options;
   const s = `"${schema}"`;
+  const defences = supportDefences(packages);
 
   const desk = supportDesk({ poisoned: true });
   const tools = desk.tools.map((tool) =>
@@ -99,10 +133,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     gates.unshift(
       policyModule.killSwitch({ store: postgresFreezeStore({ pool, schema }) }) as Gate,
     );
-  const model = orderModel(options.stepDelayMs ?? 0);
+  const model = orderModel(stepDelayMs);
 
   /** The agent of one slice: the run's vault is loaded from, and saved to, PostgreSQL. */
-  async function makeAgent(store: EventStore, runId: string, epoch: number): Promise<Agent> {
+  return async function makeAgent(store: EventStore, runId: string, epoch: number): Promise<Agent> {
     const { rows } = await pool.query(
       `SELECT entry FROM ${s}.vault_entries WHERE run_id = $1 ORDER BY seq`,
       [runId],
@@ -154,23 +188,11 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
       retry: { baseDelayMs: 50 },
       agentId: "support-desk",
     });
-  }
-
-  await withDatabase(options.connectionString, () => worker.start());
-  options.out(
-    `loopguard worker ${worker.id}: ${options.concurrency} slice(s) at once on schema ${schema}; stop with Ctrl-C (SIGTERM)`,
-  );
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  options.out("stopping: waiting for slices in flight");
-  await worker.stop();
-  return 0;
+  };
 }
 
 /** Creates the vault and ledger tables once, however many workers start at once. */
-async function createTables(pool: PgPool, schema: string): Promise<void> {
+export async function createTables(pool: PgPool, schema: string): Promise<void> {
   const s = `"${schema}"`;
   const client = await pool.connect();
   try {

@@ -28,6 +28,11 @@ export function register(program: Command, { out }: CliShared): void {
         (value: string, previous: string[] = []) => [...previous, value],
       )
       .option(
+        "--database-url <url>",
+        "serve the worker fleet's runs from PostgreSQL (default: the runs directory); a worker resumes answered runs",
+      )
+      .option("--schema <name>", "the workers' schema (with --database-url)", "loopguard")
+      .option(
         "--agent <module>",
         "answer and resume runs of the agent this module exports (`agent` or default: an agent or ({ runId }) => agent); default: the demo agent",
       ),
@@ -40,6 +45,8 @@ export function register(program: Command, { out }: CliShared): void {
       trustProxyHeader?: string;
       allowedHost?: string[];
       agent?: string;
+      databaseUrl?: string;
+      schema: string;
     }) => {
       const secret = process.env.LOOPGUARD_WEBHOOK_SECRET;
       if (!secret || secret.length < 16)
@@ -56,6 +63,9 @@ export function register(program: Command, { out }: CliShared): void {
         ...(options.trustProxyHeader ? { trustProxyHeader: options.trustProxyHeader } : {}),
         ...(options.allowedHost ? { allowedHosts: options.allowedHost } : {}),
         ...(options.agent ? { agentModule: options.agent } : {}),
+        ...(options.databaseUrl
+          ? { databaseUrl: options.databaseUrl, schema: options.schema }
+          : {}),
       });
     },
   );
