@@ -10,6 +10,8 @@ import type {
   RunStartEvent,
   RunStatus,
   ToolCallIntentEvent,
+  ToolCallRefusalEvent,
+  ToolCallResultEvent,
 } from "./events.js";
 import { runEventTypes } from "./events.js";
 import { RunState } from "./run-state.js";
@@ -240,12 +242,7 @@ export class RunFold {
       case "tool-call-intent": {
         const turn = this.#requireTurn(event.toolUseId, at);
         turn.intents.set(event.toolUseId, event);
-        if (event.costUsd) state.spend.usd += event.costUsd;
-        state.calls.push({
-          tool: event.tool,
-          argsDigest: event.argsDigest,
-          toolUseId: event.toolUseId,
-        });
+        recordCall(state, event, this.#reveal);
         break;
       }
       case "tool-call-refusal": {
@@ -256,12 +253,7 @@ export class RunFold {
           content: event.content,
           is_error: true,
         });
-        state.refusals.push({
-          tool: event.tool,
-          toolUseId: event.toolUseId,
-          reason: event.decision.reason ?? "refused",
-          decision: event.decision,
-        });
+        recordCall(state, event, this.#reveal);
         this.#closeTurn();
         break;
       }
@@ -278,20 +270,7 @@ export class RunFold {
           content: event.content,
           ...(event.isError ? { is_error: true } : {}),
         });
-        state.outputs.push({
-          tool: event.tool,
-          toolUseId: event.toolUseId,
-          text: this.#reveal ? this.#reveal(event.content) : event.content,
-          ...(event.scan
-            ? {
-                scan: {
-                  verdict: event.scan.verdict,
-                  score: event.scan.score,
-                  rules: event.scan.rules,
-                },
-              }
-            : {}),
-        });
+        recordCall(state, event, this.#reveal);
         this.#closeTurn();
         break;
       }
@@ -331,6 +310,51 @@ export class RunFold {
   }
 
   #lastPreResume: number | undefined;
+}
+
+/**
+ * What a tool call's event changes in the run state gates read: an intent is an admitted call
+ * (and its cost), a refusal a refused call, a result an output seen. The fold and `guardTool`
+ * both record calls through this, so a gate sees the same run either way.
+ */
+export function recordCall(
+  state: RunState,
+  event: ToolCallIntentEvent | ToolCallRefusalEvent | ToolCallResultEvent,
+  reveal?: (text: string) => string,
+): void {
+  switch (event.type) {
+    case "tool-call-intent":
+      if (event.costUsd) state.spend.usd += event.costUsd;
+      state.calls.push({
+        tool: event.tool,
+        argsDigest: event.argsDigest,
+        toolUseId: event.toolUseId,
+      });
+      return;
+    case "tool-call-refusal":
+      state.refusals.push({
+        tool: event.tool,
+        toolUseId: event.toolUseId,
+        reason: event.decision.reason ?? "refused",
+        decision: event.decision,
+      });
+      return;
+    case "tool-call-result":
+      state.outputs.push({
+        tool: event.tool,
+        toolUseId: event.toolUseId,
+        text: reveal ? reveal(event.content) : event.content,
+        ...(event.scan
+          ? {
+              scan: {
+                verdict: event.scan.verdict,
+                score: event.scan.score,
+                rules: event.scan.rules,
+              },
+            }
+          : {}),
+      });
+  }
 }
 
 function chain(previous: string, json: string): string {

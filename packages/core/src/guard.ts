@@ -1,20 +1,18 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomBytes, randomUUID } from "node:crypto";
 import * as v from "valibot";
-import { breakerOf } from "./agent.js";
-import type { ApprovalOutcome, Approver } from "./approval.js";
-import { readApproverAnswer } from "./approval.js";
+import type { Approver } from "./approval.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
 import type { Gate, ToolCall } from "./contracts/gate.js";
 import type { Scanner } from "./contracts/scanner.js";
-import { digestOf } from "./digest.js";
 import { InvalidArgumentError } from "./errors.js";
-import type { DecisionRecord } from "./events.js";
-import { executeTool, formatToolOutput } from "./execute.js";
-import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
-import { defaultHaltOn, judgeCall, sortGates } from "./pipeline.js";
+import type { DecisionRecord, RunEvent } from "./events.js";
+import { recordCall } from "./fold.js";
+import type { OutputEnvelope, RecordedScan } from "./output.js";
+import { defaultHaltOn, policyDigestOf, sortGates } from "./pipeline.js";
 import { type RunContextInput, RunState } from "./run-state.js";
 import { tool as declareTool, type Tool } from "./tool.js";
+import { type CallScope, ToolCallPath } from "./tool-call.js";
 
 const storage = new AsyncLocalStorage<RunState>();
 /** The signal of a guarded call whose caller passed none: it never aborts (tools still time out). */
@@ -75,11 +73,19 @@ export interface GuardOptions {
   scanner?: Scanner;
   envelope?: OutputEnvelope;
   approver?: Approver;
-  /** How long the approver may take. Default 5 minutes. */
+  approval?: {
+    /** How long the approver may take. Default 5 minutes. */
+    timeoutMs?: number;
+    /** How long an approval request stays valid (its `expiresAt`). Default 24 hours. */
+    ttlMs?: number;
+  };
+  /** @deprecated Use `approval.timeoutMs`. */
   approvalTimeoutMs?: number;
   haltOn?: readonly string[];
   breaker?: BreakerOptions;
   onError?: (error: unknown, where: string) => void;
+  /** The clock, for tests. */
+  now?: () => number;
   /** For a plain function: its name (required) and flags. */
   name?: string;
   sensitive?: boolean;
@@ -98,7 +104,9 @@ export type GuardedTool<TArgs, TResult> = ((
 /**
  * Puts a tool (or a plain async function) behind the same gate pipeline the loop uses, for
  * loops loopguard does not own (the Vercel AI SDK, the OpenAI Agents SDK, MCP servers, plain
- * code). Run-level state follows the caller's `withRun` through AsyncLocalStorage.
+ * code). Run-level state follows the caller's `withRun` through AsyncLocalStorage. The call
+ * takes the loop's own path (`ToolCallPath`): the approver gets the same request and the run
+ * state records the same events.
  *
  * @example
  * const guarded = guardTool(issueRefund, { gates: [runGuard()] });
@@ -109,23 +117,8 @@ export function guardTool<TArgs, TResult>(
   target: Tool<TArgs, TResult> | ((args: TArgs) => TResult | Promise<TResult>),
   options: GuardOptions = {},
 ): GuardedTool<TArgs, TResult> {
-  const item = toTool(target, options);
-  const gates = sortGates(options.gates ?? []);
-  for (const [index, gate] of gates.entries()) {
-    if (!gate || typeof gate.check !== "function")
-      throw new InvalidArgumentError(
-        `[core] guardTool: gates[${index}] is not a gate (it needs name, step and check)`,
-      );
-  }
-  const haltOn = options.haltOn ?? defaultHaltOn;
-  const onError = (error: unknown, where: string) => {
-    try {
-      options.onError?.(error, where);
-    } catch {
-      // nowhere left to report
-    }
-  };
-  const breaker = breakerOf(item as Tool<any, any>, options.breaker);
+  const item = toTool(target, options) as Tool<any, any>;
+  const path = guardPath(options);
 
   const guarded = async (
     args: TArgs,
@@ -143,65 +136,97 @@ export function guardTool<TArgs, TResult>(
       idempotent: item.idempotent,
       run,
     };
-    const judgement = await judgeCall({
-      call,
-      tool: item as Tool,
-      gates,
-      haltOn,
-      approve: (ask) => askInline(options, item.name, call, ask.reason, ask.message, onError),
-      breaker,
-      onError,
-    });
-    if (judgement.type !== "allow") {
-      const record = judgement.record;
-      run?.refusals.push({
-        tool: item.name,
-        toolUseId,
-        reason: record.reason ?? "refused",
-        decision: record,
-      });
-      observe(gates, call, "refused", record.reason, 0, onError);
-      return {
-        type: "refused",
-        reason: record.reason ?? "refused",
-        message: record.message ?? "",
-        fixHints: record.fixHints ?? [],
-        decision: record,
-      };
-    }
-    run?.calls.push({ tool: item.name, argsDigest: digestOf(judgement.args), toolUseId });
+    const scope: CallScope = {
+      runId,
+      agentId: run?.agentId ?? "agent",
+      step: run?.spend.steps ?? 0,
+      write: run ? (...events) => recordOnRun(run, events) : noWrite,
+    };
     const signal = callOptions.signal ?? neverAborted;
-    const result = await executeTool(
-      item as Tool,
-      judgement.args,
-      { idempotencyKey: call.idempotencyKey, runId, agentId: run?.agentId ?? "agent", toolUseId },
-      { signal },
-    );
-    if (result.status === "ok") breaker.onSuccess();
-    else if (result.errorKind !== "aborted") breaker.onFailure();
-    else breaker.release();
-    observe(
-      gates,
-      call,
-      result.status,
-      result.status === "error" ? result.errorKind : undefined,
-      result.durationMs,
-      onError,
-    );
-    if (result.status === "error")
-      return { type: "error", kind: result.errorKind, message: result.message };
-    const text = formatToolOutput(result.value);
-    const { content, scan } = await scanOutput(
-      text,
-      { source: "tool_output", tool: item.name, toolUseId, runId },
-      options.scanner,
-      options.envelope,
-      onError,
-    );
-    run?.outputs.push({ tool: item.name, toolUseId, text: content, ...(scan ? { scan } : {}) });
-    return { type: "ok", value: result.value as TResult, content, ...(scan ? { scan } : {}) };
+    try {
+      const admission = await path.admit(scope, call, item, signal);
+      if (admission.type === "refused") {
+        const record = admission.record;
+        return {
+          type: "refused",
+          reason: record.reason ?? "refused",
+          message: record.message ?? "",
+          fixHints: record.fixHints ?? [],
+          decision: record,
+        };
+      }
+      if (admission.type === "parked")
+        return { type: "error", kind: "parked", message: "[core] guarded calls never park" };
+      const done = await path.perform(
+        scope,
+        item,
+        toolUseId,
+        admission.args,
+        call.idempotencyKey,
+        signal,
+        call,
+      );
+      return done.type === "ok"
+        ? { ...done, value: done.value as TResult }
+        : { type: "error", kind: done.kind, message: done.message };
+    } catch (error) {
+      // The caller's signal aborted the call while it waited on an approver.
+      if (signal.aborted)
+        return { type: "error", kind: "aborted", message: "The call was cancelled by its caller." };
+      throw error;
+    }
   };
-  return Object.assign(guarded, { tool: item });
+  return Object.assign(guarded, { tool: item as Tool<TArgs, TResult> });
+}
+
+function guardPath(options: GuardOptions): ToolCallPath {
+  const gates = sortGates(options.gates ?? []);
+  for (const [index, gate] of gates.entries()) {
+    if (!gate || typeof gate.check !== "function")
+      throw new InvalidArgumentError(
+        `[core] guardTool: gates[${index}] is not a gate (it needs name, step and check)`,
+      );
+  }
+  const haltOn = options.haltOn ?? defaultHaltOn;
+  return new ToolCallPath({
+    gates,
+    haltOn,
+    policyDigest: policyDigestOf(gates, haltOn),
+    approval: {
+      approver: options.approver,
+      timeoutMs: options.approval?.timeoutMs ?? options.approvalTimeoutMs ?? 300_000,
+      ttlMs: options.approval?.ttlMs ?? 86_400_000,
+      durable: false,
+    },
+    breaker: options.breaker,
+    scanner: options.scanner,
+    envelope: options.envelope,
+    vault: undefined,
+    toolRetry: {},
+    now: options.now ?? Date.now,
+    reportError: (error, where) => {
+      try {
+        options.onError?.(error, where);
+      } catch {
+        // nowhere left to report
+      }
+    },
+  });
+}
+
+const noWrite = (): Promise<void> => Promise.resolve();
+
+/** The guard's log is the run state: its call events go where the fold would put them. */
+function recordOnRun(run: RunState, events: RunEvent[]): Promise<void> {
+  for (const event of events) {
+    if (
+      event.type === "tool-call-intent" ||
+      event.type === "tool-call-refusal" ||
+      event.type === "tool-call-result"
+    )
+      recordCall(run, event);
+  }
+  return Promise.resolve();
 }
 
 function toTool<TArgs, TResult>(
@@ -229,70 +254,4 @@ function toTool<TArgs, TResult>(
     );
   }
   return target;
-}
-
-async function askInline(
-  options: GuardOptions,
-  tool: string,
-  call: ToolCall,
-  reason: string,
-  message: string,
-  onError: (error: unknown, where: string) => void,
-): Promise<ApprovalOutcome> {
-  if (!options.approver) return { type: "deny", why: "no_approver" };
-  const controller = new AbortController();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    const answer = await Promise.race([
-      Promise.resolve().then(() =>
-        options.approver!(
-          {
-            requestId: `apr_${randomBytes(8).toString("hex")}`,
-            runId: call.run?.runId ?? "no-run",
-            agentId: call.run?.agentId ?? "agent",
-            tool,
-            args: call.args,
-            toolUseId: call.toolUseId,
-            reason,
-            message,
-            argsDigest: digestOf(call.args),
-            policyDigest: "",
-            expiresAt: Date.now() + (options.approvalTimeoutMs ?? 300_000),
-          },
-          { signal: controller.signal },
-        ),
-      ),
-      new Promise<symbol>((resolve) => {
-        timer = setTimeout(() => resolve(approvalTimeout), options.approvalTimeoutMs ?? 300_000);
-      }),
-    ]);
-    if (answer === approvalTimeout) {
-      controller.abort();
-      return { type: "deny", why: "timeout" };
-    }
-    return readApproverAnswer(answer);
-  } catch (error) {
-    onError(error, "approver");
-    return { type: "indeterminate", note: "the approver failed" };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const approvalTimeout = Symbol("approval timeout");
-
-function observe(
-  gates: readonly Gate[],
-  call: ToolCall,
-  status: "ok" | "error" | "refused",
-  reason: string | undefined,
-  durationMs: number,
-  onError: (error: unknown, where: string) => void,
-): void {
-  for (const gate of gates) {
-    if (!gate.observe) continue;
-    Promise.resolve()
-      .then(() => gate.observe!({ call, status, ...(reason ? { reason } : {}), durationMs }))
-      .catch((error) => onError(error, `gate ${gate.name} observe`));
-  }
 }

@@ -8,6 +8,7 @@ import type {
   GateStep,
   ToolCall,
 } from "./contracts/gate.js";
+import { digestOf } from "./digest.js";
 import type { DecisionRecord } from "./events.js";
 import type { Tool } from "./tool.js";
 
@@ -46,6 +47,17 @@ export function sortGates(gates: readonly Gate[]): Gate[] {
     .map((entry) => entry.gate);
 }
 
+/**
+ * The digest of a pipeline's settings: every gate's name, step and own digest, and the reasons
+ * that halt. Recorded in `run-start` and bound into every approval.
+ */
+export function policyDigestOf(gates: readonly Gate[], haltOn: readonly string[]): string {
+  return digestOf({
+    gates: gates.map((gate) => [gate.name, gate.step, gate.digest?.() ?? null]),
+    haltOn,
+  });
+}
+
 /** What the pipeline needs to judge one call. */
 export interface JudgeInput {
   call: ToolCall;
@@ -81,22 +93,87 @@ export type Judgement =
  * or that a gate says should halt, sets the run's halt latch.
  */
 export async function judgeCall(input: JudgeInput): Promise<Judgement> {
-  const { call, tool } = input;
-  const passed: string[] = [];
-  const asks: AskDecision[] = [];
-  let breakerAcquired = false;
+  return new CallJudgement(input).judge();
+}
 
-  const refuse = (
-    at: string,
-    decision: DenyDecision,
-    gate?: Gate,
-    approval?: ApprovalOutcome,
-  ): Judgement => {
-    if (breakerAcquired) input.breaker?.release();
+const stepRank = new Map(stepOrder.map((step, index) => [step, index]));
+
+/** The judging of one call: the steps passed so far, the asks met and the breaker slot held. */
+class CallJudgement {
+  readonly #input: JudgeInput;
+  readonly #passed: string[] = [];
+  readonly #asks: AskDecision[] = [];
+  /** User gates not run yet, in order. */
+  readonly #gates: Gate[];
+  #breakerAcquired = false;
+
+  constructor(input: JudgeInput) {
+    this.#input = input;
+    this.#gates = [...input.gates];
+  }
+
+  async judge(): Promise<Judgement> {
+    const { call, tool } = this.#input;
+    const passed = this.#passed;
+    // Step 0: the kill switch and any other step-0 gate.
+    let early = this.#due("0") ? await this.#runGates("0") : undefined;
+    if (early) return early;
+    // Step 0.7: the halt latch.
+    const halted = this.#haltedCheck();
+    if (halted) return this.#refuse("0.7:run_halted", halted);
+    passed.push("0.7:run_halted");
+    // Step 1: validation.
+    const invalid = validate(call, tool);
+    if (invalid) return this.#refuse("1:validation", invalid);
+    passed.push("1:validation");
+    // Steps 2 to 2.5: policy, rate limits, loop detection, taint (user gates); then step 3.
+    early = this.#due("3") ? await this.#runGates("3") : undefined;
+    if (early) return early;
+    const approved = await this.#approvalStep();
+    if (approved.type !== "allow") return approved;
+    const approval = approved.approval;
+    // Step 4: the tool's circuit breaker.
+    early = this.#due("4") ? await this.#runGates("4") : undefined;
+    if (early) return early;
+    const breaker = this.#input.breaker;
+    if (breaker) {
+      if (!breaker.tryAcquire()) {
+        return this.#refuse("4:circuit_breaker", {
+          type: "deny",
+          reason: "circuit_open",
+          message: `The ${tool!.name} tool is failing repeatedly and is paused for ${Math.ceil(breaker.retryInMs / 1000)} s.`,
+          fixHints: [
+            "Do not call this tool again now; continue without it or tell the user it is unavailable.",
+          ],
+        });
+      }
+      this.#breakerAcquired = true;
+    }
+    passed.push("4:circuit_breaker");
+    // Step 5: the budget.
+    early = this.#due("5") ? await this.#runGates("5") : undefined;
+    if (early) return early;
+    const overBudget = this.#input.budget?.();
+    if (overBudget) return this.#refuse("5:budget", overBudget);
+    passed.push("5:budget");
+    // Step 0.7 again: the run may have halted while this call waited.
+    const haltedLate = this.#haltedCheck();
+    if (haltedLate) return this.#refuse("0.7:run_halted", haltedLate);
+    passed.push("0.7:run_halted");
+    const record: DecisionRecord = { outcome: "allow", passed };
+    return approval
+      ? { type: "allow", record, args: call.args, approval }
+      : { type: "allow", record, args: call.args };
+  }
+
+  #refuse(at: string, decision: DenyDecision, gate?: Gate, approval?: ApprovalOutcome): Judgement {
+    const input = this.#input;
+    const call = input.call;
+    if (this.#breakerAcquired) input.breaker?.release();
     const halts = shouldHalt(input, decision);
     const record: DecisionRecord = {
       outcome: "deny",
-      passed: [...passed],
+      passed: [...this.#passed],
       refusedAt: at,
       reason: decision.reason,
       message: decision.message,
@@ -109,29 +186,33 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
       record.halted = true;
     }
     return approval ? { type: "deny", record, approval } : { type: "deny", record };
-  };
+  }
 
-  const haltedCheck = (): DenyDecision | undefined =>
-    call.run?.halted
+  #haltedCheck(): DenyDecision | undefined {
+    const run = this.#input.call.run;
+    return run?.halted
       ? {
           type: "deny",
           reason: "run_halted",
-          message: `This run was halted (${call.run.haltReason}); no further tool calls are allowed.`,
+          message: `This run was halted (${run.haltReason}); no further tool calls are allowed.`,
           fixHints: ["Stop calling tools and tell the user the run was halted and why."],
         }
       : undefined;
+  }
 
-  const userGates = [...input.gates];
-  // Whether a user gate of this step or an earlier one is still to run: most calls meet no gate
-  // at most steps, and skipping the await there saves a promise and a turn of the event loop.
-  const due = (upTo: GateStep): boolean =>
-    userGates.length > 0 && stepOrder.indexOf(userGates[0]!.step) <= stepOrder.indexOf(upTo);
-  const runGates = async (upTo: GateStep): Promise<Judgement | undefined> => {
-    while (
-      userGates.length > 0 &&
-      stepOrder.indexOf(userGates[0]!.step) <= stepOrder.indexOf(upTo)
-    ) {
-      const gate = userGates.shift()!;
+  /**
+   * Whether a user gate of this step or an earlier one is still to run: most calls meet no gate
+   * at most steps, and skipping the await there saves a promise and a turn of the event loop.
+   */
+  #due(upTo: GateStep): boolean {
+    const next = this.#gates[0];
+    return next !== undefined && stepRank.get(next.step)! <= stepRank.get(upTo)!;
+  }
+
+  async #runGates(upTo: GateStep): Promise<Judgement | undefined> {
+    const call = this.#input.call;
+    while (this.#due(upTo)) {
+      const gate = this.#gates.shift()!;
       const at = `${gate.step}:${gate.name}`;
       let decision: GateDecision;
       try {
@@ -145,8 +226,8 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
           );
         }
       } catch (error) {
-        input.onError(error, `gate ${gate.name}`);
-        return refuse(
+        this.#input.onError(error, `gate ${gate.name}`);
+        return this.#refuse(
           at,
           {
             type: "deny",
@@ -157,52 +238,22 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
           gate,
         );
       }
-      if (decision.type === "deny") return refuse(at, decision, gate);
-      if (decision.type === "ask") asks.push(decision);
-      passed.push(at);
+      if (decision.type === "deny") return this.#refuse(at, decision, gate);
+      if (decision.type === "ask") this.#asks.push(decision);
+      this.#passed.push(at);
     }
     return undefined;
-  };
+  }
 
-  // Step 0: the kill switch and any other step-0 gate.
-  let early = due("0") ? await runGates("0") : undefined;
-  if (early) return early;
-  // Step 0.7: the halt latch.
-  const halted = haltedCheck();
-  if (halted) return refuse("0.7:run_halted", halted);
-  passed.push("0.7:run_halted");
-  // Step 1: validation.
-  if (!tool) {
-    return refuse("1:validation", {
-      type: "deny",
-      reason: "unknown_tool",
-      message: `There is no tool named "${call.tool}".`,
-      fixHints: ["Call one of the tools listed in your tool definitions."],
-    });
-  }
-  const parsed = tool.parse(call.args);
-  if (!parsed.ok) {
-    return refuse("1:validation", {
-      type: "deny",
-      reason: "invalid_arguments",
-      message: `The arguments do not match the ${tool.name} schema: ${parsed.issues.join("; ")}.`,
-      fixHints: [
-        "Fix the arguments named above and call the tool again, using only the keys its schema declares.",
-      ],
-    });
-  }
-  call.args = parsed.value as Record<string, unknown>;
-  passed.push("1:validation");
-  // Steps 2 to 2.5: policy, rate limits, loop detection, taint (user gates).
-  early = due("2.5") ? await runGates("2.5") : undefined;
-  if (early) return early;
-  // Step 3: approval.
-  let approval: ApprovalOutcome | undefined;
-  early = due("3") ? await runGates("3") : undefined;
-  if (early) return early;
-  if (asks.length > 0) {
-    const ask = asks[0]!;
-    approval = await input.approve(ask, passed);
+  /** Step 3: the first `ask` goes to the approval step; its answer admits, refuses or parks. */
+  async #approvalStep(): Promise<Judgement | { type: "allow"; approval?: ApprovalOutcome }> {
+    const passed = this.#passed;
+    const ask = this.#asks[0];
+    if (!ask) {
+      passed.push("3:approval");
+      return { type: "allow" };
+    }
+    const approval = await this.#input.approve(ask, passed);
     if (approval.type === "park") {
       return {
         type: "park",
@@ -217,7 +268,7 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
       };
     }
     if (approval.type === "indeterminate") {
-      return refuse(
+      return this.#refuse(
         "3:approval",
         {
           type: "deny",
@@ -230,19 +281,12 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
       );
     }
     if (approval.type === "deny") {
-      const messages: Record<typeof approval.why, string> = {
-        denied: "A person reviewed this call and denied it.",
-        timeout: "No approval arrived in time, so the call was refused.",
-        no_approver: "This call needs a person's approval and no approver is configured.",
-        expired: "The approval for this call expired before it was used.",
-        stale: "The approval no longer matches the call or the policy, so it was not used.",
-      };
-      return refuse(
+      return this.#refuse(
         "3:approval",
         {
           type: "deny",
           reason: approval.why === "denied" ? "approval_denied" : `approval_${approval.why}`,
-          message: messages[approval.why] + (approval.note ? ` Note: ${approval.note}` : ""),
+          message: approvalDenials[approval.why] + (approval.note ? ` Note: ${approval.note}` : ""),
           fixHints: ["Do not retry this call; tell the user it was not approved."],
         },
         undefined,
@@ -250,40 +294,41 @@ export async function judgeCall(input: JudgeInput): Promise<Judgement> {
       );
     }
     passed.push("3:approval");
-  } else {
-    passed.push("3:approval");
+    return { type: "allow", approval };
   }
-  // Step 4: the tool's circuit breaker.
-  early = due("4") ? await runGates("4") : undefined;
-  if (early) return early;
-  if (input.breaker) {
-    if (!input.breaker.tryAcquire()) {
-      return refuse("4:circuit_breaker", {
-        type: "deny",
-        reason: "circuit_open",
-        message: `The ${tool.name} tool is failing repeatedly and is paused for ${Math.ceil(input.breaker.retryInMs / 1000)} s.`,
-        fixHints: [
-          "Do not call this tool again now; continue without it or tell the user it is unavailable.",
-        ],
-      });
-    }
-    breakerAcquired = true;
+}
+
+const approvalDenials: Record<Extract<ApprovalOutcome, { type: "deny" }>["why"], string> = {
+  denied: "A person reviewed this call and denied it.",
+  timeout: "No approval arrived in time, so the call was refused.",
+  no_approver: "This call needs a person's approval and no approver is configured.",
+  expired: "The approval for this call expired before it was used.",
+  stale: "The approval no longer matches the call or the policy, so it was not used.",
+};
+
+/** Step 1: an unknown tool or arguments that fail its schema; parsed arguments replace the call's. */
+function validate(call: ToolCall, tool: Tool | undefined): DenyDecision | undefined {
+  if (!tool) {
+    return {
+      type: "deny",
+      reason: "unknown_tool",
+      message: `There is no tool named "${call.tool}".`,
+      fixHints: ["Call one of the tools listed in your tool definitions."],
+    };
   }
-  passed.push("4:circuit_breaker");
-  // Step 5: the budget.
-  early = due("5") ? await runGates("5") : undefined;
-  if (early) return early;
-  const overBudget = input.budget?.();
-  if (overBudget) return refuse("5:budget", overBudget);
-  passed.push("5:budget");
-  // Step 0.7 again: the run may have halted while this call waited.
-  const haltedLate = haltedCheck();
-  if (haltedLate) return refuse("0.7:run_halted", haltedLate);
-  passed.push("0.7:run_halted");
-  const record: DecisionRecord = { outcome: "allow", passed };
-  return approval
-    ? { type: "allow", record, args: call.args, approval }
-    : { type: "allow", record, args: call.args };
+  const parsed = tool.parse(call.args);
+  if (!parsed.ok) {
+    return {
+      type: "deny",
+      reason: "invalid_arguments",
+      message: `The arguments do not match the ${tool.name} schema: ${parsed.issues.join("; ")}.`,
+      fixHints: [
+        "Fix the arguments named above and call the tool again, using only the keys its schema declares.",
+      ],
+    };
+  }
+  call.args = parsed.value as Record<string, unknown>;
+  return undefined;
 }
 
 function shouldHalt(input: JudgeInput, decision: DenyDecision): boolean {

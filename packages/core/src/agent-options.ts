@@ -1,0 +1,221 @@
+import type { Approver } from "./approval.js";
+import type { BreakerOptions } from "./circuit-breaker.js";
+import type { EventStore, StoredEvent } from "./contracts/event-store.js";
+import type { Exporter } from "./contracts/exporter.js";
+import type { Gate } from "./contracts/gate.js";
+import type { Model } from "./contracts/model.js";
+import type { Redactor } from "./contracts/redactor.js";
+import type { Scanner } from "./contracts/scanner.js";
+import type { Vault } from "./contracts/vault.js";
+import { InvalidArgumentError } from "./errors.js";
+import type { Budget } from "./events.js";
+import { memoryEventStore } from "./memory-event-store.js";
+import type { OutputEnvelope } from "./output.js";
+import { defaultHaltOn } from "./pipeline.js";
+import { type ModelPrice, priceOf, validatePrices } from "./pricing.js";
+import type { RetryOptions } from "./retry.js";
+import type { RunContextInput } from "./run-state.js";
+import type { Tool } from "./tool.js";
+
+/** Everything an agent is made of. */
+export interface AgentOptions {
+  /** The model: `claudeModel()` live, `scriptedModel([...])` offline. */
+  model: Model;
+  tools: readonly Tool<any, any>[];
+  system?: string;
+  /** Gates of the pipeline (policy, RunGuard, taint, ...); ordered by their step. */
+  gates?: readonly Gate[];
+  /** Scans every tool output (step 7). */
+  scanner?: Scanner;
+  /** Wraps every tool output before the model sees it (the quarantine envelope). */
+  envelope?: OutputEnvelope;
+  /** Where the run's log goes. Default: in memory. */
+  store?: EventStore;
+  exporters?: readonly Exporter[];
+  /** Answers `ask` decisions. Without one, an `ask` is a deny (unless approvals are durable). */
+  approver?: Approver;
+  approval?: {
+    /** How long an inline approver may take. Default 5 minutes. */
+    timeoutMs?: number;
+    /** How long an approval request stays valid. Default 24 hours. */
+    ttlMs?: number;
+    /** Park the run as `awaiting_approval` instead of asking inline; answer with `agent.approve`. */
+    durable?: boolean;
+  };
+  budget?: Budget;
+  /** Prices of models the built-in table does not know. */
+  prices?: Record<string, ModelPrice>;
+  retry?: RetryOptions;
+  /** Default breaker settings for every tool. */
+  breaker?: BreakerOptions;
+  /** Attempts for idempotent tools on a transient failure. Default 3. */
+  toolRetry?: { maxAttempts?: number; delayMs?: number };
+  /** `max_tokens` of each model call. Default: the model's default, else 4096. */
+  maxTokens?: number;
+  agentId?: string;
+  /** Refusal reasons that halt the run. Default `kill_switch` and `policy_indeterminate`. */
+  haltOn?: readonly string[];
+  /** Redacts spans, streamed events and log lines at write time. */
+  redact?: Redactor;
+  /**
+   * Tokenises personal data in the task and in every tool output before the model or the log
+   * sees it, and reveals it in tool arguments at execution time. Keep the vault for the life of
+   * the run: a resumed run needs the same vault to reveal earlier tokens.
+   */
+  vault?: Vault;
+  /** Streams every event of the run to the host, after it is durable (redacted). */
+  onEvent?: (event: StoredEvent) => void;
+  /** Receives errors of exporters, observers and hooks; they never break a run. */
+  onError?: (error: unknown, where: string) => void;
+  /** Roles and attributes of runs by default. */
+  context?: Omit<RunContextInput, "runId">;
+  /** The clock, for tests. */
+  now?: () => number;
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  runId?: string;
+  /** Cancels the run: in-flight calls are aborted and the run ends as `stopped` (`cancelled`). */
+  signal?: AbortSignal;
+  /**
+   * Pauses the run at the next step boundary without ending it (in-flight calls finish first):
+   * the result has status `running` and why `paused`; `resume` continues it. Workers use this
+   * to advance a run for a bounded slice of time.
+   */
+  pauseSignal?: AbortSignal;
+  context?: Omit<RunContextInput, "runId">;
+}
+
+/** Agent options checked, with their defaults filled in. */
+export interface ResolvedAgentOptions {
+  model: Model;
+  tools: readonly Tool<any, any>[];
+  system: string | undefined;
+  gates: readonly Gate[];
+  scanner: Scanner | undefined;
+  envelope: OutputEnvelope | undefined;
+  store: EventStore;
+  exporters: readonly Exporter[];
+  approver: Approver | undefined;
+  approval: { timeoutMs: number; ttlMs: number; durable: boolean };
+  budget: Budget;
+  prices: Record<string, ModelPrice>;
+  retry: RetryOptions | undefined;
+  breaker: BreakerOptions | undefined;
+  toolRetry: { maxAttempts?: number; delayMs?: number };
+  maxTokens: number | undefined;
+  agentId: string;
+  haltOn: readonly string[];
+  redact: Redactor | undefined;
+  vault: Vault | undefined;
+  onEvent: AgentOptions["onEvent"];
+  onError: AgentOptions["onError"];
+  context: Omit<RunContextInput, "runId">;
+  now: (() => number) | undefined;
+}
+
+/** Checks `createAgent`'s options; throws `InvalidArgumentError` saying what is wrong and how to fix it. */
+export function validateAgentOptions(options: AgentOptions): ResolvedAgentOptions {
+  const fail = (message: string): never => {
+    throw new InvalidArgumentError(`[core] createAgent: ${message}`);
+  };
+  if (!options || typeof options !== "object")
+    fail("options must be an object with at least { model, tools }");
+  const model = options.model;
+  if (!model || typeof model.create !== "function" || typeof model.model !== "string") {
+    fail(
+      "model must implement the Model contract ({ name, model, create(request, { signal }) }); use claudeModel() or scriptedModel([...])",
+    );
+  }
+  if (!Array.isArray(options.tools))
+    fail("tools must be an array of tools made with tool({ ... })");
+  const names = new Set<string>();
+  for (const [index, item] of options.tools.entries()) {
+    if (!item || typeof item.parse !== "function" || !item.spec)
+      fail(
+        `tools[${index}] is not a tool; declare it with tool({ name, description, input, run })`,
+      );
+    if (names.has(item.name)) fail(`two tools are named "${item.name}"; tool names must be unique`);
+    names.add(item.name);
+  }
+  const gates = options.gates ?? [];
+  if (!Array.isArray(gates)) fail("gates must be an array");
+  for (const [index, gate] of gates.entries()) {
+    if (
+      !gate ||
+      typeof gate.check !== "function" ||
+      typeof gate.name !== "string" ||
+      typeof gate.step !== "string"
+    ) {
+      fail(`gates[${index}] is not a gate: it needs name, step and check(call)`);
+    }
+  }
+  const budget = options.budget ?? {};
+  for (const key of ["maxSteps", "maxTokens", "maxUsd", "wallClockMs"] as const) {
+    const value = budget[key];
+    if (
+      value !== undefined &&
+      (typeof value !== "number" || !Number.isFinite(value) || value <= 0)
+    ) {
+      fail(`budget.${key} must be a positive number, got ${JSON.stringify(value)}`);
+    }
+  }
+  if (budget.maxSteps !== undefined && !Number.isInteger(budget.maxSteps))
+    fail(`budget.maxSteps must be an integer, got ${budget.maxSteps}`);
+  const prices = validatePrices(options.prices);
+  priceOf(model.model, prices);
+  if (
+    options.maxTokens !== undefined &&
+    (!Number.isInteger(options.maxTokens) || options.maxTokens < 1)
+  )
+    fail(`maxTokens must be a positive integer, got ${options.maxTokens}`);
+  const approval = {
+    timeoutMs: options.approval?.timeoutMs ?? 300_000,
+    ttlMs: options.approval?.ttlMs ?? 86_400_000,
+    durable: options.approval?.durable ?? false,
+  };
+  if (!(approval.timeoutMs > 0) || !(approval.ttlMs > 0))
+    fail("approval.timeoutMs and approval.ttlMs must be positive numbers of milliseconds");
+  if (
+    options.vault !== undefined &&
+    (typeof options.vault?.tokenize !== "function" || typeof options.vault?.reveal !== "function")
+  ) {
+    fail(
+      "vault must have tokenize(text) and reveal(value), e.g. createVault() from @loopguard/redact",
+    );
+  }
+  if (options.approver !== undefined && typeof options.approver !== "function")
+    fail("approver must be a function (request) => 'approve' | 'deny' | { decision, approver }");
+  const agentId = options.agentId ?? "agent";
+  if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId))
+    fail(
+      `agentId ${JSON.stringify(agentId)} is invalid: use 1 to 64 letters, digits, "_", ".", ":" or "-"`,
+    );
+  return {
+    model,
+    tools: options.tools,
+    system: options.system,
+    gates,
+    scanner: options.scanner,
+    envelope: options.envelope,
+    store: options.store ?? memoryEventStore(),
+    exporters: options.exporters ?? [],
+    approver: options.approver,
+    approval,
+    budget,
+    prices,
+    retry: options.retry,
+    breaker: options.breaker,
+    toolRetry: options.toolRetry ?? {},
+    maxTokens: options.maxTokens,
+    agentId,
+    haltOn: options.haltOn ?? defaultHaltOn,
+    redact: options.redact,
+    vault: options.vault,
+    onEvent: options.onEvent,
+    onError: options.onError,
+    context: options.context ?? {},
+    now: options.now,
+  };
+}

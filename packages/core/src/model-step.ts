@@ -1,0 +1,274 @@
+import type {
+  ErrorClassification,
+  Model,
+  ModelRequest,
+  ModelResponse,
+  ToolSpec,
+} from "./contracts/model.js";
+import { LoopguardError } from "./errors.js";
+import type { RunFold } from "./fold.js";
+import { costOf, type ModelPrice, promptTokenBound, worstCaseCost } from "./pricing.js";
+import { backoffDelay, classifyError, type ResolvedRetryOptions, sleep } from "./retry.js";
+import type { RunWriter } from "./run-writer.js";
+import { shortMessage } from "./short-message.js";
+import { StopRun } from "./stop-run.js";
+
+/** What the model step needs of the agent. */
+export interface ModelStepContext {
+  model: Model;
+  price: ModelPrice;
+  system: string | undefined;
+  toolSpecs: readonly ToolSpec[];
+  /** UTF-8 bytes of the system prompt and tool definitions (the fixed part of every request). */
+  fixedBytes: number;
+  retry: ResolvedRetryOptions;
+  now: () => number;
+  reportError: (error: unknown, where: string) => void;
+}
+
+/**
+ * One model call of the loop: checks the step, token and USD budgets against the worst case
+ * (shrinking `max_tokens` where that keeps the call under), records the request, calls the
+ * model with retries, records the response, and ends the run when the response ends it.
+ * Throws `StopRun` when a budget or the wall clock stops the run.
+ */
+export async function modelStep(
+  context: ModelStepContext,
+  writer: RunWriter,
+  signal: AbortSignal,
+): Promise<void> {
+  const fold = writer.fold;
+  const step = fold.steps + 1;
+  const { maxTokens, promptBound } = affordableMaxTokens(context, fold);
+  const estimateUsd = worstCaseCost(promptBound, maxTokens, context.price);
+  const request: ModelRequest = {
+    model: context.model.model,
+    max_tokens: maxTokens,
+    ...(context.system ? { system: context.system } : {}),
+    messages: fold.messages,
+    ...(context.toolSpecs.length > 0
+      ? { tools: context.toolSpecs as ToolSpec[], tool_choice: { type: "auto" as const } }
+      : {}),
+  };
+  await writer.write({
+    type: "model-request",
+    step,
+    maxTokens,
+    estimateUsd,
+    requestDigest: `${fold.chainDigest}:${maxTokens}`,
+  });
+  const { response, attempts, latencyMs } = await callWithRetries(
+    context,
+    writer,
+    request,
+    step,
+    signal,
+  );
+  await writer.write({
+    type: "model-response",
+    step,
+    response,
+    costUsd: costOf(response.usage, context.price),
+    latencyMs,
+    attempts,
+  });
+  await endIfFinal(writer);
+}
+
+/**
+ * The `max_tokens` the run can afford for the next call, with the bound on its prompt tokens;
+ * throws `StopRun` when it can afford none.
+ */
+function affordableMaxTokens(
+  context: ModelStepContext,
+  fold: RunFold,
+): { maxTokens: number; promptBound: number } {
+  const budget = fold.start.budget;
+  const price = context.price;
+  if (budget.maxSteps !== undefined && fold.steps >= budget.maxSteps)
+    throw new StopRun("budget", "maxSteps");
+  let maxTokens = fold.start.maxTokens;
+  const promptBound = promptTokenBound(
+    context.fixedBytes + fold.messageBytes,
+    fold.messages.length,
+    fold.knownPrefix && {
+      tokens: fold.knownPrefix.tokens,
+      bytes: context.fixedBytes + fold.knownPrefix.bytes,
+    },
+  );
+  if (budget.maxTokens !== undefined) {
+    const left =
+      budget.maxTokens - fold.state.spend.inputTokens - fold.state.spend.outputTokens - promptBound;
+    if (left < 1) throw new StopRun("budget", "maxTokens");
+    maxTokens = Math.min(maxTokens, left);
+  }
+  if (budget.maxUsd !== undefined) {
+    const left = budget.maxUsd - fold.committedUsd - worstCaseCost(promptBound, 0, price);
+    const band =
+      price.longPrompt && promptBound > price.longPrompt.thresholdTokens ? price.longPrompt : price;
+    const affordable = Math.floor((left * 1_000_000) / band.outputPerMTok);
+    if (affordable < 1) throw new StopRun("budget", "maxUsd");
+    maxTokens = Math.min(maxTokens, affordable);
+  }
+  return { maxTokens, promptBound };
+}
+
+/** Calls the model until it answers, retrying what is retryable; records retries and the final error. */
+async function callWithRetries(
+  context: ModelStepContext,
+  writer: RunWriter,
+  request: ModelRequest,
+  step: number,
+  signal: AbortSignal,
+): Promise<{ response: ModelResponse; attempts: number; latencyMs: number }> {
+  const fold = writer.fold;
+  const budget = fold.start.budget;
+  let attempt = 0;
+  for (;;) {
+    attempt += 1;
+    const started = performance.now();
+    try {
+      const response = await context.model.create(request, { signal });
+      validateResponse(response);
+      return {
+        response,
+        attempts: attempt,
+        latencyMs: Math.round(performance.now() - started),
+      };
+    } catch (error) {
+      if (signal.aborted) throw signal.reason;
+      const classification = classify(context, error);
+      if (!classification.retryable || attempt >= context.retry.maxAttempts) {
+        const message = describeModelError(error, classification, attempt);
+        await writer.write({
+          type: "model-error",
+          step,
+          kind: classification.kind,
+          ...(classification.status ? { status: classification.status } : {}),
+          message,
+          attempts: attempt,
+        });
+        throw new LoopguardError("model_call_failed", message);
+      }
+      const waitMs = backoffDelay(attempt, classification, context.retry);
+      if (
+        budget.wallClockMs !== undefined &&
+        fold.activeMs(context.now()) + waitMs > budget.wallClockMs
+      ) {
+        throw new StopRun("wall_clock", "wallClockMs");
+      }
+      await writer.write({
+        type: "model-retry",
+        step,
+        attempt,
+        kind: classification.kind,
+        ...(classification.status ? { status: classification.status } : {}),
+        waitMs,
+        message: shortMessage(error),
+      });
+      await sleep(waitMs, signal);
+    }
+  }
+}
+
+/** Ends the run when the last response's stop reason ends it (also after a crash right before run-end). */
+export async function endIfFinal(writer: RunWriter): Promise<void> {
+  const fold = writer.fold;
+  const answer = fold.lastAssistantText;
+  switch (fold.lastStopReason) {
+    case undefined:
+    case "tool_use":
+    case "pause_turn":
+      return;
+    case "end_turn":
+    case "stop_sequence":
+      await writer.write({
+        type: "run-end",
+        status: "completed",
+        answer,
+        why: fold.lastStopReason,
+      });
+      return;
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      await writer.write({ type: "run-end", status: "stopped", answer, why: "max_tokens" });
+      return;
+    case "refusal":
+      await writer.write({ type: "run-end", status: "stopped", answer, why: "refusal" });
+      return;
+    default:
+      await writer.write({
+        type: "run-end",
+        status: "failed",
+        answer,
+        why: "error",
+        error: `[core] the model stopped with an unknown stop_reason ${JSON.stringify(fold.lastStopReason)}`,
+      });
+  }
+}
+
+function classify(context: ModelStepContext, error: unknown): ErrorClassification {
+  if (context.model.classifyError) {
+    try {
+      return context.model.classifyError(error);
+    } catch (classifyFailure) {
+      context.reportError(classifyFailure, "model.classifyError");
+    }
+  }
+  return classifyError(error);
+}
+
+function describeModelError(
+  error: unknown,
+  classification: ErrorClassification,
+  attempts: number,
+): string {
+  const what: Record<string, string> = {
+    bad_request:
+      "the request was rejected as invalid (400); check the model id, tools and messages",
+    authentication: "the API key was rejected (401); set a valid ANTHROPIC_API_KEY",
+    permission: "the API key may not use this model or feature (403)",
+    not_found: "the model or endpoint was not found (404); check the model id",
+    request_too_large: "the request is too large (413); shorten the conversation or tool outputs",
+    malformed_response: "the model's reply was malformed",
+  };
+  const base =
+    what[classification.kind] ??
+    `the model call failed (${classification.kind}${classification.status ? ` ${classification.status}` : ""})`;
+  return `[core] ${base} after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${shortMessage(error)}`;
+}
+
+class MalformedResponseError extends LoopguardError {
+  readonly status = undefined;
+  constructor(message: string) {
+    super("malformed_response", `[core] malformed model response: ${message}`);
+  }
+}
+
+function validateResponse(response: unknown): asserts response is ModelResponse {
+  if (!response || typeof response !== "object")
+    throw new MalformedResponseError("expected an object");
+  const record = response as Record<string, unknown>;
+  if (!Array.isArray(record.content))
+    throw new MalformedResponseError("content must be an array of blocks");
+  for (const [index, block] of (record.content as unknown[]).entries()) {
+    if (
+      !block ||
+      typeof block !== "object" ||
+      typeof (block as { type?: unknown }).type !== "string"
+    ) {
+      throw new MalformedResponseError(`content[${index}] has no type`);
+    }
+    const typed = block as Record<string, unknown>;
+    if (
+      typed.type === "tool_use" &&
+      (typeof typed.id !== "string" || typeof typed.name !== "string")
+    ) {
+      throw new MalformedResponseError(`content[${index}] is a tool_use without an id or name`);
+    }
+  }
+  const usage = record.usage as Record<string, unknown> | undefined;
+  if (!usage || typeof usage.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
+    throw new MalformedResponseError("usage.input_tokens and usage.output_tokens must be numbers");
+  }
+}

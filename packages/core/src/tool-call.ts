@@ -1,0 +1,254 @@
+import { type ApprovalContext, type ApprovalSettings, approvalFor } from "./approvals.js";
+import { breakerOf } from "./breakers.js";
+import type { BreakerOptions } from "./circuit-breaker.js";
+import type { DenyDecision, Gate, ToolCall } from "./contracts/gate.js";
+import type { Scanner } from "./contracts/scanner.js";
+import type { Vault } from "./contracts/vault.js";
+import { digestOf } from "./digest.js";
+import type {
+  ApprovalDecisionEvent,
+  ApprovalRequestEvent,
+  DecisionRecord,
+  RunEvent,
+} from "./events.js";
+import { executeTool, formatToolOutput } from "./execute.js";
+import type { JsonValue } from "./json.js";
+import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
+import { judgeCall } from "./pipeline.js";
+import type { Tool } from "./tool.js";
+
+/** The settings of the tool-call path, fixed for an agent or a guarded tool. */
+export interface ToolPathOptions {
+  /** User gates, sorted by step. */
+  gates: readonly Gate[];
+  haltOn: readonly string[];
+  /** The digest of the gates' settings: approvals bind to it. */
+  policyDigest: string;
+  approval: ApprovalSettings;
+  breaker: BreakerOptions | undefined;
+  scanner: Scanner | undefined;
+  envelope: OutputEnvelope | undefined;
+  /** Reveals tokens in arguments at execution time; tokenises what the log records. */
+  vault: Vault | undefined;
+  toolRetry: { maxAttempts?: number; delayMs?: number };
+  now: () => number;
+  reportError: (error: unknown, where: string) => void;
+}
+
+/** Where one call happens: its run, its step and where its events go. */
+export interface CallScope {
+  runId: string;
+  agentId: string;
+  step: number;
+  /** Records events (the loop: durably in the log, folded into the run; the guard: the run state). */
+  write(...events: RunEvent[]): Promise<void>;
+  /** An approval of this call already in the log (a resumed or answered run). */
+  recordedApproval?(
+    toolUseId: string,
+  ): { request: ApprovalRequestEvent; decision?: ApprovalDecisionEvent } | undefined;
+  /** Step 5: refuses a call the run cannot afford. */
+  budget?(tool: Tool<any, any> | undefined): DenyDecision | undefined;
+}
+
+/** What the pipeline made of a call before it runs. */
+export type Admission =
+  | { type: "admitted"; args: Record<string, JsonValue> }
+  | { type: "refused"; record: DecisionRecord }
+  | { type: "parked" };
+
+/** How an admitted call ended. */
+export type Performance =
+  | { type: "ok"; value: unknown; content: string; scan?: RecordedScan }
+  | { type: "error"; kind: string; message: string };
+
+/** The text the model gets for a refused call. */
+export function refusalText(record: DecisionRecord): string {
+  const hints =
+    record.fixHints && record.fixHints.length > 0
+      ? ` What to do: ${record.fixHints.join(" ")}`
+      : "";
+  return `Refused (${record.reason}) at step ${record.refusedAt}: ${record.message ?? "the call was not allowed."}${hints}`;
+}
+
+/**
+ * The one path of a tool call, shared by the loop and `guardTool`: the pipeline (gates,
+ * approval, breaker, budget), the intent or refusal, the execution, the breaker's bookkeeping,
+ * the gates' `observe`, the output scan and the result. Both callers write the same events and
+ * give the approver the same request.
+ */
+export class ToolCallPath {
+  readonly #options: ToolPathOptions;
+  readonly #approvals: ApprovalContext;
+
+  constructor(options: ToolPathOptions) {
+    this.#options = options;
+    this.#approvals = {
+      settings: options.approval,
+      policyDigest: options.policyDigest,
+      now: options.now,
+      reportError: options.reportError,
+    };
+  }
+
+  /**
+   * Judges a call and records the outcome: a `tool-call-refusal` (and `observe` of the refusal)
+   * or a `tool-call-intent`, written before the call runs. `tool` is `undefined` when the
+   * model named a tool that does not exist.
+   */
+  async admit(
+    scope: CallScope,
+    call: ToolCall,
+    tool: Tool<any, any> | undefined,
+    signal: AbortSignal,
+  ): Promise<Admission> {
+    const options = this.#options;
+    const judgement = await judgeCall({
+      call,
+      tool,
+      gates: options.gates,
+      haltOn: options.haltOn,
+      approve: (ask) => approvalFor(this.#approvals, scope, call, ask, digestOf(call.args), signal),
+      ...(scope.budget ? { budget: () => scope.budget!(tool) } : {}),
+      ...(tool ? { breaker: breakerOf(tool, options.breaker) } : {}),
+      onError: options.reportError,
+    });
+    if (judgement.type === "park") return { type: "parked" };
+    if (judgement.type === "deny") {
+      await scope.write({
+        type: "tool-call-refusal",
+        step: scope.step,
+        toolUseId: call.toolUseId,
+        tool: call.tool,
+        decision: judgement.record,
+        content: refusalText(judgement.record),
+      });
+      this.observe(call, "refused", judgement.record.reason, 0);
+      return { type: "refused", record: judgement.record };
+    }
+    const args = judgement.args as Record<string, JsonValue>;
+    await scope.write({
+      type: "tool-call-intent",
+      step: scope.step,
+      toolUseId: call.toolUseId,
+      tool: call.tool,
+      args: options.vault ? tokenizeDeep(args, options.vault) : args,
+      argsDigest: digestOf(args),
+      idempotencyKey: call.idempotencyKey,
+      decision: judgement.record,
+      ...(tool!.costUsd > 0 ? { costUsd: tool!.costUsd } : {}),
+    });
+    return { type: "admitted", args };
+  }
+
+  /**
+   * Runs an admitted call (or re-runs an intent left without a result, with the same
+   * idempotency key), updates the tool's breaker, scans and wraps the output (step 7), records
+   * the `tool-call-result` and lets the gates `observe` it (when `call` is given).
+   */
+  async perform(
+    scope: CallScope,
+    tool: Tool<any, any>,
+    toolUseId: string,
+    args: Record<string, unknown>,
+    idempotencyKey: string,
+    signal: AbortSignal,
+    call?: ToolCall,
+  ): Promise<Performance> {
+    const options = this.#options;
+    const breaker = breakerOf(tool, options.breaker);
+    const result = await executeTool(
+      tool,
+      options.vault ? options.vault.reveal(args) : args,
+      { idempotencyKey, runId: scope.runId, agentId: scope.agentId, toolUseId },
+      {
+        signal,
+        ...(options.toolRetry.maxAttempts ? { maxAttempts: options.toolRetry.maxAttempts } : {}),
+        ...(options.toolRetry.delayMs !== undefined
+          ? { retryDelayMs: options.toolRetry.delayMs }
+          : {}),
+      },
+    );
+    if (result.status === "ok") breaker.onSuccess();
+    else if (result.errorKind !== "aborted") breaker.onFailure();
+    else breaker.release();
+    let performance: Performance;
+    if (result.status === "ok") {
+      const raw = formatToolOutput(result.value);
+      const text = options.vault ? options.vault.tokenize(raw) : raw;
+      // Without a scanner or an envelope, step 7 leaves the text as it is: skip its promise.
+      const { content, scan } =
+        options.scanner || options.envelope
+          ? await scanOutput(
+              text,
+              { source: "tool_output", tool: tool.name, toolUseId, runId: scope.runId },
+              options.scanner,
+              options.envelope,
+              options.reportError,
+            )
+          : { content: text, scan: undefined };
+      await scope.write({
+        type: "tool-call-result",
+        step: scope.step,
+        toolUseId,
+        tool: tool.name,
+        status: "ok",
+        content,
+        isError: false,
+        durationMs: Math.round(result.durationMs),
+        attempts: result.attempts,
+        ...(scan ? { scan } : {}),
+      });
+      performance = { type: "ok", value: result.value, content, ...(scan ? { scan } : {}) };
+    } else {
+      await scope.write({
+        type: "tool-call-result",
+        step: scope.step,
+        toolUseId,
+        tool: tool.name,
+        status: "error",
+        content: `Error (${result.errorKind}): ${result.message}`,
+        isError: true,
+        durationMs: Math.round(result.durationMs),
+        attempts: result.attempts,
+        errorKind: result.errorKind,
+      });
+      performance = { type: "error", kind: result.errorKind, message: result.message };
+    }
+    if (call)
+      this.observe(
+        call,
+        result.status,
+        result.status === "error" ? result.errorKind : undefined,
+        result.durationMs,
+      );
+    return performance;
+  }
+
+  /** Tells every gate with `observe` how a call ended; observers fail open (to `reportError`). */
+  observe(
+    call: ToolCall,
+    status: "ok" | "error" | "refused",
+    reason: string | undefined,
+    durationMs: number,
+  ): void {
+    const { gates, reportError } = this.#options;
+    for (const gate of gates) {
+      if (!gate.observe) continue;
+      Promise.resolve()
+        .then(() => gate.observe!({ call, status, ...(reason ? { reason } : {}), durationMs }))
+        .catch((error) => reportError(error, `gate ${gate.name} observe`));
+    }
+  }
+}
+
+/** Tokenises every string of a JSON value with the vault (for what the log records). */
+function tokenizeDeep<T>(value: T, vault: Vault): T {
+  if (typeof value === "string") return vault.tokenize(value) as T;
+  if (Array.isArray(value)) return value.map((item) => tokenizeDeep(item, vault)) as T;
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = tokenizeDeep(item, vault);
+    return out as T;
+  }
+  return value;
+}
