@@ -1,0 +1,200 @@
+import type {
+  BucketSpec,
+  CounterSpec,
+  LimitStore,
+  ReserveResult,
+  TakeResult,
+} from "./contracts/limit-store.js";
+import { InvalidArgumentError } from "./errors.js";
+
+interface Bucket {
+  tokens: number;
+  updatedMs: number;
+  spec: BucketSpec;
+}
+
+interface Counter {
+  windowEnd: number;
+  settled: number;
+  reservations: Map<string, number>;
+}
+
+/** Above this many buckets, full ones are dropped (a full bucket is the same as no bucket). */
+const maxBuckets = 10_000;
+
+/**
+ * A LimitStore in this process's memory: the limits hold for one process only (use
+ * `postgresLimitStore` from `@loopguard/checkpoint` for a fleet). JavaScript runs one callback
+ * at a time, so every operation is atomic. Counters are dropped once their window has passed.
+ *
+ * @example
+ * const gate = rateLimit({ tool: "send_email", capacity: 5, refillPerSecond: 0.1 }, { store: memoryLimitStore() });
+ */
+export function memoryLimitStore(): LimitStore {
+  const buckets = new Map<string, Bucket>();
+  const counters = new Map<string, Counter>();
+  const owners = new Map<string, string>();
+
+  const refill = (bucket: Bucket, spec: BucketSpec, now: number) => {
+    if (now > bucket.updatedMs) {
+      bucket.tokens = Math.min(
+        spec.capacity,
+        bucket.tokens + ((now - bucket.updatedMs) / 1000) * spec.refillPerSecond,
+      );
+      bucket.updatedMs = now;
+    }
+    // A capacity lowered since the last take applies at once.
+    if (bucket.tokens > spec.capacity) bucket.tokens = spec.capacity;
+  };
+  const bucketOf = (key: string, spec: BucketSpec, now: number): Bucket => {
+    checkKey(key);
+    checkBucket(spec);
+    let bucket = buckets.get(key);
+    if (!bucket) {
+      if (buckets.size >= maxBuckets) {
+        for (const [other, candidate] of buckets) {
+          refill(candidate, candidate.spec, now);
+          if (candidate.tokens >= candidate.spec.capacity) buckets.delete(other);
+        }
+      }
+      bucket = { tokens: spec.capacity, updatedMs: now, spec };
+      buckets.set(key, bucket);
+    }
+    bucket.spec = spec;
+    refill(bucket, spec, now);
+    return bucket;
+  };
+  const expire = (now: number) => {
+    for (const [name, counter] of counters) {
+      if (counter.windowEnd <= now) {
+        counters.delete(name);
+        for (const id of counter.reservations.keys()) owners.delete(`${name}\u0000${id}`);
+      }
+    }
+  };
+  const used = (counter: Counter): number => {
+    let total = counter.settled;
+    for (const amount of counter.reservations.values()) total += amount;
+    return total;
+  };
+
+  return {
+    name: "memory",
+    async take(key, spec, options): Promise<TakeResult> {
+      const count = countOf(options.count);
+      const bucket = bucketOf(key, spec, nowOf(options.now));
+      if (bucket.tokens >= count) {
+        bucket.tokens -= count;
+        return { ok: true, remaining: bucket.tokens, retryAfterMs: 0 };
+      }
+      return {
+        ok: false,
+        remaining: bucket.tokens,
+        retryAfterMs: Math.ceil(((count - bucket.tokens) / spec.refillPerSecond) * 1000),
+      };
+    },
+    async refund(key, spec, options) {
+      const count = countOf(options.count);
+      const bucket = bucketOf(key, spec, nowOf(options.now));
+      bucket.tokens = Math.min(spec.capacity, bucket.tokens + count);
+    },
+    async reserve(key, spec, amount, options): Promise<ReserveResult> {
+      checkKey(key);
+      checkCounter(spec);
+      if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0)
+        throw new InvalidArgumentError(
+          `[core] limit store reserve: amount must be a finite number >= 0, got ${String(amount)}`,
+        );
+      if (typeof options?.id !== "string" || options.id === "")
+        throw new InvalidArgumentError(
+          "[core] limit store reserve: options.id must be a non-empty string",
+        );
+      const now = nowOf(options.now);
+      expire(now);
+      const name = `${key}\u0000${spec.windowStart}`;
+      let counter = counters.get(name);
+      if (!counter) {
+        counter = {
+          windowEnd: spec.windowStart + spec.windowMs,
+          settled: 0,
+          reservations: new Map(),
+        };
+        counters.set(name, counter);
+      }
+      if (counter.reservations.has(options.id)) return { ok: true, used: used(counter) };
+      const before = used(counter);
+      if (before + amount > spec.cap) return { ok: false, used: before };
+      counter.reservations.set(options.id, amount);
+      owners.set(`${key}\u0000${options.id}`, name);
+      return { ok: true, used: before + amount };
+    },
+    async settle(key, id, actual, options) {
+      checkKey(key);
+      if (typeof actual !== "number" || !Number.isFinite(actual) || actual < 0)
+        throw new InvalidArgumentError(
+          `[core] limit store settle: actual must be a finite number >= 0, got ${String(actual)}`,
+        );
+      expire(nowOf(options.now));
+      const name = owners.get(`${key}\u0000${id}`);
+      const counter = name === undefined ? undefined : counters.get(name);
+      if (!counter || !counter.reservations.has(id)) return;
+      counter.reservations.delete(id);
+      owners.delete(`${key}\u0000${id}`);
+      counter.settled += actual;
+    },
+    async close() {},
+  };
+}
+
+function checkKey(key: string): void {
+  if (typeof key !== "string" || key === "")
+    throw new InvalidArgumentError("[core] limit store: key must be a non-empty string");
+}
+
+function checkBucket(spec: BucketSpec): void {
+  if (
+    spec === null ||
+    typeof spec !== "object" ||
+    !Number.isInteger(spec.capacity) ||
+    spec.capacity < 1 ||
+    typeof spec.refillPerSecond !== "number" ||
+    !Number.isFinite(spec.refillPerSecond) ||
+    spec.refillPerSecond <= 0
+  )
+    throw new InvalidArgumentError(
+      `[core] limit store: a bucket needs a positive integer capacity and a positive finite refillPerSecond, got ${JSON.stringify(spec)}`,
+    );
+}
+
+function checkCounter(spec: CounterSpec): void {
+  if (
+    spec === null ||
+    typeof spec !== "object" ||
+    typeof spec.cap !== "number" ||
+    !Number.isFinite(spec.cap) ||
+    spec.cap < 0 ||
+    !Number.isFinite(spec.windowStart) ||
+    !Number.isFinite(spec.windowMs) ||
+    spec.windowMs <= 0
+  )
+    throw new InvalidArgumentError(
+      `[core] limit store: a counter needs a finite cap >= 0, a finite windowStart and a positive windowMs, got ${JSON.stringify(spec)}`,
+    );
+}
+
+function countOf(count: number | undefined): number {
+  if (count === undefined) return 1;
+  if (!Number.isInteger(count) || count < 1)
+    throw new InvalidArgumentError(
+      `[core] limit store: count must be a positive integer, got ${String(count)}`,
+    );
+  return count;
+}
+
+function nowOf(now: number): number {
+  if (typeof now !== "number" || !Number.isFinite(now))
+    throw new InvalidArgumentError(
+      `[core] limit store: now must be epoch milliseconds, got ${String(now)}`,
+    );
+  return now;
+}
