@@ -91,76 +91,125 @@ export class SpanBuilder {
     const at = event.at;
     const before = this.#lastAt;
     this.#lastAt = Math.max(this.#lastAt, at);
-    const end = (span: Span | undefined, when = at) => {
-      if (!span) return;
-      span.endTime = Math.max(span.startTime, when);
-      if (span.status === "unset") span.status = "ok";
-      done.push(span);
-    };
     switch (event.type) {
-      case "run-start": {
-        const run = this.#span("run", "run", `invoke_agent ${event.agentId}`, at);
-        Object.assign(run.attributes, {
-          "loopguard.agent_id": event.agentId,
-          "loopguard.model": event.model,
-          "loopguard.policy_digest": event.policyDigest,
-          "loopguard.tool_digest": event.toolDigest,
-        });
-        if (event.budget.maxUsd !== undefined)
-          run.attributes["loopguard.budget.max_usd"] = event.budget.maxUsd;
-        if (event.budget.maxSteps !== undefined)
-          run.attributes["loopguard.budget.max_steps"] = event.budget.maxSteps;
-        run.content = { input: event.task };
-        this.#run = run;
+      case "run-start":
+        this.#runStart(event, at);
         break;
-      }
-      case "run-resume": {
-        // Each process that advances the run gets its own root span: the spans left open by
-        // the previous one (it crashed, paused or parked) end where its log ends. A span is
-        // never emitted twice, so backends see no duplicate ids.
-        for (const span of this.#tools.values()) end(span, before);
-        this.#tools.clear();
-        end(this.#model, before);
-        this.#model = undefined;
-        end(this.#step, before);
-        this.#step = undefined;
-        const previous = this.#run;
-        end(previous, before);
-        this.#session = `:resume:${event.seq}`;
-        const run = this.#span("run", "run", previous?.name ?? "invoke_agent", at);
-        Object.assign(run.attributes, {
-          ...(previous?.attributes ?? {}),
-          "loopguard.resumed_from_seq": event.fromSeq,
-        });
-        this.#run = run;
+      case "run-resume":
+        this.#runResume(event, at, done, before);
         break;
-      }
-      case "model-request": {
-        end(this.#step);
-        this.#step = this.#span("step", `step:${event.step}`, `step ${event.step}`, at, this.#run);
-        this.#step.attributes["loopguard.step"] = event.step;
-        const model = this.#span(
-          "model",
-          `model:${event.step}`,
-          `chat ${this.#run?.attributes["loopguard.model"] ?? "model"}`,
-          at,
-          this.#step,
-        );
-        if (conversation) {
-          model.content = { input: conversation.slice(this.#sent) };
-          this.#sent = conversation.length;
-        }
-        Object.assign(model.attributes, {
-          "loopguard.model": String(this.#run?.attributes["loopguard.model"] ?? ""),
-          "loopguard.step": event.step,
-          "loopguard.request.max_tokens": event.maxTokens,
-          "loopguard.estimate_usd": event.estimateUsd,
-          "loopguard.retries": 0,
-        });
-        this.#model = model;
+      case "model-request":
+        this.#modelRequest(event, at, done, conversation);
         break;
-      }
       case "model-retry":
+      case "model-response":
+      case "model-error":
+        this.#modelOutcome(event, at, done);
+        break;
+      case "tool-call-intent":
+      case "approval-request":
+      case "approval-decision":
+        this.#toolProgress(event, at);
+        break;
+      case "tool-call-refusal":
+      case "tool-call-result":
+        this.#toolEnd(event, at, done);
+        break;
+      case "run-halt":
+      case "run-end":
+        this.#runOutcome(event, at, done);
+        break;
+    }
+    return done;
+  }
+
+  /** Ends a span (at the event's time unless told) and hands it out. */
+  #end(done: Span[], span: Span | undefined, when: number): void {
+    if (!span) return;
+    span.endTime = Math.max(span.startTime, when);
+    if (span.status === "unset") span.status = "ok";
+    done.push(span);
+  }
+
+  #runStart(event: StoredEvent & { type: "run-start" }, at: number): void {
+    const run = this.#span("run", "run", `invoke_agent ${event.agentId}`, at);
+    Object.assign(run.attributes, {
+      "loopguard.agent_id": event.agentId,
+      "loopguard.model": event.model,
+      "loopguard.policy_digest": event.policyDigest,
+      "loopguard.tool_digest": event.toolDigest,
+    });
+    if (event.budget.maxUsd !== undefined)
+      run.attributes["loopguard.budget.max_usd"] = event.budget.maxUsd;
+    if (event.budget.maxSteps !== undefined)
+      run.attributes["loopguard.budget.max_steps"] = event.budget.maxSteps;
+    run.content = { input: event.task };
+    this.#run = run;
+  }
+
+  #runResume(
+    event: StoredEvent & { type: "run-resume" },
+    at: number,
+    done: Span[],
+    before: number,
+  ): void {
+    // Each process that advances the run gets its own root span: the spans left open by
+    // the previous one (it crashed, paused or parked) end where its log ends. A span is
+    // never emitted twice, so backends see no duplicate ids.
+    for (const span of this.#tools.values()) this.#end(done, span, before);
+    this.#tools.clear();
+    this.#end(done, this.#model, before);
+    this.#model = undefined;
+    this.#end(done, this.#step, before);
+    this.#step = undefined;
+    const previous = this.#run;
+    this.#end(done, previous, before);
+    this.#session = `:resume:${event.seq}`;
+    const run = this.#span("run", "run", previous?.name ?? "invoke_agent", at);
+    Object.assign(run.attributes, {
+      ...(previous?.attributes ?? {}),
+      "loopguard.resumed_from_seq": event.fromSeq,
+    });
+    this.#run = run;
+  }
+
+  #modelRequest(
+    event: StoredEvent & { type: "model-request" },
+    at: number,
+    done: Span[],
+    conversation: readonly Message[] | undefined,
+  ): void {
+    this.#end(done, this.#step, at);
+    this.#step = this.#span("step", `step:${event.step}`, `step ${event.step}`, at, this.#run);
+    this.#step.attributes["loopguard.step"] = event.step;
+    const model = this.#span(
+      "model",
+      `model:${event.step}`,
+      `chat ${this.#run?.attributes["loopguard.model"] ?? "model"}`,
+      at,
+      this.#step,
+    );
+    if (conversation) {
+      model.content = { input: conversation.slice(this.#sent) };
+      this.#sent = conversation.length;
+    }
+    Object.assign(model.attributes, {
+      "loopguard.model": String(this.#run?.attributes["loopguard.model"] ?? ""),
+      "loopguard.step": event.step,
+      "loopguard.request.max_tokens": event.maxTokens,
+      "loopguard.estimate_usd": event.estimateUsd,
+      "loopguard.retries": 0,
+    });
+    this.#model = model;
+  }
+
+  #modelOutcome(
+    event: StoredEvent & { type: "model-retry" | "model-response" | "model-error" },
+    at: number,
+    done: Span[],
+  ): void {
+    switch (event.type) {
+      case "model-retry": {
         if (this.#model) {
           this.#model.attributes["loopguard.retries"] = event.attempt;
           this.#model.events.push({
@@ -175,6 +224,7 @@ export class SpanBuilder {
           });
         }
         break;
+      }
       case "model-response": {
         const model = this.#model;
         if (model) {
@@ -192,7 +242,7 @@ export class SpanBuilder {
             "loopguard.attempts": event.attempts,
           });
           model.content = { ...model.content, output: event.response.content };
-          end(model);
+          this.#end(done, model, at);
           this.#model = undefined;
         }
         for (const block of event.response.content) {
@@ -200,15 +250,24 @@ export class SpanBuilder {
         }
         break;
       }
-      case "model-error":
+      case "model-error": {
         if (this.#model) {
           this.#model.status = "error";
           this.#model.statusMessage = event.message;
           this.#model.attributes["loopguard.error.kind"] = event.kind;
-          end(this.#model);
+          this.#end(done, this.#model, at);
           this.#model = undefined;
         }
         break;
+      }
+    }
+  }
+
+  #toolProgress(
+    event: StoredEvent & { type: "tool-call-intent" | "approval-request" | "approval-decision" },
+    at: number,
+  ): void {
+    switch (event.type) {
       case "tool-call-intent": {
         const span = this.#toolSpan(event.toolUseId, event.tool, at);
         span.attributes["loopguard.decision"] = event.decision.passed.join(" ");
@@ -222,6 +281,36 @@ export class SpanBuilder {
         span.content = { input: event.args };
         break;
       }
+      case "approval-request": {
+        const span = this.#toolSpan(event.toolUseId, event.tool, at);
+        span.events.push({
+          name: "approval.request",
+          time: at,
+          attributes: { "loopguard.reason": event.reason, "loopguard.request_id": event.requestId },
+        });
+        break;
+      }
+      case "approval-decision": {
+        const span = this.#tools.get(event.toolUseId);
+        span?.events.push({
+          name: "approval.decision",
+          time: at,
+          attributes: {
+            "loopguard.decision": event.decision,
+            ...(event.approver ? { "loopguard.approver": event.approver } : {}),
+          },
+        });
+        break;
+      }
+    }
+  }
+
+  #toolEnd(
+    event: StoredEvent & { type: "tool-call-refusal" | "tool-call-result" },
+    at: number,
+    done: Span[],
+  ): void {
+    switch (event.type) {
       case "tool-call-refusal": {
         const span = this.#toolSpan(event.toolUseId, event.tool, at);
         span.status = "error";
@@ -246,7 +335,7 @@ export class SpanBuilder {
           },
         });
         span.content = { output: event.content };
-        end(span);
+        this.#end(done, span, at);
         this.#tools.delete(event.toolUseId);
         break;
       }
@@ -276,32 +365,20 @@ export class SpanBuilder {
           }
         }
         span.content = { ...span.content, output: event.content };
-        end(span);
+        this.#end(done, span, at);
         this.#tools.delete(event.toolUseId);
         break;
       }
-      case "approval-request": {
-        const span = this.#toolSpan(event.toolUseId, event.tool, at);
-        span.events.push({
-          name: "approval.request",
-          time: at,
-          attributes: { "loopguard.reason": event.reason, "loopguard.request_id": event.requestId },
-        });
-        break;
-      }
-      case "approval-decision": {
-        const span = this.#tools.get(event.toolUseId);
-        span?.events.push({
-          name: "approval.decision",
-          time: at,
-          attributes: {
-            "loopguard.decision": event.decision,
-            ...(event.approver ? { "loopguard.approver": event.approver } : {}),
-          },
-        });
-        break;
-      }
-      case "run-halt":
+    }
+  }
+
+  #runOutcome(
+    event: StoredEvent & { type: "run-halt" | "run-end" },
+    at: number,
+    done: Span[],
+  ): void {
+    switch (event.type) {
+      case "run-halt": {
         if (this.#run) {
           this.#run.attributes["loopguard.halted"] = true;
           this.#run.attributes["loopguard.halt_reason"] = event.reason;
@@ -312,12 +389,13 @@ export class SpanBuilder {
           });
         }
         break;
+      }
       case "run-end": {
-        for (const span of this.#tools.values()) end(span);
+        for (const span of this.#tools.values()) this.#end(done, span, at);
         this.#tools.clear();
-        if (this.#model) end(this.#model);
+        if (this.#model) this.#end(done, this.#model, at);
         this.#model = undefined;
-        end(this.#step);
+        this.#end(done, this.#step, at);
         this.#step = undefined;
         const run = this.#run;
         if (run) {
@@ -331,13 +409,12 @@ export class SpanBuilder {
             run.statusMessage = event.error ?? event.why;
           }
           run.content = { ...run.content, output: event.answer };
-          end(run);
+          this.#end(done, run, at);
           this.#run = undefined;
         }
         break;
       }
     }
-    return done;
   }
 
   /** Ends every open span at the last event's time (for a run that is parked or still going). */
