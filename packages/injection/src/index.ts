@@ -19,7 +19,7 @@ export { classifierSystemPrompt, llmClassifier, parseClassifierReply } from "./l
 export type { NormalizedText, NormalizeOptions, TextView } from "./normalize-text.js";
 export { normalizeText, phraseView } from "./normalize-text.js";
 export type { QuarantineEnvelope, QuarantineOptions } from "./quarantine.js";
-export { quarantine } from "./quarantine.js";
+export { flaggedSpanTag, quarantine } from "./quarantine.js";
 export type { AnchorScript, RuleAnchor } from "./rule-prefilter.js";
 export type { HeuristicRule, RuleView } from "./rules.js";
 export { defaultRules } from "./rules.js";
@@ -29,9 +29,17 @@ export type { TaintKind, TaintValue } from "./taint-values.js";
 export {
   amountKey,
   argumentKeys,
+  canonicalIp,
+  decodePercent,
   extractValues,
+  hostOf,
   keyMatches,
+  leavesOf,
   looseKey,
+  matchKeysOf,
+  parentDomains,
+  phoneKey,
+  splitKeys,
   taintKinds,
   valueKey,
 } from "./taint-values.js";
