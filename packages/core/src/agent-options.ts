@@ -65,6 +65,22 @@ export interface AgentOptions {
   vault?: Vault;
   /** Streams every event of the run to the host, after it is durable (redacted). */
   onEvent?: (event: StoredEvent) => void;
+  /**
+   * Aborts and retries a model stream that sends nothing for this long (the idle watchdog).
+   * Default 60 000.
+   */
+  idleTimeoutMs?: number;
+  /**
+   * Characters of streamed text held back so a value split across two deltas is tokenised or
+   * redacted whole before `agent.stream()` shows it (only when `vault`, `redact` or
+   * `redactStream` is set). Default 64; see `createDeltaFilter` for the bound.
+   */
+  streamHoldBack?: number;
+  /**
+   * A streaming redactor for `agent.stream()`'s text, e.g.
+   * `() => createRedactionStream({ holdBack: 256 })` from `@loopguard/redact`; one per block.
+   */
+  redactStream?: () => TransformStream<string, string>;
   /** Receives errors of exporters, observers and hooks; they never break a run. */
   onError?: (error: unknown, where: string) => void;
   /** Roles and attributes of runs by default. */
@@ -111,6 +127,9 @@ export interface ResolvedAgentOptions {
   vault: Vault | undefined;
   onEvent: AgentOptions["onEvent"];
   onError: AgentOptions["onError"];
+  idleTimeoutMs: number;
+  streamHoldBack: number;
+  redactStream: AgentOptions["redactStream"];
   context: Omit<RunContextInput, "runId">;
   now: (() => number) | undefined;
 }
@@ -187,6 +206,20 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
   }
   if (options.approver !== undefined && typeof options.approver !== "function")
     fail("approver must be a function (request) => 'approve' | 'deny' | { decision, approver }");
+  const idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  if (typeof idleTimeoutMs !== "number" || !Number.isFinite(idleTimeoutMs) || idleTimeoutMs <= 0)
+    fail(
+      `idleTimeoutMs must be a positive number of milliseconds (default 60000), got ${JSON.stringify(options.idleTimeoutMs)}`,
+    );
+  const streamHoldBack = options.streamHoldBack ?? 64;
+  if (!Number.isInteger(streamHoldBack) || streamHoldBack < 0)
+    fail(
+      `streamHoldBack must be a non-negative integer number of characters (default 64), got ${JSON.stringify(options.streamHoldBack)}`,
+    );
+  if (options.redactStream !== undefined && typeof options.redactStream !== "function")
+    fail(
+      "redactStream must be a function returning a TransformStream<string, string>, e.g. () => createRedactionStream()",
+    );
   const agentId = options.agentId ?? "agent";
   if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId))
     fail(
@@ -215,6 +248,9 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     vault: options.vault,
     onEvent: options.onEvent,
     onError: options.onError,
+    idleTimeoutMs,
+    streamHoldBack,
+    redactStream: options.redactStream,
     context: options.context ?? {},
     now: options.now,
   };

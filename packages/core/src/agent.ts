@@ -5,6 +5,13 @@ import {
   type RunOptions,
   validateAgentOptions,
 } from "./agent-options.js";
+import {
+  type AgentStream,
+  type AgentStreamOptions,
+  type AgentStreamSink,
+  createAgentStream,
+  streamEventsOf,
+} from "./agent-stream.js";
 import type { EventStore } from "./contracts/event-store.js";
 import { digestOf } from "./digest.js";
 import {
@@ -48,6 +55,12 @@ export interface ApprovalAnswer {
 /** An agent: runs tasks, resumes them, and answers their approvals. */
 export interface Agent {
   run(task: string, options?: RunOptions): Promise<RunResult>;
+  /**
+   * Runs a task like `run`, streaming what happens as it happens: text deltas (through the
+   * vault and redaction), complete tool calls, decisions, tool results, step ends, resets of a
+   * step that failed mid-stream, and the run's end. `result` is what `run` would return.
+   */
+  stream(task: string, options?: RunOptions & AgentStreamOptions): AgentStream;
   resume(
     runId: string,
     options?: { signal?: AbortSignal; pauseSignal?: AbortSignal },
@@ -94,6 +107,15 @@ export function createAgent(options: AgentOptions): Agent {
     async run(task, runOptions = {}) {
       const writer = await startRun(loop, task, runOptions);
       return drive(loop, writer, runOptions.signal, runOptions.pauseSignal);
+    },
+    stream(task, streamOptions = {}) {
+      return createAgentStream(
+        async (sink) => {
+          const writer = await startRun(loop, task, streamOptions, sink);
+          return drive(loop, writer, streamOptions.signal, streamOptions.pauseSignal, sink);
+        },
+        { thinking: streamOptions.thinking === true },
+      );
     },
     async resume(runId, resumeOptions = {}) {
       const writer = await open(loop, runId);
@@ -169,21 +191,55 @@ function loopContext(config: ResolvedAgentOptions): LoopContext {
     policyDigest,
     toolDigest: digestOf(toolSpecs),
     maxTokensDefault: config.maxTokens ?? model.defaultMaxTokens ?? 4096,
+    streaming: streamingSettings(config),
+  };
+}
+
+/** What streamed text passes through before the host sees it: the vault, then the redactor. */
+function streamingSettings(config: ResolvedAgentOptions): ModelStepContext["streaming"] {
+  const { vault, redact } = config;
+  const transforms: Array<(text: string) => string> = [];
+  if (vault) transforms.push((text) => vault.tokenize(text));
+  if (redact)
+    transforms.push((text) => {
+      const out = redact(text);
+      return typeof out === "string" ? out : String(out);
+    });
+  return {
+    idleTimeoutMs: config.idleTimeoutMs,
+    holdBack: config.streamHoldBack,
+    transforms,
+    redactStream: config.redactStream,
+    redact,
   };
 }
 
 function writerOptions(
   loop: LoopContext,
   runId: string,
+  sink?: AgentStreamSink,
 ): { options: RunWriterOptions; spans: SpanBuilder | undefined } {
   const telemetry = loop.telemetry.forRun(runId);
   const vault = loop.vault;
+  const applied = telemetry.onApplied;
+  const redact = loop.config.redact;
+  // The host's stream gets the durable events it shows (decisions, results, step ends).
+  const onApplied: NonNullable<RunWriterOptions["onApplied"]> = sink
+    ? (event, fold) => {
+        applied(event, fold);
+        try {
+          for (const streamed of streamEventsOf(runId, event, redact)) sink.push(streamed);
+        } catch (error) {
+          loop.reportError(error, "agent.stream");
+        }
+      }
+    : applied;
   return {
     spans: telemetry.spans,
     options: {
       now: loop.now,
       ...(vault ? { reveal: (text: string) => vault.reveal(text) } : {}),
-      onApplied: telemetry.onApplied,
+      onApplied,
     },
   };
 }
@@ -193,6 +249,7 @@ async function startRun(
   loop: LoopContext,
   task: string,
   runOptions: RunOptions,
+  sink?: AgentStreamSink,
 ): Promise<RunWriter> {
   const { config } = loop;
   if (typeof task !== "string" || task.trim() === "") {
@@ -208,7 +265,7 @@ async function startRun(
   }
   const context = { ...config.context, ...runOptions.context };
   const roles = context.roles ? [...context.roles] : [];
-  const writer = new RunWriter(loop.store, runId, 0, writerOptions(loop, runId).options);
+  const writer = new RunWriter(loop.store, runId, 0, writerOptions(loop, runId, sink).options);
   await writer.write({
     type: "run-start",
     runId,
@@ -299,6 +356,7 @@ async function drive(
   writer: RunWriter,
   signal: AbortSignal | undefined,
   pauseSignal?: AbortSignal,
+  sink?: AgentStreamSink,
 ): Promise<RunResult> {
   const fold = writer.fold;
   const state = fold.state;
@@ -346,7 +404,7 @@ async function drive(
         await endIfFinal(writer);
         continue;
       }
-      await modelStep(loop, writer, runSignal);
+      await modelStep(loop, writer, runSignal, sink);
     }
   } catch (error) {
     return endAfterError(loop, writer, error, runSignal);

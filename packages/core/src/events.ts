@@ -5,7 +5,7 @@
  * once shipped; new optional fields may be added.
  */
 
-import type { ContentBlock, ModelResponse } from "./contracts/model.js";
+import type { ContentBlock, ModelResponse, Usage } from "./contracts/model.js";
 import type { ScanVerdict } from "./contracts/scanner.js";
 import type { JsonValue } from "./json.js";
 
@@ -80,6 +80,12 @@ export interface ModelRetryEvent {
   status?: number;
   waitMs: number;
   message: string;
+  /** The usage the API reported for the failed attempt (a stream cut after `message_start`); counted in the spend. */
+  usage?: Usage;
+  /** The cost of that usage. */
+  costUsd?: number;
+  /** The attempt had streamed content to the host, which was told to discard it (`stream-reset`). */
+  reset?: boolean;
 }
 
 export interface ModelResponseEvent {
@@ -89,6 +95,10 @@ export interface ModelResponseEvent {
   costUsd: number;
   latencyMs: number;
   attempts: number;
+  /** Whether the answer was streamed (`gen_ai.request.stream`). */
+  streamed?: boolean;
+  /** Milliseconds from sending the request to the first streamed event (`gen_ai.response.time_to_first_chunk`). */
+  firstChunkMs?: number;
 }
 
 export interface ModelErrorEvent {
@@ -98,6 +108,9 @@ export interface ModelErrorEvent {
   status?: number;
   message: string;
   attempts: number;
+  /** The usage the API reported for the last failed attempt; counted in the spend. */
+  usage?: Usage;
+  costUsd?: number;
 }
 
 export interface ToolCallIntentEvent {

@@ -1,6 +1,12 @@
 import { createHash } from "node:crypto";
 import type { StoredEvent } from "./contracts/event-store.js";
-import type { ContentBlock, Message, ToolResultBlock, ToolUseBlock } from "./contracts/model.js";
+import type {
+  ContentBlock,
+  Message,
+  ToolResultBlock,
+  ToolUseBlock,
+  Usage,
+} from "./contracts/model.js";
 import { CorruptLogError } from "./errors.js";
 import type {
   ApprovalDecisionEvent,
@@ -108,6 +114,18 @@ export class RunFold {
     this.#lastAt = start.at;
   }
 
+  /** Counts the usage a failed attempt reported (a stream cut after `message_start`): budgets count every attempt. */
+  #countAttempt(usage: Usage | undefined, costUsd: number | undefined): void {
+    if (!usage) return;
+    const spend = this.state.spend;
+    spend.usd += costUsd ?? 0;
+    spend.inputTokens +=
+      usage.input_tokens +
+      (usage.cache_creation_input_tokens ?? 0) +
+      (usage.cache_read_input_tokens ?? 0);
+    spend.outputTokens += usage.output_tokens;
+  }
+
   /** USD spent, counting a request that may have been billed but has no response. */
   get committedUsd(): number {
     return this.state.spend.usd + (this.orphanRequest?.estimateUsd ?? 0);
@@ -190,9 +208,11 @@ export class RunFold {
         this.orphanRequest = event;
         break;
       case "model-retry":
+        this.#countAttempt(event.usage, event.costUsd);
         break;
       case "model-error":
         this.orphanRequest = undefined;
+        this.#countAttempt(event.usage, event.costUsd);
         break;
       case "model-response": {
         const request = this.orphanRequest;

@@ -9,6 +9,7 @@ export type {
   Vault,
 } from "./agent.js";
 export { breakerOf, createAgent } from "./agent.js";
+export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
 export type { ApprovalOutcome, ApprovalRequest, Approver, ApproverAnswer } from "./approval.js";
 export { readApproverAnswer } from "./approval.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
@@ -37,8 +38,11 @@ export type {
 export type {
   CacheControl,
   ContentBlock,
+  ContentBlockDelta,
   ErrorClassification,
   Message,
+  MessageDeltaUsage,
+  MessageStreamEvent,
   Model,
   ModelCallOptions,
   ModelRequest,
@@ -125,6 +129,21 @@ export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } fr
 export { RunState } from "./run-state.js";
 export type { AttributeValue, Span, SpanEvent, SpanKind } from "./spans.js";
 export { SpanBuilder, spansFromEvents, traceIdOf } from "./spans.js";
+export type {
+  AssemblerUpdate,
+  MessageAssembler,
+  MessageEventsOptions,
+} from "./stream/assemble-message.js";
+export {
+  assembleMessage,
+  createMessageAssembler,
+  messageEvents,
+  StreamProtocolError,
+} from "./stream/assemble-message.js";
+export type { DeltaFilter, DeltaFilterOptions, TextTransform } from "./stream/delta-filter.js";
+export { createDeltaFilter, defaultHoldBack } from "./stream/delta-filter.js";
+export type { StreamAttemptOptions, StreamAttemptOutcome } from "./stream/stream-attempt.js";
+export { StreamIdleError, streamAttempt } from "./stream/stream-attempt.js";
 export { summarize } from "./summary.js";
 export type { ObjectSchema, ParseResult, Tool, ToolContext, ToolOptions } from "./tool.js";
 export { tool } from "./tool.js";

@@ -1,9 +1,11 @@
+import { type AgentStreamSink, toolCallEvent } from "./agent-stream.js";
 import type {
   ErrorClassification,
   Model,
   ModelRequest,
   ModelResponse,
   ToolSpec,
+  Usage,
 } from "./contracts/model.js";
 import { LoopguardError } from "./errors.js";
 import type { RunFold } from "./fold.js";
@@ -12,6 +14,9 @@ import { backoffDelay, classifyError, type ResolvedRetryOptions, sleep } from ".
 import type { RunWriter } from "./run-writer.js";
 import { shortMessage } from "./short-message.js";
 import { StopRun } from "./stop-run.js";
+import type { AssemblerUpdate } from "./stream/assemble-message.js";
+import { createDeltaFilter, type DeltaFilter, type TextTransform } from "./stream/delta-filter.js";
+import { streamAttempt } from "./stream/stream-attempt.js";
 
 /** What the model step needs of the agent. */
 export interface ModelStepContext {
@@ -24,6 +29,21 @@ export interface ModelStepContext {
   retry: ResolvedRetryOptions;
   now: () => number;
   reportError: (error: unknown, where: string) => void;
+  /** How model calls stream and what streamed text passes through before the host sees it. */
+  streaming: StreamingSettings;
+}
+
+/** Streaming settings of an agent. */
+export interface StreamingSettings {
+  /** Abort and retry a stream idle this long. */
+  idleTimeoutMs: number;
+  /** Characters held back per block before the transforms (see `createDeltaFilter`). */
+  holdBack: number;
+  /** Applied to streamed text in order: the vault's `tokenize`, then the redactor. */
+  transforms: readonly TextTransform[];
+  redactStream: (() => TransformStream<string, string>) | undefined;
+  /** The agent's redactor, for tool-call inputs shown to the host. */
+  redact: ((value: unknown) => unknown) | undefined;
 }
 
 /**
@@ -36,6 +56,7 @@ export async function modelStep(
   context: ModelStepContext,
   writer: RunWriter,
   signal: AbortSignal,
+  sink?: AgentStreamSink,
 ): Promise<void> {
   const fold = writer.fold;
   const step = fold.steps + 1;
@@ -57,12 +78,13 @@ export async function modelStep(
     estimateUsd,
     requestDigest: `${fold.chainDigest}:${maxTokens}`,
   });
-  const { response, attempts, latencyMs } = await callWithRetries(
+  const { response, attempts, latencyMs, streamed, firstChunkMs } = await callWithRetries(
     context,
     writer,
     request,
     step,
     signal,
+    sink,
   );
   await writer.write({
     type: "model-response",
@@ -71,6 +93,8 @@ export async function modelStep(
     costUsd: costOf(response.usage, context.price),
     latencyMs,
     attempts,
+    streamed,
+    ...(firstChunkMs !== undefined ? { firstChunkMs: Math.round(firstChunkMs * 100) / 100 } : {}),
   });
   await endIfFinal(writer);
 }
@@ -113,62 +137,172 @@ function affordableMaxTokens(
   return { maxTokens, promptBound };
 }
 
-/** Calls the model until it answers, retrying what is retryable; records retries and the final error. */
+/**
+ * Calls the model until it answers, retrying what is retryable; records retries and the final
+ * error. The call streams when the model can (`streamAttempt`): text and thinking go to the
+ * host's sink as they arrive, through the vault and redaction; a tool call goes out only once
+ * its block is complete. An attempt that fails after the host saw content sends `stream-reset`,
+ * and the whole step is retried. The usage a failed attempt reported is recorded and counted.
+ */
 async function callWithRetries(
   context: ModelStepContext,
   writer: RunWriter,
   request: ModelRequest,
   step: number,
   signal: AbortSignal,
-): Promise<{ response: ModelResponse; attempts: number; latencyMs: number }> {
+  sink: AgentStreamSink | undefined,
+): Promise<{
+  response: ModelResponse;
+  attempts: number;
+  latencyMs: number;
+  streamed: boolean;
+  firstChunkMs: number | undefined;
+}> {
   const fold = writer.fold;
   const budget = fold.start.budget;
+  const settings = context.streaming;
   let attempt = 0;
   for (;;) {
     attempt += 1;
     const started = performance.now();
-    try {
-      const response = await context.model.create(request, { signal });
-      validateResponse(response);
-      return {
-        response,
-        attempts: attempt,
-        latencyMs: Math.round(performance.now() - started),
-      };
-    } catch (error) {
-      if (signal.aborted) throw signal.reason;
-      const classification = classify(context, error);
-      if (!classification.retryable || attempt >= context.retry.maxAttempts) {
-        const message = describeModelError(error, classification, attempt);
-        await writer.write({
-          type: "model-error",
-          step,
-          kind: classification.kind,
-          ...(classification.status ? { status: classification.status } : {}),
-          message,
+    const shown = sink ? hostView(context, writer.runId, step, sink) : undefined;
+    const outcome = await streamAttempt(context.model, request, {
+      signal,
+      idleTimeoutMs: settings.idleTimeoutMs,
+      ...(shown ? { onUpdate: shown.update } : {}),
+    });
+    let error: unknown;
+    if (outcome.ok) {
+      try {
+        validateResponse(outcome.response);
+        return {
+          response: outcome.response,
           attempts: attempt,
-        });
-        throw new LoopguardError("model_call_failed", message);
+          latencyMs: Math.round(performance.now() - started),
+          streamed: outcome.streamed,
+          firstChunkMs: outcome.firstChunkMs,
+        };
+      } catch (invalid) {
+        error = invalid;
       }
-      const waitMs = backoffDelay(attempt, classification, context.retry);
-      if (
-        budget.wallClockMs !== undefined &&
-        fold.activeMs(context.now()) + waitMs > budget.wallClockMs
-      ) {
-        throw new StopRun("wall_clock", "wallClockMs");
-      }
-      await writer.write({
-        type: "model-retry",
+    } else error = outcome.error;
+    if (signal.aborted) throw signal.reason;
+    const usage = outcome.ok ? undefined : outcome.usage;
+    const billed = usage ? usageFields(usage, context) : {};
+    const reset = Boolean(shown?.sawContent);
+    if (reset)
+      sink!.push({
+        type: "stream-reset",
+        runId: writer.runId,
         step,
         attempt,
+        reason: shortMessage(error),
+      });
+    const classification = classify(context, error);
+    if (!classification.retryable || attempt >= context.retry.maxAttempts) {
+      const message = describeModelError(error, classification, attempt);
+      await writer.write({
+        type: "model-error",
+        step,
         kind: classification.kind,
         ...(classification.status ? { status: classification.status } : {}),
-        waitMs,
-        message: shortMessage(error),
+        message,
+        attempts: attempt,
+        ...billed,
       });
-      await sleep(waitMs, signal);
+      throw new LoopguardError("model_call_failed", message);
     }
+    const waitMs = backoffDelay(attempt, classification, context.retry);
+    if (
+      budget.wallClockMs !== undefined &&
+      fold.activeMs(context.now()) + waitMs > budget.wallClockMs
+    ) {
+      throw new StopRun("wall_clock", "wallClockMs");
+    }
+    await writer.write({
+      type: "model-retry",
+      step,
+      attempt,
+      kind: classification.kind,
+      ...(classification.status ? { status: classification.status } : {}),
+      waitMs,
+      message: shortMessage(error),
+      ...billed,
+      ...(reset ? { reset: true } : {}),
+    });
+    await sleep(waitMs, signal);
   }
+}
+
+function usageFields(usage: Usage, context: ModelStepContext): { usage: Usage; costUsd: number } {
+  const clean: Usage = {
+    input_tokens: usage.input_tokens ?? 0,
+    output_tokens: usage.output_tokens ?? 0,
+    ...(usage.cache_creation_input_tokens != null
+      ? { cache_creation_input_tokens: usage.cache_creation_input_tokens }
+      : {}),
+    ...(usage.cache_read_input_tokens != null
+      ? { cache_read_input_tokens: usage.cache_read_input_tokens }
+      : {}),
+    ...(usage.cache_creation ? { cache_creation: usage.cache_creation } : {}),
+  };
+  return { usage: clean, costUsd: costOf(clean, context.price) };
+}
+
+/**
+ * What the host sees of one attempt: text and (opted-in) thinking through one delta filter per
+ * block, flushed when the block completes; tool calls when complete.
+ */
+function hostView(context: ModelStepContext, runId: string, step: number, sink: AgentStreamSink) {
+  const settings = context.streaming;
+  const filters = new Map<number, DeltaFilter>();
+  const filterFor = (index: number) => {
+    let filter = filters.get(index);
+    if (!filter) {
+      filter = createDeltaFilter({
+        transforms: settings.transforms,
+        redactStream: settings.redactStream,
+        holdBack: settings.holdBack,
+      });
+      filters.set(index, filter);
+    }
+    return filter;
+  };
+  const view = {
+    sawContent: false,
+    kinds: new Map<number, "text" | "thinking">(),
+    async update(update: AssemblerUpdate): Promise<void> {
+      if (update.type === "text" || (update.type === "thinking" && sink.thinking)) {
+        view.kinds.set(update.index, update.type);
+        const out = await filterFor(update.index).push(
+          update.type === "text" ? update.text : update.thinking,
+        );
+        emit(update.index, update.type, out);
+        return;
+      }
+      if (update.type !== "block") return;
+      const filter = filters.get(update.index);
+      if (filter) {
+        emit(update.index, view.kinds.get(update.index)!, await filter.flush());
+        filters.delete(update.index);
+      }
+      const call = toolCallEvent(runId, step, update.block, settings.redact);
+      if (call) {
+        view.sawContent = true;
+        sink.push(call);
+      }
+    },
+  };
+  const emit = (index: number, kind: "text" | "thinking", text: string) => {
+    if (text === "") return;
+    view.sawContent = true;
+    sink.push(
+      kind === "text"
+        ? { type: "text-delta", runId, step, index, text }
+        : { type: "thinking-delta", runId, step, index, thinking: text },
+    );
+  };
+  return view;
 }
 
 /** Ends the run when the last response's stop reason ends it (also after a crash right before run-end). */
