@@ -32,10 +32,19 @@ rules.push(policyPkg.allow("issue_refund", { when: policyPkg.argGt("amount", 0) 
 const gates = {
   policy: policyPkg.policy(rules),
   run_guard: policyPkg.runGuard(),
+  // The same RunGuard with no-progress detection on (issue 22: at most 2 us p50 more than run_guard).
+  run_guard_no_progress: policyPkg.runGuard({ noProgress: true }),
 };
 const missing = [];
 if (typeof injection.taintGate === "function") gates.taint = injection.taintGate();
 else missing.push("taintGate (not exported by @loopguard/injection yet)");
+
+/** The gates of the pipeline rows: one RunGuard (the default one). */
+function pipelineGates() {
+  return Object.entries(gates)
+    .filter(([name]) => name !== "run_guard_no_progress")
+    .map(([, gate]) => gate);
+}
 
 function stats(samples) {
   samples.sort((a, b) => a - b);
@@ -43,10 +52,10 @@ function stats(samples) {
   return { p50: +at(0.5).toFixed(2), p99: +at(0.99).toFixed(2) };
 }
 
-function makeRun() {
+function makeRun(outputs = 20) {
   const run = new RunState({ runId: "bench", agentId: "bench" });
-  // A realistic history: 20 earlier outputs, 2 of them flagged, and 50 admitted calls.
-  for (let index = 0; index < 20; index += 1) {
+  // A realistic history: 20 earlier outputs (50 for the taint row), one in ten flagged, and 50 admitted calls.
+  for (let index = 0; index < outputs; index += 1) {
     run.outputs.push({
       tool: "search_kb",
       toolUseId: `t${index}`,
@@ -65,7 +74,8 @@ function makeRun() {
 
 const result = { calls, gates: {}, missing };
 for (const [name, gate] of Object.entries(gates)) {
-  const run = makeRun();
+  // The taint check's goal is stated for a 50-output history (issue 14).
+  const run = makeRun(name === "taint" ? 50 : 20);
   const samples = [];
   for (let index = 0; index < calls; index += 1) {
     const call = {
@@ -85,7 +95,7 @@ for (const [name, gate] of Object.entries(gates)) {
 }
 {
   const run = makeRun();
-  const sorted = sortGates(Object.values(gates));
+  const sorted = sortGates(pipelineGates());
   const samples = [];
   for (let index = 0; index < calls; index += 1) {
     const call = {
@@ -111,7 +121,7 @@ for (const [name, gate] of Object.entries(gates)) {
   result.pipeline = stats(samples.slice(1000));
 }
 {
-  const guarded = guardTool(refund, { gates: Object.values(gates) });
+  const guarded = guardTool(refund, { gates: pipelineGates() });
   const samples = [];
   await withRun({ agentId: "bench" }, async () => {
     for (let index = 0; index < calls; index += 1) {

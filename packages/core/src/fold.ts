@@ -349,6 +349,7 @@ export function recordCall(
         tool: event.tool,
         argsDigest: event.argsDigest,
         toolUseId: event.toolUseId,
+        ...(event.decision?.passed ? { passed: event.decision.passed } : {}),
       });
       return;
     case "tool-call-refusal":

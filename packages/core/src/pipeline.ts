@@ -1,12 +1,14 @@
 import type { ApprovalOutcome } from "./approval.js";
 import type { CircuitBreaker } from "./circuit-breaker.js";
-import type {
-  AskDecision,
-  DenyDecision,
-  Gate,
-  GateDecision,
-  GateStep,
-  ToolCall,
+import {
+  type AskDecision,
+  type DenyDecision,
+  type Gate,
+  type GateDecision,
+  type GateStep,
+  isShadowGate,
+  type ShadowGate,
+  type ToolCall,
 } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
 import type { DecisionRecord } from "./events.js";
@@ -34,16 +36,33 @@ export const defaultHaltOn: readonly string[] = Object.freeze([
   "policy_indeterminate",
 ]);
 
-/** A gate that can also decide whether a refusal halts the run (the RunGuard does). */
+/**
+ * A gate that can also decide whether a refusal halts the run (the RunGuard does): `true`
+ * halts it for the refusal's reason, a string halts it for that reason (a streak of refusals
+ * halting as `no_progress`).
+ */
 export interface HaltingGate extends Gate {
-  haltOnRefusal?(call: ToolCall, decision: DenyDecision): boolean;
+  haltOnRefusal?(call: ToolCall, decision: DenyDecision): boolean | string;
 }
 
-/** Sorts gates by step, keeping the given order within a step. */
+/** Sorts gates by step, keeping the given order within a step. Shadow gates are left out. */
 export function sortGates(gates: readonly Gate[]): Gate[] {
   return gates
+    .filter((gate) => !isShadowGate(gate))
     .map((gate, index) => ({ gate, index, rank: stepOrder.indexOf(gate.step) }))
     .sort((a, b) => a.rank - b.rank || a.index - b.index)
+    .map((entry) => entry.gate);
+}
+
+/** The shadow gates among `gates`, in step order (judged beside the pipeline, never enforced). */
+export function shadowGatesOf(gates: readonly Gate[]): ShadowGate[] {
+  return gates
+    .map((gate, index) => ({ gate, index }))
+    .filter((entry): entry is { gate: ShadowGate; index: number } => isShadowGate(entry.gate))
+    .sort(
+      (a, b) =>
+        stepOrder.indexOf(a.gate.step) - stepOrder.indexOf(b.gate.step) || a.index - b.index,
+    )
     .map((entry) => entry.gate);
 }
 
@@ -170,7 +189,7 @@ class CallJudgement {
     const input = this.#input;
     const call = input.call;
     if (this.#breakerAcquired) input.breaker?.release();
-    const halts = shouldHalt(input, decision);
+    const haltReason = shouldHalt(input, decision);
     const record: DecisionRecord = {
       outcome: "deny",
       passed: [...this.#passed],
@@ -181,8 +200,8 @@ class CallJudgement {
       ...(gate ? { gate: gate.name } : {}),
       ...(decision.details ? { details: decision.details } : {}),
     };
-    if (halts && call.run && !call.run.halted) {
-      call.run.halt(decision.reason, at);
+    if (haltReason !== undefined && call.run && !call.run.halted) {
+      call.run.halt(haltReason, at);
       record.halted = true;
     }
     return approval ? { type: "deny", record, approval } : { type: "deny", record };
@@ -196,6 +215,7 @@ class CallJudgement {
           reason: "run_halted",
           message: `This run was halted (${run.haltReason}); no further tool calls are allowed.`,
           fixHints: ["Stop calling tools and tell the user the run was halted and why."],
+          details: { haltReason: run.haltReason ?? "halted" },
         }
       : undefined;
   }
@@ -331,16 +351,28 @@ function validate(call: ToolCall, tool: Tool | undefined): DenyDecision | undefi
   return undefined;
 }
 
-function shouldHalt(input: JudgeInput, decision: DenyDecision): boolean {
-  if (decision.reason === "run_halted") return false;
-  if (decision.halt === true || input.haltOn.includes(decision.reason)) return true;
+/**
+ * The reason the run halts for, when this refusal halts it: a gate's `halt` (with its
+ * `haltReason`), `haltOn`, or a gate's `haltOnRefusal`. A `run_halted` refusal halts only when
+ * its gate says so (the RunGuard refusing the loop after a warning); core's own halt-latch
+ * refusals never halt again.
+ */
+function shouldHalt(input: JudgeInput, decision: DenyDecision): string | undefined {
+  const own =
+    typeof decision.haltReason === "string" && decision.haltReason !== ""
+      ? decision.haltReason
+      : decision.reason;
+  if (decision.reason === "run_halted") return decision.halt === true ? own : undefined;
+  if (decision.halt === true || input.haltOn.includes(decision.reason)) return own;
   for (const gate of input.gates as readonly HaltingGate[]) {
     try {
-      if (gate.haltOnRefusal?.(input.call, decision)) return true;
+      const verdict = gate.haltOnRefusal?.(input.call, decision);
+      if (verdict === true) return decision.reason;
+      if (typeof verdict === "string" && verdict !== "") return verdict;
     } catch (error) {
       input.onError(error, `gate ${gate.name} haltOnRefusal`);
-      return true;
+      return decision.reason;
     }
   }
-  return false;
+  return undefined;
 }

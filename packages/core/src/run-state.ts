@@ -7,6 +7,8 @@ export interface AdmittedCall {
   tool: string;
   argsDigest: string;
   toolUseId: string;
+  /** The steps its decision passed (`2:policy`, `2.3:run_loop`, ...), when known. */
+  passed?: readonly string[];
 }
 
 /** A call the pipeline refused. */

@@ -15,6 +15,13 @@ export type {
   PolicyDocument,
 } from "./load-policy.js";
 export { loadPolicy, loadPolicyFile, policyDocumentSchema } from "./load-policy.js";
+export type {
+  NoProgressOptions,
+  NoProgressSettings,
+  NoProgressSignal,
+} from "./no-progress.js";
+export { noProgressDefaults } from "./no-progress.js";
+export { normalizeValue } from "./normalize-value.js";
 export type { PolicyGate, PolicyJson, PolicyOptions } from "./policy.js";
 export { policy } from "./policy.js";
 export type { DomainOptions, Predicate, WhenFunction } from "./predicate.js";
@@ -32,8 +39,17 @@ export {
 } from "./predicate.js";
 export type { RateLimit, RateLimitGate, RateLimitOptions } from "./rate-limit.js";
 export { rateLimit } from "./rate-limit.js";
+export type {
+  ReplayChange,
+  ReplayOptions,
+  ReplayOutcome,
+  ReplayReport,
+} from "./replay-runs.js";
+export { replayRuns } from "./replay-runs.js";
 export type { Effect, Rule, RuleInput, RuleOptions } from "./rule.js";
 export { allow, ask, deny } from "./rule.js";
-export type { RunGuardGate, RunGuardOptions } from "./run-guard.js";
+export type { RunGuardGate, RunGuardOptions, RunGuardSettings } from "./run-guard.js";
 export { runGuard } from "./run-guard.js";
+export type { ShadowGate, ShadowOptions } from "./shadow.js";
+export { shadow } from "./shadow.js";
 export type { CompiledWindow, TimeWindow, Weekday } from "./time-window.js";

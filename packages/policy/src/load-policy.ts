@@ -19,7 +19,12 @@ import {
 } from "./predicate.js";
 import { type RateLimit, type RateLimitGate, rateLimit } from "./rate-limit.js";
 import { type Rule, toRule } from "./rule.js";
-import { type RunGuardGate, resolveRunGuardOptions, runGuard } from "./run-guard.js";
+import {
+  type RunGuardGate,
+  type RunGuardSettings,
+  resolveRunGuardOptions,
+  runGuard,
+} from "./run-guard.js";
 import { weekdays } from "./time-window.js";
 
 const operators = ["gt", "lt", "in", "notIn", "matches", "domainNotIn"] as const;
@@ -143,6 +148,11 @@ const rateLimitSchema = v.strictObject({
   perTool: v.optional(v.boolean()),
 });
 
+const signalCount = v.union([
+  v.literal(false),
+  v.pipe(v.number(), v.integer(), v.minValue(2), v.maxValue(100)),
+]);
+
 const runGuardSchema = v.strictObject({
   haltOn: v.optional(
     v.array(
@@ -153,6 +163,19 @@ const runGuardSchema = v.strictObject({
   detectLoops: v.optional(v.boolean()),
   loopRepeats: v.optional(v.pipe(v.number(), v.integer(), v.minValue(2), v.maxValue(100))),
   maxLoopPeriod: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10))),
+  noProgress: v.optional(
+    v.union([
+      v.boolean(),
+      v.strictObject({
+        nearRepeats: v.optional(signalCount),
+        numberTolerance: v.optional(v.pipe(v.number(), v.finite(), v.minValue(0), v.maxValue(0.5))),
+        numberGap: v.optional(v.pipe(v.number(), v.gtValue(0))),
+        sameResults: v.optional(signalCount),
+        oscillations: v.optional(signalCount),
+        refusalStreak: v.optional(signalCount),
+      }),
+    ]),
+  ),
 });
 
 /** The schema of a version 1 policy document. */
@@ -254,7 +277,7 @@ export function loadPolicy(input: string | object, options: LoadPolicyOptions = 
     const extra = (): Record<string, JsonValue> => ({
       ...(rateLimitGate ? { rateLimits: rateLimitGate.limits as unknown as JsonValue } : {}),
       ...(document.runGuard
-        ? { runGuard: resolveRunGuardOptions(document.runGuard as never) as unknown as JsonValue }
+        ? { runGuard: guardDigestInput(resolveRunGuardOptions(document.runGuard as never)) }
         : {}),
     });
     const policyGate = createPolicyGate(
@@ -318,6 +341,14 @@ export async function loadPolicyFile(
       );
     throw error;
   }
+}
+
+/** The RunGuard's settings for the digest; no-progress detection left out when off, so older digests hold. */
+function guardDigestInput(settings: RunGuardSettings): JsonValue {
+  const { noProgress, ...rest } = settings;
+  return (noProgress === false
+    ? rest
+    : { ...rest, noProgress: { ...noProgress } }) as unknown as JsonValue;
 }
 
 function predicateOf(json: ConditionJson, where: string): Predicate {

@@ -61,6 +61,7 @@ describe("runGuard loop detection", () => {
       detectLoops: true,
       loopRepeats: 5,
       maxLoopPeriod: 5,
+      noProgress: false,
     });
   });
 
@@ -73,7 +74,12 @@ describe("runGuard loop detection", () => {
     });
     expect(refused[0]!.decision.halt).toBeUndefined();
     expect(refused[0]!.decision.fixHints).toContain("One more repeated loop ends the run.");
-    expect(refused[1]!.decision).toMatchObject({ reason: "loop_detected", halt: true });
+    expect(refused[1]!.decision).toMatchObject({
+      reason: "run_halted",
+      halt: true,
+      haltReason: "loop_detected",
+      details: { haltReason: "loop_detected", period: 1, tools: ["lookup_order"] },
+    });
   });
 
   it("trips on the fifteenth call of a three-call cycle", () => {
@@ -297,8 +303,12 @@ describe("runGuard through a real loop", () => {
     });
     expect(result.blocked[0]!.decision.halted).toBeUndefined();
     expect(result.blocked[1]).toMatchObject({
-      reason: "loop_detected",
-      decision: { refusedAt: "2.3:run_loop", halted: true },
+      reason: "run_halted",
+      decision: {
+        refusedAt: "2.3:run_loop",
+        halted: true,
+        details: { haltReason: "loop_detected" },
+      },
     });
     // The model saw the warning as a tool result.
     expect(JSON.stringify(model.requests[5]!.messages.at(-1))).toContain(
@@ -381,7 +391,7 @@ describe("runGuard under guardTool and withRun", () => {
         outcomes.push(await guarded({ order_id: "A1001" }));
       expect(
         outcomes.map((outcome) => (outcome.type === "refused" ? outcome.reason : outcome.type)),
-      ).toEqual(["ok", "ok", "ok", "ok", "loop_detected", "loop_detected", "run_halted"]);
+      ).toEqual(["ok", "ok", "ok", "ok", "loop_detected", "run_halted", "run_halted"]);
       expect(outcomes[4]).toMatchObject({ decision: { refusedAt: "2.3:run_loop" } });
       expect(outcomes[5]).toMatchObject({ decision: { refusedAt: "2.3:run_loop", halted: true } });
       expect(outcomes[6]).toMatchObject({ decision: { refusedAt: "0.7:run_halted" } });

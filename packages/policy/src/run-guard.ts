@@ -11,6 +11,14 @@ import {
   type ToolCall,
 } from "@loopguard/core";
 import { compileGlobs, type GlobMatcher } from "./glob.js";
+import {
+  type NoProgressFinding,
+  type NoProgressOptions,
+  type NoProgressSettings,
+  noProgressDetector,
+  ownReasons,
+  resolveNoProgress,
+} from "./no-progress.js";
 import { describeValue } from "./predicate.js";
 
 /** Options of `runGuard()`. */
@@ -25,6 +33,26 @@ export interface RunGuardOptions {
   loopRepeats?: number;
   /** The longest block (in calls) looked for: 1 to 10. Default 5. */
   maxLoopPeriod?: number;
+  /**
+   * Detect runs that make no progress without repeating exactly: near repeats, the same
+   * result again and again, A-B-A-B oscillation, a streak of refusals. Off by default (so the
+   * same tool with different arguments never trips); `true` turns every signal on with the
+   * measured defaults, an object tunes them. The response is graded: the first detection is
+   * refused as `no_progress` with fix hints, the second asks a person (`no_progress_approval`),
+   * the third halts the run (`run_halted`, halt reason `no_progress`).
+   */
+  noProgress?: boolean | NoProgressOptions;
+}
+
+/** The RunGuard settings in force, defaults filled in. */
+export interface RunGuardSettings {
+  haltOn: readonly string[];
+  irreversibleTools: readonly string[];
+  detectLoops: boolean;
+  loopRepeats: number;
+  maxLoopPeriod: number;
+  /** `false` when off. */
+  noProgress: Readonly<NoProgressSettings> | false;
 }
 
 /** The RunGuard gate (step 2.3, `run_loop`). */
@@ -32,16 +60,18 @@ export interface RunGuardGate extends HaltingGate {
   readonly name: "run_loop";
   readonly step: "2.3";
   /** The settings in force, defaults filled in. */
-  readonly settings: Readonly<Required<RunGuardOptions>>;
+  readonly settings: Readonly<RunGuardSettings>;
   digest(): string;
   check(call: ToolCall): GateDecision;
-  haltOnRefusal(call: ToolCall, decision: DenyDecision): boolean;
+  haltOnRefusal(call: ToolCall, decision: DenyDecision): boolean | string;
 }
 
 /** Per-run loop state, kept in `run.scratch` and rebuilt from `run.calls` when missing. */
 interface LoopState {
   /** How many of `run.calls` are folded in. */
   seen: number;
+  /** How many of them are counted (passed a RunGuard): the position of the next call. */
+  counted: number;
   /** The last `period` call keys, as a ring indexed by call position. */
   ring: string[];
   /** `streak[p]`: how many calls in a row ended equal to the call `p` before them. */
@@ -63,10 +93,14 @@ const reasonPattern = /^[a-z][a-z0-9_]{0,63}$/;
  *
  * Loops: over the run's admitted calls, as (tool, digest of canonical arguments), when a block
  * of 1 to `maxLoopPeriod` calls has just repeated `loopRepeats` times in a row counting the
- * current call, the call is refused as `loop_detected`; the next call that completes a loop
- * halts the run. One call made five times trips on the fifth; a three-call cycle on its
- * fifteenth call; the same tool with different arguments never. Each check costs
- * O(maxLoopPeriod) amortised: the state follows `run.calls` incrementally.
+ * current call, the call is refused as `loop_detected` with hints to change approach; the
+ * next call that completes a loop halts the run and is refused as `run_halted` (its details
+ * name the loop; the run's halt reason is `loop_detected`). One call made five times trips on
+ * the fifth; a three-call cycle on its fifteenth call; the same tool with different arguments
+ * never. Each check costs O(maxLoopPeriod) amortised: the state follows `run.calls`
+ * incrementally.
+ *
+ * No progress (opt-in, `noProgress`): see {@link RunGuardOptions.noProgress}.
  *
  * A call outside any run is refused as `run_guard_outside_run`.
  *
@@ -84,13 +118,22 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
   const needed = new Int32Array(period + 1);
   for (let p = 1; p <= period; p += 1) needed[p] = p * (settings.loopRepeats - 1);
   const scratchKey = `loopguard.policy.run_loop:${period}`;
-  const digest = sha256(canonicalJson({ kind: "run_guard", ...settings }));
+  const digest = sha256(
+    canonicalJson({
+      kind: "run_guard",
+      ...settings,
+      // Off is left out so digests of guards without it stay what they were.
+      noProgress: settings.noProgress === false ? undefined : { ...settings.noProgress },
+    } as never),
+  );
+  const detector = settings.noProgress ? noProgressDetector(settings.noProgress) : undefined;
 
   const stateOf = (run: RunState): LoopState => {
     let state = run.scratch.get(scratchKey) as LoopState | undefined;
     if (!state || state.seen > run.calls.length || state.refusalsSeen > run.refusals.length) {
       state = {
         seen: 0,
+        counted: 0,
         ring: new Array<string>(period).fill(""),
         streak: new Int32Array(period + 1),
         refusalsSeen: 0,
@@ -100,18 +143,68 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
     }
     for (; state.seen < run.calls.length; state.seen += 1) {
       const call = run.calls[state.seen]!;
+      // Only calls whose pipeline carried a RunGuard count (a guardTool without one, in the
+      // same run, does not); calls recorded without their steps count, as before.
+      if (call.passed !== undefined && !call.passed.includes("2.3:run_loop")) continue;
       const key = `${call.tool}\u0000${call.argsDigest}`;
-      const index = state.seen;
+      const index = state.counted;
       for (let p = 1; p <= period; p += 1) {
         state.streak[p] =
           index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
       }
       state.ring[index % period] = key;
+      state.counted += 1;
     }
     for (; state.refusalsSeen < run.refusals.length; state.refusalsSeen += 1) {
       if (run.refusals[state.refusalsSeen]!.reason === "loop_detected") state.warned = true;
     }
     return state;
+  };
+
+  const detectLoop = (call: ToolCall, run: RunState): GateDecision => {
+    const state = stateOf(run);
+    const index = state.counted;
+    const key = `${call.tool}\u0000${digestOf(call.args)}`;
+    let tripped = 0;
+    for (let p = 1; p <= period; p += 1) {
+      const streak =
+        index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
+      if (streak >= needed[p]!) {
+        tripped = p;
+        break;
+      }
+    }
+    if (tripped === 0) return allowDecision;
+    const block = tripped === 1 ? `the same ${call.tool} call` : `the same ${tripped} calls`;
+    // The block that repeated, oldest first: the tools of the last `tripped - 1` calls, then this one.
+    const tools: string[] = [];
+    for (let back = tripped - 1; back >= 1; back -= 1) {
+      const ringKey = state.ring[(index - back) % period]!;
+      tools.push(ringKey.slice(0, ringKey.indexOf("\u0000")));
+    }
+    tools.push(call.tool);
+    const loop = { period: tripped, repeats: settings.loopRepeats, tools };
+    if (state.warned) {
+      return {
+        type: "deny",
+        reason: "run_halted",
+        message: `This run repeated ${block} ${settings.loopRepeats} times in a row again after a warning, so it was halted (loop_detected).`,
+        fixHints: ["Stop calling tools and tell the user what you tried and why it did not work."],
+        halt: true,
+        haltReason: "loop_detected",
+        details: { haltReason: "loop_detected", ...loop },
+      };
+    }
+    return {
+      type: "deny",
+      reason: "loop_detected",
+      message: `This call would repeat ${block} ${settings.loopRepeats} times in a row with the same arguments; it was refused because the run looks stuck in a loop.`,
+      fixHints: [
+        "Change approach: use what earlier calls returned, try different arguments or another tool, or answer the user.",
+        "One more repeated loop ends the run.",
+      ],
+      details: loop,
+    };
   };
 
   const gate: RunGuardGate = {
@@ -129,57 +222,30 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
           fixHints: ["Call guarded tools inside withRun({ agentId }, async (run) => { ... })."],
         };
       }
-      if (!settings.detectLoops) return allowDecision;
-      const state = stateOf(run);
-      const index = run.calls.length;
-      const key = `${call.tool}\u0000${digestOf(call.args)}`;
-      let tripped = 0;
-      for (let p = 1; p <= period; p += 1) {
-        const streak =
-          index >= p && state.ring[(index - p) % period] === key ? state.streak[p]! + 1 : 0;
-        if (streak >= needed[p]!) {
-          tripped = p;
-          break;
-        }
-      }
-      if (tripped === 0) return allowDecision;
-      const block = tripped === 1 ? `the same ${call.tool} call` : `the same ${tripped} calls`;
-      const details = { period: tripped, repeats: settings.loopRepeats };
-      if (state.warned) {
-        return {
-          type: "deny",
-          reason: "loop_detected",
-          message: `This run repeated ${block} ${settings.loopRepeats} times in a row again after a warning, so it was halted.`,
-          fixHints: [
-            "Stop calling tools and tell the user what you tried and why it did not work.",
-          ],
-          halt: true,
-          details: { ...details, halted: true },
-        };
-      }
-      return {
-        type: "deny",
-        reason: "loop_detected",
-        message: `This call would repeat ${block} ${settings.loopRepeats} times in a row with the same arguments; it was refused because the run looks stuck in a loop.`,
-        fixHints: [
-          "Change approach: use what earlier calls returned, try different arguments or another tool, or answer the user.",
-          "One more repeated loop ends the run.",
-        ],
-        details,
-      };
+      const loop = settings.detectLoops ? detectLoop(call, run) : allowDecision;
+      if (loop.type !== "allow" || !detector) return loop;
+      const finding = detector.detect(call, run);
+      return finding ? noProgressDecision(call, finding, detector.stage(run, call)) : allowDecision;
     },
     haltOnRefusal(call, decision) {
       if (haltOn.has(decision.reason)) return true;
-      return irreversible?.test(call.tool) === true;
+      if (irreversible?.test(call.tool) === true) return true;
+      // A long streak of refusals halts even when they happen before step 2.3.
+      if (
+        detector &&
+        call.run &&
+        !ownReasons.has(decision.reason) &&
+        detector.haltsStreak(call.run)
+      )
+        return "no_progress";
+      return false;
     },
   };
   return Object.freeze(gate);
 }
 
 /** Validates RunGuard options and fills in the defaults; throws a clear error on a bad setting. */
-export function resolveRunGuardOptions(
-  options: RunGuardOptions,
-): Readonly<Required<RunGuardOptions>> {
+export function resolveRunGuardOptions(options: RunGuardOptions): Readonly<RunGuardSettings> {
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError(
       '[policy] runGuard(options): options must be an object such as { irreversibleTools: ["issue_refund"] }',
@@ -225,5 +291,42 @@ export function resolveRunGuardOptions(
     detectLoops,
     loopRepeats,
     maxLoopPeriod,
+    noProgress: resolveNoProgress(options.noProgress),
   });
+}
+
+/** The graded answer to a no-progress finding: warn, then ask a person, then halt. */
+function noProgressDecision(
+  call: ToolCall,
+  finding: NoProgressFinding,
+  stage: "warn" | "ask" | "halt",
+): GateDecision {
+  const details = { signal: finding.signal, count: finding.count, stage };
+  if (stage === "warn")
+    return {
+      type: "deny",
+      reason: "no_progress",
+      message: `This call was refused because the run is not making progress: ${finding.what}.`,
+      fixHints: [
+        "Change approach: use what earlier calls returned, try a different tool, or answer the user with what you have.",
+        "If this goes on, the next such call needs a person's approval, and the one after ends the run.",
+      ],
+      details,
+    };
+  if (stage === "ask")
+    return {
+      type: "ask",
+      reason: "no_progress_approval",
+      message: `The run was warned that it is not making progress and goes on (${finding.what}); a person must approve this ${call.tool} call.`,
+      details,
+    };
+  return {
+    type: "deny",
+    reason: "run_halted",
+    message: `This run made no progress after a warning and a review (${finding.what}), so it was halted (no_progress).`,
+    fixHints: ["Stop calling tools and tell the user what you tried and why it did not work."],
+    halt: true,
+    haltReason: "no_progress",
+    details: { haltReason: "no_progress", ...details },
+  };
 }

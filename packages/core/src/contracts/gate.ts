@@ -59,6 +59,12 @@ export interface DenyDecision {
   fixHints?: string[];
   /** Whether this refusal should halt the run (a gate may insist; RunGuard decides too). */
   halt?: boolean;
+  /**
+   * With `halt`, the reason the run halts for (`run.haltReason`), when it is not the refusal's
+   * own: the RunGuard refuses the loop after a warning as `run_halted` and halts the run for
+   * `loop_detected`. Default: `reason`.
+   */
+  haltReason?: string;
   /** Extra facts to record with the decision. */
   details?: Record<string, JsonValue>;
 }
@@ -82,6 +88,25 @@ export interface CallOutcome {
   /** The refusal reason, when refused. */
   reason?: string;
   durationMs: number;
+}
+
+/**
+ * A gate run in shadow mode (`shadow(gate)` in `@loopguard/policy`): it never refuses (its
+ * `check` allows) and core calls `judge` beside the enforcing pipeline, recording a
+ * `shadow-decision` event wherever the candidate would have decided differently. A `judge`
+ * that throws is recorded as an error and never affects enforcement.
+ */
+export interface ShadowGate extends Gate {
+  readonly mode: "shadow";
+  judge(call: ToolCall): GateDecision | Promise<GateDecision>;
+}
+
+/** Whether a gate runs in shadow mode. */
+export function isShadowGate(gate: Gate): gate is ShadowGate {
+  return (
+    (gate as Partial<ShadowGate>).mode === "shadow" &&
+    typeof (gate as Partial<ShadowGate>).judge === "function"
+  );
 }
 
 /**
