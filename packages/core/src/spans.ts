@@ -240,6 +240,10 @@ export class SpanBuilder {
             "loopguard.cost_usd": event.costUsd,
             "loopguard.latency_ms": event.latencyMs,
             "loopguard.attempts": event.attempts,
+            "loopguard.stream": event.streamed === true,
+            ...(event.firstChunkMs !== undefined
+              ? { "loopguard.time_to_first_chunk_ms": event.firstChunkMs }
+              : {}),
           });
           model.content = { ...model.content, output: event.response.content };
           this.#end(done, model, at);

@@ -13,6 +13,10 @@ export const GenAi = {
   providerName: "gen_ai.provider.name",
   requestModel: "gen_ai.request.model",
   requestMaxTokens: "gen_ai.request.max_tokens",
+  /** Whether the request streamed (conditionally required when it did). */
+  requestStream: "gen_ai.request.stream",
+  /** Seconds from sending a streaming request to its first chunk. */
+  responseTimeToFirstChunk: "gen_ai.response.time_to_first_chunk",
   responseModel: "gen_ai.response.model",
   responseId: "gen_ai.response.id",
   responseFinishReasons: "gen_ai.response.finish_reasons",

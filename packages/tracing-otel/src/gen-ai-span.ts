@@ -40,6 +40,8 @@ const replaced = new Set([
   "loopguard.usage.output_tokens",
   "loopguard.usage.cache_read_tokens",
   "loopguard.usage.cache_write_tokens",
+  "loopguard.stream",
+  "loopguard.time_to_first_chunk_ms",
   "loopguard.tool.name",
   "loopguard.tool.call_id",
 ]);
@@ -101,6 +103,12 @@ export function genAiSpanOf(
       if (requested && requested !== "model") attributes[GenAi.requestModel] = requested;
       if (typeof source["loopguard.request.max_tokens"] === "number")
         attributes[GenAi.requestMaxTokens] = source["loopguard.request.max_tokens"];
+      if (source["loopguard.stream"] === true) {
+        attributes[GenAi.requestStream] = true;
+        const firstChunkMs = source["loopguard.time_to_first_chunk_ms"];
+        if (typeof firstChunkMs === "number")
+          attributes[GenAi.responseTimeToFirstChunk] = firstChunkMs / 1000;
+      }
       const responseModel = text(source["loopguard.response.model"]);
       if (responseModel) attributes[GenAi.responseModel] = responseModel;
       const responseId = text(source["loopguard.response.id"]);
