@@ -141,6 +141,8 @@ export interface ToolCallResultEvent {
   step: number;
   toolUseId: string;
   tool: string;
+  /** Present when the tool declared `trust: "trusted"` and the call succeeded. */
+  trust?: "trusted";
   status: "ok" | "error";
   /** The exact `tool_result` content sent to the model (enveloped). */
   content: string;

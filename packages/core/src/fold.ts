@@ -349,6 +349,8 @@ export function recordCall(
         tool: event.tool,
         argsDigest: event.argsDigest,
         toolUseId: event.toolUseId,
+        args: event.args,
+        outputsBefore: state.outputs.length,
         ...(event.decision?.passed ? { passed: event.decision.passed } : {}),
       });
       return;
@@ -365,6 +367,7 @@ export function recordCall(
         tool: event.tool,
         toolUseId: event.toolUseId,
         text: reveal ? reveal(event.content) : event.content,
+        trust: event.trust === "trusted" && !event.isError ? "trusted" : "untrusted",
         ...(event.scan
           ? {
               scan: {

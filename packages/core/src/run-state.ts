@@ -7,6 +7,10 @@ export interface AdmittedCall {
   tool: string;
   argsDigest: string;
   toolUseId: string;
+  /** The arguments the model wrote (as logged), for gates that trace where a value appeared first. */
+  args?: Readonly<Record<string, JsonValue>>;
+  /** How many outputs the run had seen when this call was admitted (its place in the history). */
+  outputsBefore?: number;
   /** The steps its decision passed (`2:policy`, `2.3:run_loop`, ...), when known. */
   passed?: readonly string[];
 }
@@ -30,6 +34,8 @@ export interface SeenOutput {
    */
   text: string;
   scan?: Pick<ScanResult, "verdict" | "score"> & { rules: string[] };
+  /** Whose text it is: `trusted` only when the tool declared `trust: "trusted"`. */
+  trust?: "trusted" | "untrusted";
 }
 
 /** Money, tokens and steps spent so far. */

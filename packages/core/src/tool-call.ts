@@ -191,6 +191,7 @@ export class ToolCallPath {
         step: scope.step,
         toolUseId,
         tool: tool.name,
+        ...(tool.trust === "trusted" ? { trust: "trusted" as const } : {}),
         status: "ok",
         content,
         isError: false,

@@ -32,6 +32,13 @@ export interface ToolOptions<TSchema extends ObjectSchema, TResult> {
   input: TSchema;
   /** Guarded by the taint gate: arguments must not carry values from flagged text. */
   sensitive?: boolean;
+  /**
+   * Whose text the tool returns: `trusted` for internal lookups (the customer record, the order
+   * database), `untrusted` (the default) for anything a third party can write (pages, emails,
+   * tickets, KB articles). Gates that demand trusted provenance accept only values that came
+   * from the task, run attributes or a trusted tool's output.
+   */
+  trust?: "trusted" | "untrusted";
   /** Safe to retry automatically on a transient failure. Default `false`. */
   idempotent?: boolean;
   /** Milliseconds before the call is abandoned. Default 30 000. */
@@ -50,6 +57,8 @@ export interface Tool<TArgs = Record<string, unknown>, TResult = unknown> {
   readonly name: string;
   readonly description: string;
   readonly sensitive: boolean;
+  /** Whose text the tool returns; `untrusted` unless declared. */
+  readonly trust: "trusted" | "untrusted";
   readonly idempotent: boolean;
   readonly timeoutMs: number;
   readonly costUsd: number;
@@ -107,6 +116,12 @@ export function tool<TSchema extends ObjectSchema, TResult>(
       `[core] tool "${name}": run must be a function (args, context) => result`,
     );
   }
+  const trust = options.trust ?? "untrusted";
+  if (trust !== "trusted" && trust !== "untrusted") {
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": trust must be "trusted" or "untrusted", got ${JSON.stringify(options.trust)}`,
+    );
+  }
   const timeoutMs = options.timeoutMs ?? 30_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
     throw new InvalidArgumentError(
@@ -137,6 +152,7 @@ export function tool<TSchema extends ObjectSchema, TResult>(
     name,
     description,
     sensitive: options.sensitive ?? false,
+    trust,
     idempotent: options.idempotent ?? false,
     timeoutMs,
     costUsd,
