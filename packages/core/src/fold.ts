@@ -49,6 +49,13 @@ export function textOf(content: readonly ContentBlock[] | string): string {
  * the stored log, so a resumed run holds exactly the state (and conversation) of an uncrashed
  * one. `apply` throws `CorruptLogError`, naming the event, when the log cannot be a run.
  */
+/**
+ * The `model` of a run `withRun` logs for guarded calls. Such a run has no model turns: each
+ * guarded call stands alone, its approvals stay open until answered, and an approval admits
+ * the identical call (same tool, same argument digest) once.
+ */
+export const guardRunModel = "loopguard:guard";
+
 export class RunFold {
   readonly start: RunStartEvent;
   readonly state: RunState;
@@ -71,6 +78,10 @@ export class RunFold {
   /** A digest chained over every message, so two runs that send the same bytes agree. */
   chainDigest = "";
   nextSeq = 1;
+  /** In a guard run: the approvals that have admitted their call (each admits one). */
+  readonly usedApprovals = new Set<string>();
+  /** In a guard run: the tool-use ids of its calls. */
+  readonly #guardCalls = new Set<string>();
   #sessionStart: number;
   #lastAt: number;
   #activeBefore = 0;
@@ -159,6 +170,8 @@ export class RunFold {
   }
 
   #closeTurn(): void {
+    // A guard run's calls never form a turn of the conversation.
+    if (this.start.model === guardRunModel) return;
     const turn = this.pendingTurn;
     if (!turn || turn.results.size < turn.toolUses.length) return;
     if (!turn.toolUses.every((use) => turn.results.has(use.id))) return;
@@ -167,6 +180,7 @@ export class RunFold {
   }
 
   #requireTurn(toolUseId: string, at: string): PendingTurn {
+    if (this.start.model === guardRunModel) return this.#guardTurn(toolUseId);
     const turn = this.pendingTurn;
     if (!turn || !turn.toolUses.some((use) => use.id === toolUseId)) {
       throw new CorruptLogError(
@@ -263,6 +277,7 @@ export class RunFold {
         const turn = this.#requireTurn(event.toolUseId, at);
         turn.intents.set(event.toolUseId, event);
         recordCall(state, event, this.#reveal);
+        if (this.start.model === guardRunModel) this.#useApproval(turn, event);
         break;
       }
       case "tool-call-refusal": {
@@ -330,6 +345,37 @@ export class RunFold {
   }
 
   #lastPreResume: number | undefined;
+
+  /** A guard run's one standing turn, holding every call and approval of the run. */
+  #guardTurn(toolUseId: string): PendingTurn {
+    this.pendingTurn ??= {
+      step: 0,
+      toolUses: [],
+      results: new Map(),
+      intents: new Map(),
+      approvals: new Map(),
+    };
+    if (!this.#guardCalls.has(toolUseId)) {
+      this.#guardCalls.add(toolUseId);
+      this.pendingTurn.toolUses.push({ type: "tool_use", id: toolUseId, name: "", input: {} });
+    }
+    return this.pendingTurn;
+  }
+
+  /** An admitted guard call uses the oldest unused approval of the same tool and arguments. */
+  #useApproval(turn: PendingTurn, intent: ToolCallIntentEvent): void {
+    for (const { request, decision } of turn.approvals.values()) {
+      if (
+        decision?.decision === "approve" &&
+        request.tool === intent.tool &&
+        request.argsDigest === intent.argsDigest &&
+        !this.usedApprovals.has(request.requestId)
+      ) {
+        this.usedApprovals.add(request.requestId);
+        return;
+      }
+    }
+  }
 }
 
 /**

@@ -5,16 +5,26 @@ import type { Approver } from "./approval.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
 import type { Gate, ToolCall } from "./contracts/gate.js";
 import type { Scanner } from "./contracts/scanner.js";
+import { digestOf } from "./digest.js";
 import { InvalidArgumentError } from "./errors.js";
 import type { DecisionRecord, RunEvent } from "./events.js";
 import { recordCall } from "./fold.js";
+import {
+  checkRunLogOptions,
+  type GuardRunLog,
+  openGuardRun,
+  type WithRunContext,
+  wantsLog,
+} from "./guard-run.js";
 import type { OutputEnvelope, RecordedScan } from "./output.js";
 import { defaultHaltOn, policyDigestOf, sortGates } from "./pipeline.js";
 import { type RunContextInput, RunState } from "./run-state.js";
 import { tool as declareTool, type Tool } from "./tool.js";
-import { type CallScope, ToolCallPath } from "./tool-call.js";
+import { type CallScope, ToolCallPath, type ToolPathOptions } from "./tool-call.js";
 
 const storage = new AsyncLocalStorage<RunState>();
+/** The log of each run `withRun` opened with a store, exporters, a budget or durable approvals. */
+const runLogs = new WeakMap<RunState, GuardRunLog>();
 /** The signal of a guarded call whose caller passed none: it never aborts (tools still time out). */
 const neverAborted = new AbortController().signal;
 
@@ -23,16 +33,20 @@ export type RunHandle = RunState;
 
 /**
  * Runs `fn` inside a run: every guarded tool called from it (however deep, across awaits)
- * shares the run's halt latch, loop detection, taint and call history.
+ * shares the run's halt latch, loop detection, taint and call history. Given a `store`
+ * (or `exporters`, `onEvent`, a `budget`, a `vault`, durable approvals), the run is logged
+ * like the loop's: `run-start`, each guarded call's intent or refusal and result, approvals,
+ * `run-halt`, and `run-end` when `fn` settles (none while an approval is open: the run waits
+ * as `awaiting_approval`, and `withRun` with the same `runId` continues it).
  *
  * @example
- * await withRun({ agentId: "assistant" }, async (run) => {
- *   const outcome = await guardedRefund({ order_id: "A1001", amount: 89.99, reason: "damaged" });
+ * await withRun({ agentId: "assistant", store: jsonlEventStore({ dir: ".loopguard/runs" }) }, async (run) => {
+ *   const outcome = await guardedRefund({ order_id: "A1001", amount: 89.99, reason: "damaged" }, { toolUseId });
  *   if (run.halted) console.log("stopped:", run.haltReason);
  * });
  */
 export function withRun<T>(
-  context: RunContextInput,
+  context: WithRunContext,
   fn: (run: RunHandle) => T | Promise<T>,
 ): Promise<T> {
   if (context === null || typeof context !== "object") {
@@ -42,12 +56,35 @@ export function withRun<T>(
   }
   if (typeof fn !== "function")
     throw new InvalidArgumentError("[core] withRun(context, fn): fn must be a function");
+  if (wantsLog(context)) {
+    checkRunLogOptions(context);
+    return withLoggedRun(context, fn);
+  }
   const run = new RunState({
     ...context,
     runId: context.runId ?? `run_${randomBytes(8).toString("hex")}`,
     agentId: context.agentId ?? "agent",
   });
   return storage.run(run, async () => fn(run));
+}
+
+async function withLoggedRun<T>(
+  context: WithRunContext,
+  fn: (run: RunHandle) => T | Promise<T>,
+): Promise<T> {
+  const { state, log } = await openGuardRun(context);
+  runLogs.set(state, log);
+  return storage.run(state, async () => {
+    let result: T;
+    try {
+      result = await fn(state);
+    } catch (error) {
+      await log.finish(error);
+      throw error;
+    }
+    await log.finish();
+    return result;
+  });
 }
 
 /** The run the caller is inside, if any. */
@@ -118,13 +155,36 @@ export function guardTool<TArgs, TResult>(
   options: GuardOptions = {},
 ): GuardedTool<TArgs, TResult> {
   const item = toTool(target, options) as Tool<any, any>;
-  const path = guardPath(options);
+  const pathOptions = guardPathOptions(options);
+  const path = new ToolCallPath(pathOptions);
+  // A logged run may tokenise with its vault and park asks: its own path, made once per run.
+  const loggedPaths = new WeakMap<GuardRunLog, ToolCallPath>();
+  const pathOf = (log: GuardRunLog): ToolCallPath => {
+    let own = loggedPaths.get(log);
+    if (!own) {
+      own = new ToolCallPath({
+        ...pathOptions,
+        vault: log.vault,
+        approval: { ...pathOptions.approval, durable: log.durable },
+      });
+      loggedPaths.set(log, own);
+    }
+    return own;
+  };
+  let warnedNoToolUseId = false;
 
   const guarded = async (
     args: TArgs,
     callOptions: { toolUseId?: string; signal?: AbortSignal } = {},
   ): Promise<GuardOutcome<TResult>> => {
     const run = storage.getStore();
+    if (!callOptions.toolUseId && !warnedNoToolUseId) {
+      warnedNoToolUseId = true;
+      process.emitWarning(
+        `[core] guardTool(${item.name}) was called without a toolUseId, so its idempotency key (runId:toolUseId) is random and a retried call gets a new one; pass the host's tool-call id: guarded(args, { toolUseId })`,
+        { code: "LOOPGUARD_NO_TOOL_USE_ID" },
+      );
+    }
     const toolUseId = callOptions.toolUseId ?? `call_${randomUUID()}`;
     const runId = run?.runId ?? "no-run";
     const call: ToolCall = {
@@ -136,15 +196,26 @@ export function guardTool<TArgs, TResult>(
       idempotent: item.idempotent,
       run,
     };
-    const scope: CallScope = {
-      runId,
-      agentId: run?.agentId ?? "agent",
-      step: run?.spend.steps ?? 0,
-      write: run ? (...events) => recordOnRun(run, events) : noWrite,
-    };
+    const log = run ? runLogs.get(run) : undefined;
+    const scope: CallScope = log
+      ? {
+          runId,
+          agentId: run!.agentId,
+          step: run!.spend.steps,
+          write: (...events) => log.writer.write(...events),
+          recordedApproval: () => log.approvalOf(item.name, digestOf(call.args)),
+          budget: (tool) => log.budget(tool),
+        }
+      : {
+          runId,
+          agentId: run?.agentId ?? "agent",
+          step: run?.spend.steps ?? 0,
+          write: run ? (...events) => recordOnRun(run, events) : noWrite,
+        };
     const signal = callOptions.signal ?? neverAborted;
     try {
-      const admission = await path.admit(scope, call, item, signal);
+      const callPath = log ? pathOf(log) : path;
+      const admission = await callPath.admit(scope, call, item, signal);
       if (admission.type === "refused") {
         const record = admission.record;
         return {
@@ -155,9 +226,8 @@ export function guardTool<TArgs, TResult>(
           decision: record,
         };
       }
-      if (admission.type === "parked")
-        return { type: "error", kind: "parked", message: "[core] guarded calls never park" };
-      const done = await path.perform(
+      if (admission.type === "parked") return pendingRefusal(admission.record, log, item, call);
+      const done = await callPath.perform(
         scope,
         item,
         toolUseId,
@@ -179,7 +249,42 @@ export function guardTool<TArgs, TResult>(
   return Object.assign(guarded, { tool: item as Tool<TArgs, TResult> });
 }
 
-function guardPath(options: GuardOptions): ToolCallPath {
+/**
+ * A call whose ask was parked (durable approvals): refused as `approval_pending` with the
+ * request id; the identical call is admitted once a person approves it.
+ */
+function pendingRefusal(
+  record: DecisionRecord,
+  log: GuardRunLog | undefined,
+  item: Tool<any, any>,
+  call: ToolCall,
+): GuardOutcome<never> {
+  const request = log?.approvalOf(item.name, digestOf(call.args))?.request;
+  const requestId = request?.requestId ?? "unknown";
+  const runId = call.run?.runId ?? "no-run";
+  const message = `A person must approve this call first (${request?.reason ?? "approval"}: ${request?.message ?? "the policy asks"}). The request ${requestId} is recorded and run ${runId} waits for an answer.`;
+  const decision: DecisionRecord = {
+    ...record,
+    outcome: "deny",
+    refusedAt: "3:approval",
+    reason: "approval_pending",
+    message,
+    fixHints: [
+      "Tell the user the call waits for approval; do not retry it with other arguments to get around the approval.",
+      `Once approved (loopguard approve ${runId} --request ${requestId}), make the identical call again: it is admitted once.`,
+    ],
+    details: { ...(record.details ?? {}), requestId, runId },
+  };
+  return {
+    type: "refused",
+    reason: "approval_pending",
+    message,
+    fixHints: decision.fixHints!,
+    decision,
+  };
+}
+
+function guardPathOptions(options: GuardOptions): ToolPathOptions {
   const gates = sortGates(options.gates ?? []);
   for (const [index, gate] of gates.entries()) {
     if (!gate || typeof gate.check !== "function")
@@ -188,7 +293,7 @@ function guardPath(options: GuardOptions): ToolCallPath {
       );
   }
   const haltOn = options.haltOn ?? defaultHaltOn;
-  return new ToolCallPath({
+  return {
     gates,
     haltOn,
     policyDigest: policyDigestOf(gates, haltOn),
@@ -211,7 +316,7 @@ function guardPath(options: GuardOptions): ToolCallPath {
         // nowhere left to report
       }
     },
-  });
+  };
 }
 
 const noWrite = (): Promise<void> => Promise.resolve();

@@ -98,9 +98,16 @@ export { runEventTypes } from "./events.js";
 export type { ExecuteOptions, ToolExecution } from "./execute.js";
 export { executeTool, formatToolOutput } from "./execute.js";
 export type { PendingTurn } from "./fold.js";
-export { foldRun, RunFold, textOf } from "./fold.js";
+export { foldRun, guardRunModel, RunFold, textOf } from "./fold.js";
 export type { GuardedTool, GuardOptions, GuardOutcome, RunHandle } from "./guard.js";
 export { currentRun, guardTool, withRun } from "./guard.js";
+export type {
+  GuardApprovalAnswer,
+  GuardBudget,
+  RunLogOptions,
+  WithRunContext,
+} from "./guard-run.js";
+export { approveRun } from "./guard-run.js";
 export type { JsonValue } from "./json.js";
 export { canonicalJson } from "./json.js";
 export { filterSummaries, memoryEventStore } from "./memory-event-store.js";

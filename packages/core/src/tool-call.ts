@@ -54,7 +54,7 @@ export interface CallScope {
 export type Admission =
   | { type: "admitted"; args: Record<string, JsonValue> }
   | { type: "refused"; record: DecisionRecord }
-  | { type: "parked" };
+  | { type: "parked"; record: DecisionRecord };
 
 /** How an admitted call ended. */
 export type Performance =
@@ -112,7 +112,7 @@ export class ToolCallPath {
       ...(tool ? { breaker: breakerOf(tool, options.breaker) } : {}),
       onError: options.reportError,
     });
-    if (judgement.type === "park") return { type: "parked" };
+    if (judgement.type === "park") return { type: "parked", record: judgement.record };
     if (judgement.type === "deny") {
       await scope.write({
         type: "tool-call-refusal",
