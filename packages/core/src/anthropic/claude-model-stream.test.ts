@@ -4,7 +4,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { MessageStreamEvent, ModelRequest } from "../contracts/model.js";
 import { LoopguardError } from "../errors.js";
 import { createAgent, tool } from "../index.js";
-import { type MessagesApiServer, messagesApiServer, type ServerReply } from "../testing/index.js";
+import {
+  type MessagesApiServer,
+  memoryEventStore,
+  messagesApiServer,
+  type ServerReply,
+} from "../testing/index.js";
 import { claudeModel, MissingApiKeyError } from "./index.js";
 
 const fakeKey = "sk-ant-test-not-a-real-key";
@@ -91,6 +96,53 @@ describe("claudeModel streaming (real SDK, loopback server)", () => {
     expect(seen).toHaveLength(3);
     expect(error).toBeInstanceOf(sdk.APIUserAbortError);
     expect(model.classifyError!(error)).toEqual({ retryable: false, kind: "aborted" });
+  });
+});
+
+describe("claudeModel with malformed streams (real SDK)", () => {
+  it("retries a step whose SSE was not JSON and completes; the retry says why", async () => {
+    const api = await start([
+      {
+        type: "message",
+        message: { content: "x" },
+        stream: { raw: "event: message_start\ndata: {not json\n\n" },
+      },
+      { type: "message", message: { content: "Recovered." } },
+    ]);
+    const store = memoryEventStore();
+    const agent = createAgent({
+      model: claudeModel({ baseURL: api.url, apiKey: fakeKey, model: "claude-sonnet-5-5" }),
+      tools: [],
+      store,
+      retry: { baseDelayMs: 1 },
+    });
+    const result = await agent.run("Hi");
+    expect(result.status).toBe("completed");
+    expect(result.answer).toBe("Recovered.");
+    const log = await store.read(result.runId);
+    expect(log.find((event) => event.type === "model-retry")).toMatchObject({
+      kind: "malformed_stream",
+      message: expect.stringMatching(/^\[core\] the model's stream sent an event that is not JSON/),
+    });
+  });
+
+  it("fails a run whose every attempt is cut, with a [core] error that says so", async () => {
+    const cut = {
+      type: "message" as const,
+      message: { content: "cut" },
+      stream: { cutAfterEvents: 3 },
+    };
+    const api = await start([cut, cut]);
+    const agent = createAgent({
+      model: claudeModel({ baseURL: api.url, apiKey: fakeKey, model: "claude-sonnet-5-5" }),
+      tools: [],
+      retry: { baseDelayMs: 1, maxAttempts: 2 },
+    });
+    const result = await agent.run("Hi");
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatch(
+      /^\[core\] the model call failed \(stream_cut\) after 2 attempts: .*ended without message_stop/,
+    );
   });
 });
 
@@ -201,7 +253,7 @@ describe("claudeModel without an API key", () => {
       expect(LoopguardError.isInstance(error)).toBe(true);
       expect(error.message).toMatch(/^\[core\] claudeModel has no API key: set ANTHROPIC_API_KEY/);
       expect(error.message).toContain("scriptedModel");
-      expect(error.message).toContain("--offline");
+      expect(error.message).toContain("loopguard demo");
       expect(model.classifyError!(error)).toEqual({ retryable: false, kind: "missing_api_key" });
       expect(api.requests).toHaveLength(0);
     } finally {

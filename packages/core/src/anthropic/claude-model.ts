@@ -10,7 +10,7 @@ import type {
   ToolSpec,
 } from "../contracts/model.js";
 import { InvalidArgumentError, LoopguardError } from "../errors.js";
-import { createMessageAssembler } from "../stream/assemble-message.js";
+import { createMessageAssembler, StreamProtocolError } from "../stream/assemble-message.js";
 import { classifyClaudeError } from "./classify-claude-error.js";
 import { loadSdk } from "./load-sdk.js";
 
@@ -53,7 +53,7 @@ export class MissingApiKeyError extends LoopguardError {
   constructor(options?: { cause?: unknown }) {
     super(
       "missing_api_key",
-      "[core] claudeModel has no API key: set ANTHROPIC_API_KEY (create one at https://platform.claude.com/settings/keys) or pass claudeModel({ apiKey }). To run without a key, use scriptedModel([...]) from @loopguard/core/testing, or the CLI's --offline mode (loopguard demo --offline).",
+      "[core] claudeModel has no API key: set ANTHROPIC_API_KEY (create one at https://platform.claude.com/settings/keys) or pass claudeModel({ apiKey }). To run without a key (offline): use scriptedModel([...]) from @loopguard/core/testing, or the CLI's offline commands (loopguard demo, loopguard eval without --live).",
       options,
     );
   }
@@ -213,7 +213,19 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
         "[core] claudeModel: the client answered a streaming request without a stream; pass an @anthropic-ai/sdk client",
       );
     }
-    for await (const event of events) yield event;
+    try {
+      for await (const event of events) yield event;
+    } catch (error) {
+      // The SDK parses each SSE `data:` line with JSON.parse and throws its SyntaxError.
+      if (error instanceof SyntaxError)
+        throw new StreamProtocolError(
+          "malformed_stream",
+          true,
+          `[core] the model's stream sent an event that is not JSON (${error.message}); the step is retried`,
+          { cause: error },
+        );
+      throw error;
+    }
     // The SDK ends a stream quietly when its request is aborted: say so, so nobody takes the
     // partial stream for a cut connection.
     if (signal.aborted) {
