@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { open, readFile, stat, unlink } from "node:fs/promises";
+import { close, open, readFileSync, write } from "node:fs";
+import { readFile, stat, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import { RunLockedError } from "./store-errors.js";
 
@@ -8,6 +8,9 @@ import { RunLockedError } from "./store-errors.js";
 export interface FileLock {
   release(): Promise<void>;
 }
+
+/** Runs a step that opens and closes a descriptor, under the caller's descriptor budget. */
+export type DescriptorScope = <T>(what: string, work: () => Promise<T>) => Promise<T>;
 
 /** Who holds a lock, as written in the lock file. */
 interface Holder {
@@ -36,7 +39,11 @@ const unreadableStaleMs = 5_000;
  * filesystem where every writer runs on the same host); a holder on another host is waited for
  * and never broken.
  */
-export async function acquireFileLock(path: string, timeoutMs: number): Promise<FileLock> {
+export async function acquireFileLock(
+  path: string,
+  timeoutMs: number,
+  io: DescriptorScope = (_what, work) => work(),
+): Promise<FileLock> {
   const token = randomBytes(9).toString("base64url");
   const content = JSON.stringify({
     pid: process.pid,
@@ -47,7 +54,7 @@ export async function acquireFileLock(path: string, timeoutMs: number): Promise<
   const started = Date.now();
   let delayMs = 1;
   for (;;) {
-    if (await tryCreate(path, content)) {
+    if (await io(`creating ${path}`, () => tryCreate(path, content))) {
       heldHere.add(token);
       let released = false;
       return {
@@ -59,10 +66,10 @@ export async function acquireFileLock(path: string, timeoutMs: number): Promise<
         },
       };
     }
-    const holder = await readHolder(path);
+    const holder = await io(`reading ${path}`, () => readHolder(path));
     if (holder === "gone") continue;
     if (await isStale(path, holder)) {
-      await breakStale(path, holder);
+      await io(`breaking ${path}`, () => breakStale(path, holder));
       continue;
     }
     const waited = Date.now() - started;
@@ -80,22 +87,38 @@ export async function acquireFileLock(path: string, timeoutMs: number): Promise<
   }
 }
 
+/**
+ * Creates `path` with `content` unless it exists (false then). Raw descriptors through the
+ * callback API: a lock is taken and given back for every burst of appends of every run.
+ */
 async function tryCreate(path: string, content: string): Promise<boolean> {
-  let handle: Awaited<ReturnType<typeof open>>;
+  let fd: number;
   try {
-    handle = await open(path, "wx");
+    fd = await new Promise<number>((resolve, reject) =>
+      open(path, "wx", 0o600, (error, opened) => (error ? reject(error) : resolve(opened))),
+    );
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
     throw error;
   }
+  const closeIt = () =>
+    new Promise<void>((resolve, reject) =>
+      close(fd, (error) => (error ? reject(error) : resolve())),
+    );
   try {
-    await handle.writeFile(content);
+    const bytes = Buffer.from(content, "utf8");
+    const written = await new Promise<number>((resolve, reject) =>
+      write(fd, bytes, 0, bytes.length, 0, (error, count) =>
+        error ? reject(error) : resolve(count),
+      ),
+    );
+    if (written !== bytes.length) throw new Error(`short write of ${path}`);
   } catch (error) {
-    await handle.close().catch(() => undefined);
+    await closeIt().catch(() => undefined);
     await unlink(path).catch(ignoreMissing);
     throw error;
   }
-  await handle.close();
+  await closeIt();
   return true;
 }
 

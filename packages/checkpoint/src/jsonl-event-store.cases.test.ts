@@ -241,8 +241,10 @@ describe("jsonlEventStore: torn tails and damage", () => {
     expect(appendError.code).toBe("corrupt_log");
     // list() trusts a summary file for the bytes it covers; without one it reads the log.
     rmSync(join(dir, "run_damaged.summary.json"));
-    const listError = await rejection(newStore({ dir }).list());
-    expect(listError.code).toBe("corrupt_log");
+    // One damaged log never hides the others: list() shows it as unreadable, with why.
+    const [row] = await newStore({ dir }).list();
+    expect(row?.status).toBe("unreadable");
+    expect(row?.error).toContain(`${file}:3: the event has seq 7, expected 2`);
     expect(readFileSync(file, "utf8")).toBe(lines.join("\n"));
   });
 

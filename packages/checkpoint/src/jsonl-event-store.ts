@@ -8,8 +8,9 @@ import {
   open as openFd,
   read as readFd,
   write as writeFd,
+  writeFile as writeFileCallback,
 } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type {
   AppendOptions,
@@ -27,6 +28,12 @@ import {
   InvalidArgumentError,
   summarize,
 } from "@loopguard/core";
+import {
+  DescriptorBudget,
+  type Evictable,
+  isOutOfDescriptors,
+  sharedDescriptorBudget,
+} from "./descriptor-budget.js";
 import { acquireFileLock, type FileLock } from "./file-lock.js";
 import { encodeStored, lineAt, parseLog, storedEvent } from "./jsonl-log.js";
 import { assertRunId, isValidRunId } from "./run-id.js";
@@ -49,6 +56,13 @@ export interface JsonlEventStoreOptions {
    * once when a run starts, ends, waits on or gets an approval, or resumes. Default 1 000 ms.
    */
   summaryIntervalMs?: number;
+  /**
+   * The most file descriptors this store opens at once. Runs beyond it keep their locks and
+   * take turns with their open logs (least recently used idle logs are closed first), so any
+   * number of concurrent runs works within it. Default: every JSONL store of the process shares
+   * half the soft limit (`ulimit -n`), between 16 and 4 096.
+   */
+  maxOpenFiles?: number;
 }
 
 /** The JSONL event store: an EventStore with the directory it writes to. */
@@ -60,6 +74,8 @@ export interface JsonlEventStore extends EventStore {
   fileOf(runId: string): string;
   /** Waits for writes in flight and brings summary files up to date; safe to call twice. */
   close(): Promise<void>;
+  /** Descriptors the store's budget allows, has open now, and held at most (logs kept open). */
+  descriptors(): { cap: number; open: number; peakHeld: number };
 }
 
 interface PendingAppend {
@@ -96,8 +112,12 @@ interface RunLog {
 
 interface Lease {
   lock: FileLock;
-  /** The open log's descriptor; none until the first write when the run has no log yet. */
+  /** The open log's descriptor: none before the first write of a new log, or after its descriptor was lent to another run. */
   fd: number | undefined;
+  /** Whether the log file exists (so a missing `fd` is reopened, not created). */
+  exists: boolean;
+  /** How the descriptor budget closes this log while it is idle. */
+  evictable: Evictable;
   /** The log was opened with `O_DSYNC`: a write is durable when it returns, no fdatasync needed. */
   dsync: boolean;
   /** One timer per lease, re-armed while the run stays busy (not one per append). */
@@ -165,6 +185,15 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       `[checkpoint] jsonlEventStore: lockIdleMs must be a non-negative number of milliseconds, got ${String(options.lockIdleMs)}`,
     );
   }
+  const maxOpenFiles = options.maxOpenFiles;
+  if (maxOpenFiles !== undefined && (!Number.isSafeInteger(maxOpenFiles) || maxOpenFiles < 8)) {
+    throw new InvalidArgumentError(
+      `[checkpoint] jsonlEventStore: maxOpenFiles must be an integer of at least 8, got ${String(maxOpenFiles)}`,
+    );
+  }
+  const budget =
+    maxOpenFiles === undefined ? sharedDescriptorBudget() : new DescriptorBudget(maxOpenFiles);
+  const brief = <T>(what: string, work: () => Promise<T>): Promise<T> => budget.brief(what, work);
   const summaryIntervalMs = options.summaryIntervalMs ?? 1_000;
   if (!Number.isFinite(summaryIntervalMs) || summaryIntervalMs < 0) {
     throw new InvalidArgumentError(
@@ -180,8 +209,30 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   const lockOf = (runId: string) => join(dir, `${runId}.lock`);
   const summaryFileOf = (runId: string) => join(dir, `${runId}.summary.json`);
 
+  /**
+   * Makes new log names durable: one directory fsync serves every log created before it
+   * started, so runs that start together share one instead of paying one each.
+   */
+  let directorySync: Promise<void> | undefined;
+  let directorySyncQueued: Promise<void> | undefined;
+  const syncStoreDirectory = (): Promise<void> => {
+    directorySyncQueued ??= (async () => {
+      await directorySync?.catch(() => undefined);
+      // From here on a new caller's file may be missed by this sync: it queues the next one.
+      directorySyncQueued = undefined;
+      const current = syncDirectory(dir, brief);
+      directorySync = current;
+      try {
+        await current;
+      } finally {
+        if (directorySync === current) directorySync = undefined;
+      }
+    })();
+    return directorySyncQueued;
+  };
+
   const ensureDir = (): Promise<void> => {
-    dirReady ??= createDirectory(dir).catch((error: unknown) => {
+    dirReady ??= createDirectory(dir, brief).catch((error: unknown) => {
       dirReady = undefined;
       throw error;
     });
@@ -269,27 +320,70 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   const takeLease = async (log: RunLog): Promise<Lease> => {
     await log.releasing;
     await ensureDir();
-    const lock = await acquireFileLock(lockOf(log.runId), lockTimeoutMs);
+    const lock = await acquireFileLock(lockOf(log.runId), lockTimeoutMs, brief);
     let fd: number | undefined;
     const dsync = logFiles.syncFlag !== 0;
     try {
-      try {
-        fd = await logFiles.open(log.file, constants.O_RDWR | logFiles.syncFlag);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      fd = await openHeld(log.file, constants.O_RDWR | logFiles.syncFlag, `opening ${log.file}`);
+      if (fd === undefined && log.size > 0) {
         // No log yet: it is created by the first write, so a rejected append leaves no file.
-        if (log.size > 0)
-          throw new CorruptLogError(
-            `[checkpoint] ${log.file} disappeared after ${log.nextSeq} events were written to it; restore it from a backup`,
-          );
+        throw new CorruptLogError(
+          `[checkpoint] ${log.file} disappeared after ${log.nextSeq} events were written to it; restore it from a backup`,
+        );
       }
       if (fd !== undefined) await catchUp(log, fd, fstatSync(fd).size);
-      log.lease = { lock, fd, dsync, idleTimer: undefined, lastUsedAt: 0 };
-      return log.lease;
+      const lease: Lease = {
+        lock,
+        fd,
+        exists: fd !== undefined,
+        dsync,
+        idleTimer: undefined,
+        lastUsedAt: 0,
+        evictable: {
+          // Lends the idle log's descriptor to another run; the next append reopens it.
+          evict: async () => {
+            const open = lease.fd;
+            lease.fd = undefined;
+            if (open !== undefined) await logFiles.close(open);
+          },
+        },
+      };
+      log.lease = lease;
+      return lease;
     } catch (error) {
-      if (fd !== undefined) await logFiles.close(fd).catch(() => undefined);
+      if (fd !== undefined) await closeHeld(fd);
       await lock.release();
       throw error;
+    }
+  };
+
+  /**
+   * Opens a log under a held slot of the budget; undefined (and no slot kept) when it does not
+   * exist and `flags` do not create it.
+   */
+  const openHeld = async (
+    file: string,
+    flags: number,
+    what: string,
+  ): Promise<number | undefined> => {
+    await budget.takeHeld();
+    try {
+      return await budget.retrying(what, () => logFiles.open(file, flags));
+    } catch (error) {
+      budget.giveHeld();
+      if ((error as NodeJS.ErrnoException).code === "ENOENT" && !(flags & constants.O_CREAT))
+        return undefined;
+      throw error;
+    }
+  };
+
+  const closeHeld = async (fd: number): Promise<void> => {
+    try {
+      await logFiles.close(fd);
+    } catch {
+      // Closing a descriptor that failed is not worth an error: it is gone either way.
+    } finally {
+      budget.giveHeld();
     }
   };
 
@@ -299,8 +393,11 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     if (!lease) return log.releasing ?? Promise.resolve();
     log.lease = undefined;
     clearTimeout(lease.idleTimer);
+    budget.setIdle(log, undefined);
+    const fd = lease.fd;
+    lease.fd = undefined;
     const releasing = (async () => {
-      if (lease.fd !== undefined) await logFiles.close(lease.fd).catch(() => undefined);
+      if (fd !== undefined) await closeHeld(fd);
       await lease.lock.release().catch(() => undefined);
     })();
     log.releasing = releasing;
@@ -322,6 +419,21 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
    */
   const commit = async (log: RunLog, batch: PendingAppend[]): Promise<void> => {
     const lease = log.lease ?? (await takeLease(log));
+    // Busy: the budget must not lend this log's descriptor while the commit uses it.
+    budget.setIdle(log, undefined);
+    if (lease.fd === undefined && lease.exists) {
+      // The descriptor was lent to another run while this one was idle: reopen it (the lock
+      // was held all along, but the size check below still guards the position).
+      lease.fd = await openHeld(
+        log.file,
+        constants.O_RDWR | logFiles.syncFlag,
+        `reopening ${log.file}`,
+      );
+      if (lease.fd === undefined)
+        throw new CorruptLogError(
+          `[checkpoint] ${log.file} disappeared after ${log.nextSeq} events were written to it; restore it from a backup`,
+        );
+    }
     // Cheap (a synchronous fstat of a cached inode) and catches a writer that got past the
     // lock, or a file truncated under us, before a byte is written at the wrong place.
     if (lease.fd !== undefined) {
@@ -348,26 +460,44 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     }
     if (text !== "") {
       const bytes = Buffer.from(text, "utf8");
-      try {
-        if (lease.fd === undefined) {
-          lease.fd = await logFiles.open(
-            log.file,
-            constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | logFiles.syncFlag,
-          );
-          await writeFully(lease.fd, bytes, 0);
-          if (!lease.dsync) await logFiles.datasync(lease.fd);
+      if (lease.fd === undefined) {
+        // The run's first write creates its log. If any step fails, the file is removed
+        // again: the append never resolved, and no half-created run is left `running`.
+        const fd = (await openHeld(
+          log.file,
+          constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | logFiles.syncFlag,
+          `creating ${log.file}`,
+        )) as number;
+        try {
+          await writeFully(fd, bytes, 0);
+          if (!lease.dsync) await logFiles.datasync(fd);
           // The new file's name is durable only once its directory is.
-          await syncDirectory(dir);
-        } else {
+          await syncStoreDirectory();
+        } catch (error) {
+          await closeHeld(fd);
+          try {
+            await unlink(log.file);
+          } catch (unlinkError) {
+            log.broken = writeFailure(log, unlinkError);
+            throw log.broken;
+          }
+          throw isOutOfDescriptors(error)
+            ? budget.outOfDescriptors(`creating ${log.file}`, error)
+            : new StoreWriteError(
+                `[checkpoint] creating ${log.file} failed (${(error as Error).message}); the file was removed, so run ${log.runId} has no log: start it again`,
+                { cause: error },
+              );
+        }
+        lease.fd = fd;
+        lease.exists = true;
+      } else {
+        try {
           await writeFully(lease.fd, bytes, log.size);
           if (!lease.dsync) await logFiles.datasync(lease.fd);
+        } catch (error) {
+          log.broken = writeFailure(log, error);
+          throw log.broken;
         }
-      } catch (error) {
-        log.broken = new StoreWriteError(
-          `[checkpoint] writing ${log.file} failed (${(error as Error).message}): what reached the disk is unknown, so this store stops writing run ${log.runId}; fix the disk, then open a new store to resume the run`,
-          { cause: error },
-        );
-        throw log.broken;
       }
       log.size += bytes.length;
       log.nextSeq = seq;
@@ -390,7 +520,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     const target = summaryFileOf(log.runId);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
-      await writeFile(temporary, JSON.stringify(content));
+      await brief(`writing ${temporary}`, () => writeSmallFile(temporary, JSON.stringify(content)));
       await rename(temporary, target);
       log.summaryBytes = log.size;
       log.summaryWrittenAt = Date.now();
@@ -419,6 +549,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     log.flushing = undefined;
     const lease = log.lease;
     if (lease) {
+      if (lease.fd !== undefined) budget.setIdle(log, lease.evictable);
       lease.lastUsedAt = Date.now();
       if (lease.idleTimer === undefined) armIdleTimer(log, lease, lockIdleMs);
     }
@@ -455,7 +586,9 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     if (log?.summary && log.size === size && !log.flushing) return log.summary;
     let base: { bytes: number; summary: RunSummary | undefined } = { bytes: 0, summary: undefined };
     try {
-      const saved = JSON.parse(await readFile(summaryFileOf(runId), "utf8")) as SummaryFile;
+      const saved = JSON.parse(
+        await brief("reading a summary", () => readFile(summaryFileOf(runId), "utf8")),
+      ) as SummaryFile;
       if (
         saved.version === 1 &&
         Number.isInteger(saved.bytes) &&
@@ -467,17 +600,19 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       // Missing or unreadable: the log is read from its start.
     }
     if (base.bytes === size) return base.summary;
-    const fd = await logFiles.open(file, constants.O_RDONLY);
-    try {
-      const buffer = Buffer.allocUnsafe(size - base.bytes);
-      const read = await readUpTo(fd, buffer, base.bytes);
-      const parsed = parseLog(buffer.subarray(0, read), file, base.summary?.events ?? 0);
-      return parsed.events.length === 0
-        ? base.summary
-        : summarize(base.summary, runId, parsed.events);
-    } finally {
-      await logFiles.close(fd);
-    }
+    const buffer = Buffer.allocUnsafe(size - base.bytes);
+    const read = await brief(`reading ${file}`, async () => {
+      const fd = await logFiles.open(file, constants.O_RDONLY);
+      try {
+        return await readUpTo(fd, buffer, base.bytes);
+      } finally {
+        await logFiles.close(fd);
+      }
+    });
+    const parsed = parseLog(buffer.subarray(0, read), file, base.summary?.events ?? 0);
+    return parsed.events.length === 0
+      ? base.summary
+      : summarize(base.summary, runId, parsed.events);
   };
 
   return {
@@ -536,7 +671,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       await runs.get(runId)?.flushing;
       let buffer: Buffer;
       try {
-        buffer = await readFile(fileOf(runId));
+        buffer = await brief(`reading ${fileOf(runId)}`, () => readFile(fileOf(runId)));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
         throw error;
@@ -551,7 +686,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       validateFilter(filter);
       let names: string[];
       try {
-        names = await readdir(dir);
+        names = await brief(`listing ${dir}`, () => readdir(dir));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
         throw error;
@@ -584,6 +719,10 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       return filterSummaries(summaries, filter);
     },
 
+    descriptors() {
+      return { cap: budget.cap, open: budget.open, peakHeld: budget.peakHeld };
+    },
+
     close(): Promise<void> {
       closing ??= (async () => {
         const logs = [...runs.values()];
@@ -610,8 +749,20 @@ function unreadableSummary(runId: string, error: unknown, changedAt: number): Ru
   };
 }
 
-async function createDirectory(dir: string): Promise<void> {
-  const first = await mkdir(dir, { recursive: true });
+/** Runs a step that opens and closes one descriptor under the store's budget. */
+type Brief = <T>(what: string, work: () => Promise<T>) => Promise<T>;
+
+function writeFailure(log: RunLog, error: unknown): StoreWriteError {
+  return new StoreWriteError(
+    `[checkpoint] writing ${log.file} failed (${(error as Error).message}): what reached the disk is unknown, so this store stops writing run ${log.runId}; fix the disk, then open a new store to resume the run`,
+    { cause: error },
+  );
+}
+
+async function createDirectory(dir: string, brief: Brief): Promise<void> {
+  // Logs hold tasks, tool arguments and outputs: readable by their owner only (0600 files in
+  // 0700 directories, whatever the umask leaves).
+  const first = await mkdir(dir, { recursive: true, mode: 0o700 });
   if (first === undefined) return;
   // New directories are durable only once their parents' entries are: fsync from the
   // parent of the first created directory down to the store's own.
@@ -621,16 +772,25 @@ async function createDirectory(dir: string): Promise<void> {
     chain.push(dirname(current));
     current = dirname(current);
   }
-  for (const directory of chain.reverse()) await syncDirectory(directory);
+  for (const directory of chain.reverse()) await syncDirectory(directory, brief);
 }
 
-async function syncDirectory(directory: string): Promise<void> {
-  const handle = await open(directory, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+async function syncDirectory(directory: string, brief: Brief): Promise<void> {
+  await brief(`syncing ${directory}`, async () => {
+    const handle = await open(directory, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  });
+}
+
+/** `writeFile` through the callback API: no FileHandle to create and collect per summary. */
+function writeSmallFile(path: string, text: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    writeFileCallback(path, text, { mode: 0o600 }, (error) => (error ? reject(error) : resolve())),
+  );
 }
 
 async function writeFully(fd: number, buffer: Buffer, position: number): Promise<void> {
@@ -688,7 +848,7 @@ export const logFiles = {
    */
   syncFlag: process.platform === "linux" ? (constants.O_DSYNC ?? 0) : 0,
   open(path: string, flags: number): Promise<number> {
-    return new Promise((resolve, reject) => openFd(path, flags, 0o666, settle(resolve, reject)));
+    return new Promise((resolve, reject) => openFd(path, flags, 0o600, settle(resolve, reject)));
   },
   write(
     fd: number,
