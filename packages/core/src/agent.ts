@@ -20,7 +20,7 @@ import {
   LoopguardError,
   RunNotFoundError,
 } from "./errors.js";
-import { foldRun, RunFold } from "./fold.js";
+import { foldRun, guardRunModel, RunFold } from "./fold.js";
 import type { JsonValue } from "./json.js";
 import { endIfFinal, type ModelStepContext, modelStep } from "./model-step.js";
 import { policyDigestOf, sortGates } from "./pipeline.js";
@@ -132,7 +132,12 @@ export function createAgent(options: AgentOptions): Agent {
       }
       const writer = await open(loop, runId);
       await recordAnswer(writer, answer, loop.now);
-      if (approveOptions.resume === false || writer.fold.status === "awaiting_approval")
+      // A guarded run has no loop to drive: the answer waits for the identical call.
+      if (
+        approveOptions.resume === false ||
+        writer.fold.status === "awaiting_approval" ||
+        writer.fold.start.model === guardRunModel
+      )
         return resultOf(writer.fold, loop.vault);
       await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
       return drive(loop, writer, approveOptions.signal, approveOptions.pauseSignal);

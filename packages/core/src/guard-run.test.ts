@@ -273,3 +273,20 @@ describe("guardTool without a toolUseId", () => {
     expect(ours[0]!.message).toMatch(/guardTool\(issue_refund\) was called without a toolUseId/);
   });
 });
+
+describe("agent.approve on a guarded run", () => {
+  it("records the answer and never drives a model loop", async () => {
+    const { createAgent } = await import("./agent.js");
+    const { scriptedModel } = await import("./testing/scripted-model.js");
+    const store = memoryEventStore();
+    const guarded = guardTool(refund, { gates: [refundRules] });
+    const context = { runId: "run_a", store, approval: { durable: true } };
+    await withRun(context, () => guarded({ order_id: "A5", amount: 900 }, { toolUseId: "tu_1" }));
+    const agent = createAgent({ model: scriptedModel([]), tools: [refund], store });
+    const result = await agent.approve("run_a", { decision: "approve", approver: "maria" });
+    expect(result.status).toBe("running");
+    const after = await withRun(context, () => guarded({ order_id: "A5", amount: 900 }, { toolUseId: "tu_2" }));
+    expect(after.type).toBe("ok");
+    expect(refunds).toEqual(["A5:900:run_a:tu_2"]);
+  });
+});
