@@ -177,6 +177,25 @@ export interface ApprovalDecisionEvent {
   note?: string;
 }
 
+/**
+ * A shadow gate (`shadow(gate)` in `@loopguard/policy`) would have decided a call differently
+ * from the enforcing pipeline: deny where the call was let through, ask where nobody was asked,
+ * allow where its own step refused; or it threw (`shadow.outcome` `error`). Written beside the
+ * call's intent or refusal; it never changes what the pipeline decided.
+ */
+export interface ShadowDecisionEvent {
+  type: "shadow-decision";
+  step: number;
+  toolUseId: string;
+  tool: string;
+  /** The shadow gate's name, e.g. `shadow:policy`. */
+  gate: string;
+  /** What the candidate decided. */
+  shadow: { outcome: "allow" | "deny" | "ask" | "error"; reason?: string; message?: string };
+  /** What the enforcing pipeline decided (an answered approval counts as `ask`). */
+  enforced: { outcome: "allow" | "deny" | "ask"; reason?: string; refusedAt?: string };
+}
+
 export interface RunHaltEvent {
   type: "run-halt";
   reason: string;
@@ -212,6 +231,7 @@ export type RunEvent =
   | ToolCallResultEvent
   | ApprovalRequestEvent
   | ApprovalDecisionEvent
+  | ShadowDecisionEvent
   | RunHaltEvent
   | RunResumeEvent
   | RunEndEvent;
@@ -231,6 +251,7 @@ export const runEventTypes: readonly RunEventType[] = [
   "tool-call-result",
   "approval-request",
   "approval-decision",
+  "shadow-decision",
   "run-halt",
   "run-resume",
   "run-end",

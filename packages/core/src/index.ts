@@ -33,8 +33,17 @@ export type {
   Gate,
   GateDecision,
   GateStep,
+  ShadowGate,
   ToolCall,
 } from "./contracts/gate.js";
+export { isShadowGate } from "./contracts/gate.js";
+export type {
+  BucketSpec,
+  CounterSpec,
+  LimitStore,
+  ReserveResult,
+  TakeResult,
+} from "./contracts/limit-store.js";
 export type {
   CacheControl,
   ContentBlock,
@@ -90,6 +99,7 @@ export type {
   RunResumeEvent,
   RunStartEvent,
   RunStatus,
+  ShadowDecisionEvent,
   ToolCallIntentEvent,
   ToolCallRefusalEvent,
   ToolCallResultEvent,
@@ -111,6 +121,7 @@ export { approveRun } from "./guard-run.js";
 export type { JsonValue } from "./json.js";
 export { canonicalJson } from "./json.js";
 export { filterSummaries, memoryEventStore } from "./memory-event-store.js";
+export { memoryLimitStore } from "./memory-limit-store.js";
 export type { OutputEnvelope, RecordedScan } from "./output.js";
 export type { HaltingGate, JudgeInput, Judgement } from "./pipeline.js";
 export { defaultHaltOn, judgeCall, sortGates } from "./pipeline.js";

@@ -7,7 +7,6 @@ import {
   type GateDecision,
   type GateStep,
   isShadowGate,
-  type ShadowGate,
   type ToolCall,
 } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
@@ -45,34 +44,24 @@ export interface HaltingGate extends Gate {
   haltOnRefusal?(call: ToolCall, decision: DenyDecision): boolean | string;
 }
 
-/** Sorts gates by step, keeping the given order within a step. Shadow gates are left out. */
+/** Sorts gates by step, keeping the given order within a step. */
 export function sortGates(gates: readonly Gate[]): Gate[] {
   return gates
-    .filter((gate) => !isShadowGate(gate))
     .map((gate, index) => ({ gate, index, rank: stepOrder.indexOf(gate.step) }))
     .sort((a, b) => a.rank - b.rank || a.index - b.index)
     .map((entry) => entry.gate);
 }
 
-/** The shadow gates among `gates`, in step order (judged beside the pipeline, never enforced). */
-export function shadowGatesOf(gates: readonly Gate[]): ShadowGate[] {
-  return gates
-    .map((gate, index) => ({ gate, index }))
-    .filter((entry): entry is { gate: ShadowGate; index: number } => isShadowGate(entry.gate))
-    .sort(
-      (a, b) =>
-        stepOrder.indexOf(a.gate.step) - stepOrder.indexOf(b.gate.step) || a.index - b.index,
-    )
-    .map((entry) => entry.gate);
-}
-
 /**
- * The digest of a pipeline's settings: every gate's name, step and own digest, and the reasons
- * that halt. Recorded in `run-start` and bound into every approval.
+ * The digest of a pipeline's settings: every enforcing gate's name, step and own digest, and
+ * the reasons that halt. Recorded in `run-start` and bound into every approval.
  */
 export function policyDigestOf(gates: readonly Gate[], haltOn: readonly string[]): string {
   return digestOf({
-    gates: gates.map((gate) => [gate.name, gate.step, gate.digest?.() ?? null]),
+    // Shadow gates never decide, so adding one does not make pending approvals stale.
+    gates: gates
+      .filter((gate) => !isShadowGate(gate))
+      .map((gate) => [gate.name, gate.step, gate.digest?.() ?? null]),
     haltOn,
   });
 }

@@ -119,6 +119,14 @@ export class SpanBuilder {
       case "run-end":
         this.#runOutcome(event, at, done);
         break;
+      case "shadow-decision":
+        // A shadow policy would have decided this call differently: counted on the run span.
+        if (this.#run) {
+          const count = this.#run.attributes["loopguard.shadow.differences"];
+          this.#run.attributes["loopguard.shadow.differences"] =
+            (typeof count === "number" ? count : 0) + 1;
+        }
+        break;
     }
     return done;
   }

@@ -43,6 +43,9 @@ export function summarize(
       case "run-end":
         summary.status = event.status;
         break;
+      case "shadow-decision":
+        summary.shadowDifferences = (summary.shadowDifferences ?? 0) + 1;
+        break;
       default:
         break;
     }

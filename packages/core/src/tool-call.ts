@@ -1,7 +1,14 @@
 import { type ApprovalContext, type ApprovalSettings, approvalFor } from "./approvals.js";
 import { breakerOf } from "./breakers.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
-import type { DenyDecision, Gate, ToolCall } from "./contracts/gate.js";
+import {
+  type DenyDecision,
+  type Gate,
+  type GateDecision,
+  isShadowGate,
+  type ShadowGate,
+  type ToolCall,
+} from "./contracts/gate.js";
 import type { Scanner } from "./contracts/scanner.js";
 import type { Vault } from "./contracts/vault.js";
 import { digestOf } from "./digest.js";
@@ -10,11 +17,12 @@ import type {
   ApprovalRequestEvent,
   DecisionRecord,
   RunEvent,
+  ShadowDecisionEvent,
 } from "./events.js";
 import { executeTool, formatToolOutput } from "./execute.js";
 import type { JsonValue } from "./json.js";
 import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
-import { judgeCall } from "./pipeline.js";
+import { type Judgement, judgeCall } from "./pipeline.js";
 import type { Tool } from "./tool.js";
 
 /** The settings of the tool-call path, fixed for an agent or a guarded tool. */
@@ -79,9 +87,15 @@ export function refusalText(record: DecisionRecord): string {
 export class ToolCallPath {
   readonly #options: ToolPathOptions;
   readonly #approvals: ApprovalContext;
+  /** The gates that enforce, in step order. */
+  readonly #enforcing: readonly Gate[];
+  /** Shadow gates: judged beside the pipeline, never enforced. */
+  readonly #shadows: readonly ShadowGate[];
 
   constructor(options: ToolPathOptions) {
     this.#options = options;
+    this.#enforcing = options.gates.filter((gate) => !isShadowGate(gate));
+    this.#shadows = options.gates.filter(isShadowGate);
     this.#approvals = {
       settings: options.approval,
       policyDigest: options.policyDigest,
@@ -105,13 +119,14 @@ export class ToolCallPath {
     const judgement = await judgeCall({
       call,
       tool,
-      gates: options.gates,
+      gates: this.#enforcing,
       haltOn: options.haltOn,
       approve: (ask) => approvalFor(this.#approvals, scope, call, ask, digestOf(call.args), signal),
       ...(scope.budget ? { budget: () => scope.budget!(tool) } : {}),
       ...(tool ? { breaker: breakerOf(tool, options.breaker) } : {}),
       onError: options.reportError,
     });
+    if (this.#shadows.length > 0) await this.#judgeShadows(scope, call, judgement);
     if (judgement.type === "park") return { type: "parked", record: judgement.record };
     if (judgement.type === "deny") {
       await scope.write({
@@ -225,6 +240,54 @@ export class ToolCallPath {
     return performance;
   }
 
+  /**
+   * Judges the call with every shadow gate and records a `shadow-decision` event where one would
+   * have decided differently (or threw). A shadow never changes the judgement: its errors go to
+   * `reportError` and into the event.
+   */
+  async #judgeShadows(scope: CallScope, call: ToolCall, judgement: Judgement): Promise<void> {
+    const enforced: ShadowDecisionEvent["enforced"] =
+      judgement.type === "park"
+        ? { outcome: "ask", reason: judgement.ask.reason }
+        : judgement.type === "allow"
+          ? { outcome: judgement.approval ? "ask" : "allow" }
+          : {
+              outcome: "deny",
+              ...(judgement.record.reason ? { reason: judgement.record.reason } : {}),
+              ...(judgement.record.refusedAt ? { refusedAt: judgement.record.refusedAt } : {}),
+            };
+    for (const gate of this.#shadows) {
+      let shadow: ShadowDecisionEvent["shadow"];
+      try {
+        const decision: GateDecision = await gate.judge(call);
+        if (
+          !decision ||
+          (decision.type !== "allow" && decision.type !== "deny" && decision.type !== "ask")
+        )
+          throw new TypeError(
+            `shadow gate returned ${JSON.stringify(decision)}; expected { type: "allow" | "deny" | "ask" }`,
+          );
+        if (!shadowDiffers(decision, enforced, gate.step)) continue;
+        shadow =
+          decision.type === "allow"
+            ? { outcome: "allow" }
+            : { outcome: decision.type, reason: decision.reason, message: decision.message };
+      } catch (error) {
+        this.#options.reportError(error, `shadow gate ${gate.name}`);
+        shadow = { outcome: "error", message: (error as Error)?.message ?? String(error) };
+      }
+      await scope.write({
+        type: "shadow-decision",
+        step: scope.step,
+        toolUseId: call.toolUseId,
+        tool: call.tool,
+        gate: gate.name,
+        shadow,
+        enforced,
+      });
+    }
+  }
+
   /** Tells every gate with `observe` how a call ended; observers fail open (to `reportError`). */
   observe(
     call: ToolCall,
@@ -240,6 +303,20 @@ export class ToolCallPath {
         .catch((error) => reportError(error, `gate ${gate.name} observe`));
     }
   }
+}
+
+/**
+ * Whether a shadow's decision differs from the enforced one: a deny where the call was not
+ * refused, an ask where nobody was asked, or an allow where its own step refused.
+ */
+function shadowDiffers(
+  decision: GateDecision,
+  enforced: ShadowDecisionEvent["enforced"],
+  step: string,
+): boolean {
+  if (decision.type === "deny") return enforced.outcome !== "deny";
+  if (decision.type === "ask") return enforced.outcome === "allow";
+  return enforced.outcome === "deny" && enforced.refusedAt?.split(":")[0] === step;
 }
 
 /** Tokenises every string of a JSON value with the vault (for what the log records). */

@@ -41,6 +41,8 @@ export interface RunSummary {
   createdAt: number;
   updatedAt: number;
   task?: string;
+  /** How many `shadow-decision` events the run has (calls a shadow policy would have decided differently). */
+  shadowDifferences?: number;
   /**
    * Set when the run's log cannot be read (corrupt or unreadable): `list` still returns the
    * run, with `status` `unreadable` and the reason here, so one bad log never hides the rest.

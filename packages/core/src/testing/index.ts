@@ -1,6 +1,8 @@
 export { memoryEventStore } from "../memory-event-store.js";
+export { memoryLimitStore } from "../memory-limit-store.js";
 export { describeEventStore, type EventStoreSuiteOptions } from "./describe-event-store.js";
 export { describeExporter, type ExporterSuiteOptions, sampleSpans } from "./describe-exporter.js";
+export { describeLimitStore, type LimitStoreSuiteOptions } from "./describe-limit-store.js";
 export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from "./faulty-model.js";
 export { faultyModel } from "./faulty-model.js";
 export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";
