@@ -272,7 +272,7 @@ function ibanText() {
   const bban = {
     DE: () => digits(18),
     GB: () => `${pick(["NWBK", "BARC", "HBUK", "LOYD"])}${digits(14)}`,
-    FR: () => `${digits(10)}${pick(["ABCDE", "0A1B2", "X9Y8Z"])}${digits(6)}`,
+    FR: () => `${digits(10)}${pick(["ABCDE", "0A1B2", "X9Y8Z"])}${digits(8)}`,
     SE: () => digits(20),
     NL: () => `${pick(["ABNA", "INGB", "RABO"])}${digits(10)}`,
     ES: () => digits(20),
@@ -466,7 +466,7 @@ function dateText(year = int(1940, 2006)) {
 }
 
 // ---- look-alike values ----
-const PRODUCTS = ["Agent", "Firmware", "Orchid Server", "Relay", "Kernel", "Chrome", "Gateway"];
+const PRODUCTS = ["Agent", "Firmware", "Orchid Sync", "Relay", "Kernel", "Chrome", "Scanner"];
 const v4 = () => `${int(1, 12)}.${int(0, 20)}.${int(0, 20)}.${int(10, 240)}`;
 const sku = () =>
   pick([

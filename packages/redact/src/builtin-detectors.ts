@@ -1,9 +1,12 @@
 import type { Detector } from "./detector.js";
+import { addressDetector } from "./detectors/address-detector.js";
 import { creditCardDetector } from "./detectors/credit-card-detector.js";
+import { dateOfBirthDetector } from "./detectors/date-of-birth-detector.js";
 import { emailDetector } from "./detectors/email-detector.js";
 import { ibanDetector } from "./detectors/iban-detector.js";
 import { ipAddressDetector } from "./detectors/ip-address-detector.js";
 import { macAddressDetector } from "./detectors/mac-address-detector.js";
+import { personDetector } from "./detectors/person-detector.js";
 import { phoneDetector } from "./detectors/phone-detector.js";
 import { secretDetector } from "./detectors/secret-detector.js";
 import { urlDetector } from "./detectors/url-detector.js";
@@ -20,7 +23,10 @@ export type BuiltinType =
   | "IP_ADDRESS"
   | "MAC_ADDRESS"
   | "SECRET"
-  | "URL";
+  | "URL"
+  | "PERSON"
+  | "ADDRESS"
+  | "DATE_OF_BIRTH";
 
 /** Every built-in type, including those off by default. */
 export const BUILTIN_TYPES: readonly BuiltinType[] = [
@@ -32,6 +38,9 @@ export const BUILTIN_TYPES: readonly BuiltinType[] = [
   "IP_ADDRESS",
   "MAC_ADDRESS",
   "PHONE",
+  "ADDRESS",
+  "DATE_OF_BIRTH",
+  "PERSON",
   "URL",
 ];
 
@@ -48,6 +57,9 @@ const FACTORIES: Record<BuiltinType, () => Detector> = {
   MAC_ADDRESS: macAddressDetector,
   SECRET: secretDetector,
   URL: urlDetector,
+  PERSON: personDetector,
+  ADDRESS: addressDetector,
+  DATE_OF_BIRTH: dateOfBirthDetector,
 };
 
 const cache = new Map<BuiltinType, Detector>();

@@ -5,6 +5,7 @@ import {
   DEFAULT_TYPES,
 } from "./builtin-detectors.js";
 import type { Detector, Finding } from "./detector.js";
+import { normalizedView } from "./normalized-view.js";
 import { DetectorError, RedactOptionsError } from "./redact-error.js";
 import { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
 
@@ -199,8 +200,12 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
     return name;
   }
 
-  function find(text: string): Finding[] {
-    if (text.length === 0) return [];
+  function find(original: string): Finding[] {
+    if (original.length === 0) return [];
+    // Detectors read the normalised view (NFKC, no zero-width characters, ASCII digits,
+    // "(at)" as "@"); the findings are mapped back so the original span is redacted.
+    const view = normalizedView(original);
+    const text = view.text;
     const candidates: Candidate[] = [];
     for (const detector of detectors) {
       const priority = detector.priority ?? 50;
@@ -251,7 +256,19 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
       }
     }
     findings.push({ type, start, end, rule });
-    return findings;
+    if (view.identity) return findings;
+    const mapped: Finding[] = [];
+    for (const finding of findings) {
+      const [from, to] = view.originalSpan(finding.start, finding.end);
+      const previous = mapped[mapped.length - 1];
+      // Two view characters of one original character ("ﬁ") may end up in two findings.
+      if (previous !== undefined && from < previous.end) {
+        if (to > previous.end) previous.end = to;
+      } else {
+        mapped.push({ type: finding.type, start: from, end: to, rule: finding.rule });
+      }
+    }
+    return mapped;
   }
 
   function apply(text: string, findings: readonly Finding[], scope?: RedactionScope): string {

@@ -1,4 +1,11 @@
-import { luhnValid } from "../checksums.js";
+import {
+  ean13Valid,
+  fedexExpressValid,
+  fedexGroundValid,
+  luhnValid,
+  upcValid,
+} from "../checksums.js";
+import { keyBefore } from "../context.js";
 import type { Detector, DetectorMatch } from "../detector.js";
 
 // 12 to 19 digits, each optionally preceded by one separator (space, hyphen, dot, slash).
@@ -44,6 +51,31 @@ export function isCardNumber(digits: string): boolean {
   return luhnValid(digits);
 }
 
+const CODE_LABEL =
+  /(?:isbn|ean|upc|gtin|sku|barcode|asin|tracking|track|shipment|parcel|awb|waybill|fedex|ups)(?:[\s_-]?(?:no|nr|num|number|code|id|#))?[\s:=#."']*$/i;
+
+/**
+ * Whether Luhn-valid digits are a product code or a tracking number instead: labelled as one
+ * (`EAN`, `"sku":`, `tracking=`) and valid as one (the EAN-13, UPC-A or FedEx check digit,
+ * which a 16-digit card number can never be), or a FedEx Ground number (96…, 15 digits).
+ * An `order` or `invoice` label is not enough: a card is redacted wherever it is written.
+ */
+function notCard(text: string, start: number, digits: string): boolean {
+  if (digits.length === 15 && digits.startsWith("96") && fedexGroundValid(digits)) return true;
+  const validCode =
+    (digits.length === 13 && ean13Valid(digits)) ||
+    (digits.length === 12 && (upcValid(digits) || fedexExpressValid(digits)));
+  if (!validCode) return false;
+  const key = keyBefore(text, start);
+  if (key !== undefined && CODE_LABEL.test(key)) return true;
+  const before = text.slice(Math.max(0, start - 40), start);
+  const clause = before.slice(Math.max(before.lastIndexOf(","), before.lastIndexOf("\n")) + 1);
+  return (
+    CODE_LABEL.test(clause) ||
+    /(?:ean|upc|gtin|barcode|sku|tracking|fedex)\b[^.;\n]{0,24}$/i.test(clause)
+  );
+}
+
 /**
  * Finds payment card numbers: 12 to 19 digits with any separators, a known issuer prefix
  * and a valid Luhn check digit. A run that is too long is tried again at each separator, so
@@ -77,6 +109,7 @@ export function creditCardDetector(): Detector {
         }
         for (let cut = ends.length - 1; cut >= 0; cut--) {
           if (isCardNumber(prefixDigits[cut]!)) {
+            if (notCard(text, match.index, prefixDigits[cut]!)) break;
             matches.push({ start: match.index, end: match.index + ends[cut]! });
             break;
           }

@@ -43,6 +43,12 @@ export function emailDetector(): Detector {
         while (start > floor && isLocalCode(text.charCodeAt(start - 1))) start--;
         while (start < at && (text.charCodeAt(start) === 46 || text.charCodeAt(start) === 39))
           start++;
+        // A quoted local part: "john smith"@example.com (RFC 5322), on one line.
+        if (start === at && text.charCodeAt(at - 1) === 34) {
+          const open = text.lastIndexOf('"', at - 2);
+          if (open >= Math.max(lastEnd, at - MAX_LOCAL) && !text.slice(open, at).includes("\n"))
+            start = open;
+        }
         let end = at + 1;
         const ceiling = Math.min(text.length, at + 1 + MAX_DOMAIN);
         while (end < ceiling && isDomainCode(text.charCodeAt(end))) end++;

@@ -1,3 +1,4 @@
+import { keyBefore, wordBefore } from "../context.js";
 import type { Detector, DetectorMatch } from "../detector.js";
 import { isHexCode, isWordCode } from "./char-classes.js";
 
@@ -41,6 +42,50 @@ export function isIpv6(text: string): boolean {
   return leftCount >= 0 && rightCount >= 0 && leftCount + rightCount <= 7;
 }
 
+// Keys and words that say "this dotted number is a version", and those that say "address".
+const VERSION_KEY =
+  /(?:^|[^a-z])(?:version|ver|vers|build|firmware|fw|release|rev|revision|sdk|bios|kernel|driver|agent|app|client_version|user-agent|useragent|ua)$/;
+const ADDRESS_KEY =
+  /(?:^|[^a-z])(?:ip|ips|ipv4|addr|address|host|hostname|client|server|remote|peer|src|dst|source|destination|gateway|gw|dns|nameserver|proxy|via|from|to|origin|forwarded|x-forwarded-for|x-real-ip|endpoint|node|subnet|route|nexthop)$/;
+const VERSION_WORD =
+  /^(?:version|ver|v|build|firmware|fw|release|rel|rev|revision|update|upgrade|upgraded|patch|sdk|bios|kernel|driver|agent|edition|image|package|pkg|plugin|chrome|chromium|firefox|edge|safari|windows|android|ios|macos|ubuntu|debian|node|python|java|jdk|release-candidate)$/i;
+const ADDRESS_WORD =
+  /^(?:ip|ips|ipv4|address|addr|host|from|to|server|client|remote|peer|gateway|gw|dns|proxy|via|origin|node|nodes|router|subnet|ping|ssh|connect|connected|connecting|login|logged|blocked|banned|allow|deny|source|src|dst|destination|at|on|by|and|or|is|was|with)$/i;
+
+/**
+ * Whether a dotted quad at `[start, end)` reads as a version number in its context: right
+ * after `v` or `/` (`v4.6.5.67`, `acme-cli/8.20.11.160`), under a `version`/`build` key, or
+ * after a version word or a kind of software (`Firmware 6.11.14.157`, `release 2.14.0.1`,
+ * `Agent 4.6.5.67`).
+ * Address words and keys (`ip`, `host`, `from`, `client_ip`) win over a product name.
+ */
+export function isVersionContext(text: string, start: number): boolean {
+  const before = text.charCodeAt(start - 1);
+  const beforeThat = text.charCodeAt(start - 2);
+  const wordChar = (code: number) =>
+    (code >= 48 && code <= 57) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 97 && code <= 122) ||
+    code === 45 ||
+    code === 95;
+  // "v4.6.5.67", "V10.2.0.1", not "dev10.0.0.1"'s "v" inside a word.
+  if ((before === 118 || before === 86) && !wordChar(beforeThat)) return true;
+  // "acme-cli/8.20.11.160" (product/version), not "http://10.0.0.1" or "10.0.0.0/8".
+  if (before === 47 && wordChar(beforeThat)) return true;
+  const key = keyBefore(text, start);
+  if (key !== undefined) {
+    if (ADDRESS_KEY.test(key)) return false;
+    if (VERSION_KEY.test(key)) return true;
+  }
+  const word = wordBefore(text, start);
+  if (word === "") return false;
+  if (ADDRESS_WORD.test(word)) return false;
+  if (VERSION_WORD.test(word)) return true;
+  // A capitalised word alone ("Agent", "Refund") is not enough: an address after an unknown
+  // word stays redacted (fail closed); name the product's kind or key it to be kept.
+  return false;
+}
+
 /**
  * Finds IPv4 addresses (each octet 0-255, not inside a longer dotted number) and IPv6
  * addresses in full, compressed and IPv4-suffixed forms with an optional zone (`fe80::1%eth0`).
@@ -56,6 +101,7 @@ export function ipAddressDetector(): Detector {
       const matches: DetectorMatch[] = [];
       IPV4.lastIndex = 0;
       for (let match = IPV4.exec(text); match !== null; match = IPV4.exec(text)) {
+        if (isVersionContext(text, match.index)) continue;
         matches.push({ start: match.index, end: match.index + match[0].length, rule: "ipv4" });
       }
       let colon = text.indexOf(":");

@@ -1,4 +1,6 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
+import { isbn10Valid, isbn13Valid } from "../checksums.js";
+import { identifierContext } from "../context.js";
 import type { Detector, DetectorMatch } from "../detector.js";
 
 // Digits with up to three separators between them (space, dot, hyphen, slash, parentheses),
@@ -60,6 +62,23 @@ function phoneShaped(body: string): boolean {
 }
 
 /**
+ * Whether a phone-shaped candidate is something else: an ISBN (valid check digit, hyphenated
+ * as books are), or digits labelled as a product, parcel, order or book identifier.
+ */
+function notPhone(text: string, start: number, body: string): boolean {
+  if (body.startsWith("+")) return false;
+  // A Japanese postal code: 〒160-0023.
+  if (text.charCodeAt(start - 1) === 0x3012 || text.charCodeAt(start - 2) === 0x3012) return true;
+  const digits = body.replace(/[^0-9Xx]/g, "");
+  if (digits.length === 13 && isbn13Valid(digits)) return true;
+  if (digits.length === 10 && /^\d{1,5}-\d{1,7}-\d{1,7}-[\dXx]$/.test(body) && isbn10Valid(digits))
+    return true;
+  // "(415) 555-0132" is written as a phone number whatever label stands before it.
+  if (body.includes("(")) return false;
+  return identifierContext(text, start);
+}
+
+/**
  * Finds phone numbers. International numbers (`+` and a country code) are checked with
  * libphonenumber's metadata; bare runs of ten or eleven digits must be valid US or Chinese
  * numbers there; grouped national numbers (`(415) 555-0132`, `0688 843 79 56`,
@@ -91,6 +110,7 @@ export function phoneDetector(): Detector {
         } else {
           accepted = /^\d+$/.test(body) ? validBareNumber(body) : phoneShaped(body);
         }
+        if (accepted && notPhone(text, match.index, body)) accepted = false;
         if (accepted) matches.push({ start: match.index, end: match.index + candidate.length });
       }
       return matches;

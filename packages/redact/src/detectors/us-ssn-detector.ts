@@ -1,8 +1,13 @@
+import { textBefore } from "../context.js";
 import type { Detector, DetectorMatch } from "../detector.js";
 
 // Area, group and serial with the same separator twice. Bare nine-digit runs are left out:
 // they are far more often order numbers and ZIP+4 codes than SSNs.
 const CANDIDATE = /(?<![\w.\-/])(\d{3})([ .-])(\d{2})\2(\d{4})(?![\w-]|\.\d)/g;
+// Nine digits in a row count only right after a word for an SSN.
+const BARE = /(?<![\w.\-/])(\d{3})(\d{2})(\d{4})(?![\w-]|\.\d)/g;
+const SSN_CONTEXT =
+  /\b(?:ssn|ss#|ss no|social security(?: number| no)?|soc\.? sec\.?(?: no)?|sozialversicherungsnummer|tin|itin)(?:\s+(?:is|was|of))?[\s:=#."'-]*$/;
 
 /** Whether area, group and serial are in the ranges the SSA issues. */
 export function isValidSsn(area: string, group: string, serial: string): boolean {
@@ -29,6 +34,14 @@ export function usSsnDetector(): Detector {
         if (isValidSsn(match[1]!, match[3]!, match[4]!)) {
           matches.push({ start: match.index, end: match.index + match[0].length });
         }
+      }
+      BARE.lastIndex = 0;
+      for (let match = BARE.exec(text); match !== null; match = BARE.exec(text)) {
+        if (
+          isValidSsn(match[1]!, match[2]!, match[3]!) &&
+          SSN_CONTEXT.test(textBefore(text, match.index, 32))
+        )
+          matches.push({ start: match.index, end: match.index + 9, rule: "labelled" });
       }
       return matches;
     },

@@ -1,0 +1,242 @@
+import type { Detector, DetectorMatch } from "../detector.js";
+
+// Street addresses by country format. Each pattern is anchored on what an address cannot do
+// without (a house number beside a street word, a postcode of the country's shape, a
+// prefecture), and every repetition is bounded, so matching stays linear.
+// Capitals and letters by range (Latin with Latin-1 and Extended-A, Greek, Cyrillic), so no
+// pattern needs the Unicode flag; no pattern opens with a look-behind (V8 would run it at every
+// position): word boundaries are checked in code.
+const UPPER = "A-Z\\u00c0-\\u00d6\\u00d8-\\u00de\\u0100-\\u017f\\u0391-\\u03a9\\u0400-\\u042f";
+const LETTER = `${UPPER}a-z\\u00df-\\u00f6\\u00f8-\\u00ff\\u0180-\\u024f\\u0300-\\u036f\\u03ac-\\u03ce\\u0430-\\u045f`;
+const W = `[${UPPER}][${LETTER}'’.-]*`;
+const STREET_TYPES =
+  "Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Court|Ct|Boulevard|Blvd|Way|Place|Pl|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Close|Crescent|Cres|Gardens|Gdns|Grove|Mews|Row|Walk|Square|Sq|Hill|Trail|Trl|Loop|Path|Pike|Plaza|Alley|Green|Park|View|Rise|Wharf|Quay";
+const UNIT =
+  "(?:,?[ ](?:Apt\\.?|Apartment|Suite|Ste\\.?|Unit|Flat|Fl\\.?|Floor|Room|#)[ ]?[\\w-]{1,6})";
+const US_STATE =
+  "A[LKZR]|C[AOT]|D[EC]|F[LM]|G[AU]|HI|I[ADLN]|K[SY]|LA|M[ADEHINOPST]|N[CDEHJMVY]|O[HKR]|P[AR]|RI|S[CD]|T[NX]|UT|V[AIT]|W[AIVY]";
+const UK_POSTCODE = "[A-Z]{1,2}\\d[A-Z\\d]?[ ]?\\d[A-Z]{2}";
+// One to three capitalised words, one space apart (no optional separator, so no ambiguity).
+const CITY = `${W}(?:[ ]${W}){0,2}`;
+const LINE_BREAK = "(?:,[ ]?|\\n[ \\t]*)";
+const TAIL =
+  `(?:${LINE_BREAK}${CITY},[ ]?(?:${US_STATE})[ ]\\d{5}(?:-\\d{4})?` +
+  `|${LINE_BREAK}${CITY}(?:,[ ]?|\\n[ \\t]*|[ ])(?:${UK_POSTCODE})(?![\\w])` +
+  `|(?:,[ ]?|[ ]|\\n[ \\t]*)(?:${UK_POSTCODE})(?![\\w]))?`;
+
+// 1600 Harbor View Drive Apt 4B, Portland, OR 97201 (the city line is optional).
+const US = new RegExp(
+  `\\d{1,6}[ ](?:[NSEW]\\.?[ ])?(?:${W}[ ]){0,3}(?:${STREET_TYPES})\\.?(?![${LETTER}])${UNIT}?${TAIL}`,
+  "y",
+);
+// Flat 3, 12 Priory Lane, then the same tail: the UK writes the flat first.
+const UK_FLAT = new RegExp(
+  `(?:Flat|Apartment|Unit)[ ]\\d{1,4}[A-Z]?,[ ]\\d{1,5}[ ](?:${W}[ ]){0,3}(?:${STREET_TYPES})\\.?(?![${LETTER}])${TAIL}`,
+  "g",
+);
+// German, Nordic and Dutch streets end in a street word (Lindenstraße 12a, Storgatan 5); the
+// scan looks for that ending and the house number, then reads the name back to its capital.
+const STREET_SUFFIXES = [
+  "straße",
+  "strasse",
+  "str.",
+  "weg",
+  "allee",
+  "platz",
+  "gasse",
+  "ring",
+  "damm",
+  "ufer",
+  "chaussee",
+  "steig",
+  "gatan",
+  "vägen",
+  "gränd",
+  "torget",
+  "stigen",
+  "backen",
+  "allén",
+  "plan",
+  "leden",
+  "gata",
+  "vej",
+  "gade",
+  "veien",
+  "gaten",
+  "laan",
+  "straat",
+  "plein",
+  "gracht",
+];
+// A house number after a word: the street word is checked in code, which is much cheaper
+// than an alternation of thirty endings tried at every position.
+const DIGIT_RUN = /\d+/g;
+const HOUSE_NUMBER = /\d{1,4}[a-zA-Z]?(?![\w])/y;
+const STREET_PREFIX = new RegExp(
+  `(?:Am|An der|Auf dem|Im|Zum|Zur)[ ]${W}[ ]\\d{1,4}[a-zA-Z]?(?![\\w])`,
+  "g",
+);
+const POSTCODE_TAIL = new RegExp(
+  `(?:,[ ]?|\\n[ \\t]*|[ ])(?:\\d{5}|\\d{3}[ ]\\d{2}|\\d{4})[ ]${W}(?:[ ](?:${W}|im|am|an|der|bei)){0,3}`,
+  "y",
+);
+// 12 bis rue des Lilas, 69003 Lyon
+const FR = new RegExp(
+  `\\d{1,4}(?:[ ]?(?:bis|ter|quater|[A-D]))?,?[ ](?:rue|avenue|av\\.|boulevard|bd|impasse|place|chemin|allée|quai|route|cours|square|passage|voie|rond-point|faubourg)[ ](?:(?:des|du|de|de la|de l'|la|le|les|l'|d')[ ]?)?${W}(?:[ ]${W}){0,3}` +
+    `${LINE_BREAK}\\d{5}[ ]${W}(?:[ -]${W}){0,3}(?:[ ]CEDEX(?:[ ]\\d{1,2})?)?`,
+  "y",
+);
+// 〒160-0023 東京都新宿区西新宿1丁目2番3号; 大阪府大阪市北区梅田1-2-3
+const JP =
+  /(?:〒[ ]?\d{3}-\d{4}[ \u3000]*)?(?:東京都|北海道|京都府|大阪府|[\p{Script=Han}]{2,3}県)[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}ヶ]{1,12}?(?:市|区|郡|町|村)[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}ヶ\d\-−－ー丁目番地号の]{1,40}/gu;
+const JP_POSTCODE_ONLY = /〒[ ]?\d{3}-\d{4}/g;
+// PO boxes and military addresses: P.O. Box 186; PSC 5420, Box 2708\nAPO AA 33879
+// Case variants are spelled out: a case-insensitive pattern that starts with a common letter
+// is tried at nearly every position of ordinary text.
+const PO_BOX =
+  /(?:P\.?[ ]?O\.?[ ](?:Box|BOX)|PO[ ](?:Box|BOX)|Postfach|Box|BOX)[ ]\d{1,6}(?:,?[ \n]*(?:APO|FPO|DPO)[ ](?:AA|AE|AP)[ ]\d{5})?/g;
+const MILITARY =
+  /(?:PSC|Unit|UNIT|CMR)[ ]\d{3,5},?[ ](?:Box|BOX)[ ]\d{1,5}[ ,\n]+(?:APO|FPO|DPO)[ ](?:AA|AE|AP)[ ]\d{5}/g;
+
+const NUMBER_FIRST: [RegExp, string][] = [
+  [US, "street"],
+  [FR, "fr"],
+];
+
+const CAPITAL = new RegExp(`[${UPPER}]`);
+const NAME_UNIT = new RegExp(`[${LETTER}-]`);
+/** Whether a character can be part of a street or town name; ASCII without a regex. */
+function isNameUnit(text: string, index: number): boolean {
+  const code = text.charCodeAt(index);
+  if (code < 128) return (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 45;
+  return NAME_UNIT.test(text[index]!);
+}
+
+/** Whether the match at `index` starts a word. */
+function startsWord(text: string, index: number): boolean {
+  if (index === 0) return true;
+  const code = text.charCodeAt(index - 1);
+  return !(
+    (code >= 48 && code <= 57) ||
+    (code >= 65 && code <= 90) ||
+    (code >= 97 && code <= 122) ||
+    code === 95 ||
+    code === 45 ||
+    (code > 127 && isNameUnit(text, index - 1))
+  );
+}
+
+const PATTERNS: [RegExp, string][] = [
+  [UK_FLAT, "uk-flat"],
+  [MILITARY, "military"],
+  [PO_BOX, "po-box"],
+];
+
+/** Whether the text has a digit: every Latin-script pattern needs a house or box number. */
+const HAS_DIGIT = /\d/;
+const HAS_JAPANESE = /[都道府県]/u;
+
+/**
+ * Finds street addresses in US, UK, German, French, Swedish (and Nordic and Dutch street
+ * suffixes) and Japanese formats: a house number with a street word (`1600 Harbor View
+ * Drive`, `Lindenstraße 12a`, `12 bis rue des Lilas`, `Storgatan 5`) and, when it follows, the
+ * unit, city, state or postcode line (`Portland, OR 97201`, `SW1A 1AA`, `10115 Berlin`,
+ * `111 22 Stockholm`); Japanese addresses from the prefecture to the block number (`東京都
+ * 新宿区西新宿1丁目2番3号`, with its `〒160-0023`); PO boxes and APO/FPO addresses.
+ */
+export function addressDetector(): Detector {
+  return {
+    type: "ADDRESS",
+    name: "address",
+    priority: 25,
+    maxLength: 160,
+    find(text) {
+      const matches: DetectorMatch[] = [];
+      const push = (start: number, end: number, rule: string) => {
+        while (end > start && /[ ,\n\t]/.test(text[end - 1]!)) end--;
+        matches.push({ start, end, rule });
+      };
+      if (HAS_DIGIT.test(text)) {
+        for (const [pattern, rule] of PATTERNS) {
+          pattern.lastIndex = 0;
+          for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+            if (startsWord(text, match.index))
+              push(match.index, match.index + match[0].length, rule);
+          }
+        }
+        // Everything that starts with a number, from one scan of the digit runs.
+        DIGIT_RUN.lastIndex = 0;
+        for (let run = DIGIT_RUN.exec(text); run !== null; run = DIGIT_RUN.exec(text)) {
+          const at = run.index;
+          if (!startsWord(text, at)) continue;
+          let found = false;
+          for (const [pattern, rule] of NUMBER_FIRST) {
+            pattern.lastIndex = at;
+            const match = pattern.exec(text);
+            if (match !== null) {
+              push(at, at + match[0].length, rule);
+              DIGIT_RUN.lastIndex = Math.max(DIGIT_RUN.lastIndex, at + match[0].length);
+              found = true;
+              break;
+            }
+          }
+          if (found || text.charCodeAt(at - 1) !== 32) continue;
+          HOUSE_NUMBER.lastIndex = at;
+          const match = HOUSE_NUMBER.exec(text);
+          if (match === null) continue;
+          const wordEnd = at - 1;
+          const floor = Math.max(0, wordEnd - 40);
+          let wordStart = text[wordEnd - 1] === "." ? wordEnd - 1 : wordEnd;
+          while (wordStart > floor && isNameUnit(text, wordStart - 1)) wordStart--;
+          const word = text.slice(wordStart, wordEnd).toLowerCase();
+          if (word.length < 3 || !STREET_SUFFIXES.some((suffix) => word.endsWith(suffix))) continue;
+          // Back to the start of the compound ("Linden" of "Lindenstraße"), or to the word
+          // before a separate "Straße" ("Berliner Straße").
+          let start = wordStart;
+          if (/^(?:stra(?:ß|ss)e|weg|allee|platz|gasse)$/.test(word) && text[start - 1] === " ") {
+            let previous = start - 1;
+            while (previous > floor && isNameUnit(text, previous - 1)) previous--;
+            if (previous < start - 1 && CAPITAL.test(text[previous] ?? "")) start = previous;
+          }
+          if (!CAPITAL.test(text[start] ?? "") || !startsWord(text, start)) continue;
+          const end = at + match[0].length;
+          POSTCODE_TAIL.lastIndex = end;
+          const tail = POSTCODE_TAIL.exec(text);
+          if (tail !== null) {
+            push(start, end + tail[0].length, "suffix-street");
+            DIGIT_RUN.lastIndex = end + tail[0].length;
+          }
+        }
+        STREET_PREFIX.lastIndex = 0;
+        for (
+          let match = STREET_PREFIX.exec(text);
+          match !== null;
+          match = STREET_PREFIX.exec(text)
+        ) {
+          if (!startsWord(text, match.index)) continue;
+          const end = match.index + match[0].length;
+          POSTCODE_TAIL.lastIndex = end;
+          const tail = POSTCODE_TAIL.exec(text);
+          if (tail !== null) push(match.index, end + tail[0].length, "prefix-street");
+        }
+      }
+      if (HAS_JAPANESE.test(text) || text.includes("〒")) {
+        JP.lastIndex = 0;
+        for (let match = JP.exec(text); match !== null; match = JP.exec(text))
+          matches.push({ start: match.index, end: match.index + match[0].length, rule: "jp" });
+        JP_POSTCODE_ONLY.lastIndex = 0;
+        for (
+          let match = JP_POSTCODE_ONLY.exec(text);
+          match !== null;
+          match = JP_POSTCODE_ONLY.exec(text)
+        )
+          matches.push({
+            start: match.index,
+            end: match.index + match[0].length,
+            rule: "jp-postcode",
+          });
+      }
+      return matches;
+    },
+  };
+}

@@ -1,0 +1,497 @@
+import type { Detector, DetectorMatch } from "../detector.js";
+import {
+  CJK_SURNAMES,
+  CLOSINGS,
+  GREETINGS,
+  HONORIFICS,
+  NAME_KEYS,
+  NAME_VERBS,
+  NOT_NAME_WORDS,
+  PEOPLE_HEADERS,
+} from "../lexicon/name-cues.js";
+import { GIVEN_NAMES, SURNAMES } from "../lexicon/name-lexicon.js";
+
+const MAX_NAME = 80;
+
+/** Scripts written without capitals: a name there is found by its cue alone. */
+const HAN_HANGUL = /[\p{Script=Han}\p{Script=Hangul}\u3005]/u;
+const UNCASED_WORD =
+  /^[\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Devanagari}\p{Script=Thai}\p{M}]+/u;
+const CASED_TOKEN =
+  /^(?:\p{Lu}\.(?=[ _])|\p{Lu}[\p{Ll}\p{Lu}\p{M}]*(?:['’-]\p{L}[\p{Ll}\p{M}]*)*)/u;
+const PARTICLES = new Set([
+  "van",
+  "von",
+  "der",
+  "den",
+  "de",
+  "del",
+  "della",
+  "da",
+  "di",
+  "du",
+  "la",
+  "le",
+  "al",
+  "el",
+  "bin",
+  "ibn",
+  "ben",
+  "ter",
+  "zu",
+  "y",
+  "dos",
+  "das",
+]);
+// A name after a Japanese, Chinese or Korean honorific suffix: 佐藤 花子 様, 김민준 님.
+const CJK_SUFFIX = /^[ \t]?(?:様|さま|さん|氏|先生|殿|君|くん|ちゃん|님|씨|선생님|女士|小姐|先生)/u;
+
+interface Name {
+  start: number;
+  end: number;
+  tokens: string[];
+  uncased: boolean;
+}
+
+/** Reads a name starting at `from` (after spaces and an honorific), or undefined. */
+function nameAt(text: string, from: number): Name | undefined {
+  let index = from;
+  while (text[index] === " " || text[index] === "\t" || text[index] === '"' || text[index] === "'")
+    index++;
+  // An honorific is skipped, not redacted: "Ms Brandt" keeps "Ms".
+  const honorific = /^([A-Za-z]{1,4})\.?[ ]+(?=\p{Lu})/u.exec(text.slice(index, index + 8));
+  if (honorific !== null && HONORIFICS.has(honorific[1]!.toLowerCase()))
+    index += honorific[0].length;
+  const start = index;
+  const head = text.slice(index, index + MAX_NAME);
+  const first = head.codePointAt(0);
+  if (first === undefined) return undefined;
+  const firstChar = String.fromCodePoint(first);
+  if (HAN_HANGUL.test(firstChar)) {
+    // A run of Han or Hangul, with at most one space (family name, space, given name).
+    const match =
+      /^[\p{Script=Han}\p{Script=Hangul}\u3005]{1,4}(?:[ \u3000][\p{Script=Han}\p{Script=Hangul}\u3005]{1,3})?/u.exec(
+        head,
+      );
+    if (match === null) return undefined;
+    let length = match[0].length;
+    // Stop before an honorific suffix that got read as part of the run.
+    const suffix = /(?:様|さま|さん|氏|先生|殿|님|씨|女士|小姐)$/u.exec(match[0]);
+    if (suffix !== null && suffix.index > 0) length = suffix.index;
+    const value = head.slice(0, length).trimEnd();
+    if (value.replace(/\s/g, "").length < 2) return undefined;
+    return { start, end: start + value.length, tokens: [value], uncased: true };
+  }
+  if (UNCASED_WORD.test(head)) {
+    const tokens: string[] = [];
+    let at = 0;
+    while (tokens.length < 3) {
+      const word = UNCASED_WORD.exec(head.slice(at));
+      if (word === null) break;
+      tokens.push(word[0]);
+      at += word[0].length;
+      if (head[at] !== " " || !UNCASED_WORD.test(head.slice(at + 1))) break;
+      at++;
+    }
+    const end = head.slice(0, at).trimEnd().length;
+    return { start, end: start + end, tokens, uncased: true };
+  }
+  const tokens: string[] = [];
+  let at = 0;
+  let end = 0;
+  while (tokens.length < 4 && at < head.length) {
+    const token = CASED_TOKEN.exec(head.slice(at));
+    if (token === null) {
+      // A lower-case particle between capitalised words: "Ludwig van Beethoven".
+      const particle = /^([a-z]{1,4})[ ]/.exec(head.slice(at));
+      if (
+        particle !== null &&
+        tokens.length > 0 &&
+        PARTICLES.has(particle[1]!) &&
+        CASED_TOKEN.test(head.slice(at + particle[0].length))
+      ) {
+        at += particle[0].length;
+        continue;
+      }
+      break;
+    }
+    tokens.push(token[0]);
+    at += token[0].length;
+    end = at;
+    if (head[at] === " " || head[at] === "_" || head[at] === "\u00a0") {
+      at++;
+      continue;
+    }
+    break;
+  }
+  if (tokens.length === 0) return undefined;
+  // A trailing initial ("Maya L.") keeps its dot; a lone initial is not a name.
+  if (tokens.every((token) => token.endsWith("."))) return undefined;
+  return { start, end: start + end, tokens, uncased: false };
+}
+
+const lower = (token: string) => token.toLowerCase().replace(/[.’']/g, "");
+
+function isNotName(token: string): boolean {
+  return NOT_NAME_WORDS.has(lower(token));
+}
+
+/** Whether a cased candidate found after a strong cue is a name. */
+function strongName(name: Name): boolean {
+  if (name.uncased) return true;
+  const words = name.tokens.filter((token) => !token.endsWith("."));
+  if (words.length === 0) return false;
+  const known = words.some((token) => GIVEN_NAMES.has(lower(token)) || SURNAMES.has(lower(token)));
+  const stop = words.filter(isNotName).length;
+  if (stop === 0) return true;
+  // "Jack Black": a common word passes when a known name stands beside it.
+  return known && stop < words.length;
+}
+
+/** Whether a cased candidate with only a weak cue, or none, is a name. */
+function lexiconName(name: Name, weakCue: boolean): boolean {
+  if (name.uncased) return false;
+  const words = name.tokens.filter((token) => !token.endsWith("."));
+  if (words.length < 2) return false;
+  if (words.some(isNotName)) return false;
+  const given = GIVEN_NAMES.has(lower(words[0]!));
+  const surname = SURNAMES.has(lower(words[words.length - 1]!));
+  if (given && surname) return true;
+  // With a cue ("spoke with", "escalated by"), one known part is enough.
+  return weakCue && (given || surname);
+}
+
+// The scan looks for what every name in a cased script starts with, a capital followed by a
+// small letter, which ordinary prose has once a sentence; the cue is then read backwards from
+// there. Capitals are listed by range (Latin, Greek, Cyrillic) so no pattern needs the
+// Unicode flag, and none opens with a look-behind (V8 would run it at every position).
+const UPPER = "A-Z\\u00c0-\\u00d6\\u00d8-\\u00de\\u0100-\\u017f\\u0391-\\u03a9\\u0400-\\u042f";
+const LOWER =
+  "a-z\\u00df-\\u00f6\\u00f8-\\u00ff\\u0100-\\u024f\\u0300-\\u036f\\u03ac-\\u03ce\\u0430-\\u045f";
+const CAPITAL_START = new RegExp(`[${UPPER}][${LOWER}]`, "g");
+const WORD = `[${UPPER}][${LOWER}]+(?:['’-][${UPPER}${LOWER}][${LOWER}]*)*`;
+const CAPITALISED_RUN = new RegExp(
+  `${WORD}(?:[ ](?:(?:van|von|der|de|del|da|di|du|la|le|al|bin|ibn)[ ])?(?:[${UPPER}]\\.|${WORD})){1,3}`,
+  "y",
+);
+// Scripts without capitals where names are common in support text: Han, Hangul, Arabic,
+// Hebrew, Devanagari, Thai. Found only when the text has them.
+const UNCASED_SCRIPT = /[\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f\u3400-\u9fff\uac00-\ud7af]/;
+const UNCASED_RUN =
+  /[\p{Script=Han}\p{Script=Hangul}\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Devanagari}\p{Script=Thai}]+/gu;
+
+const GREETING_PHRASES = new Set([
+  ...GREETINGS,
+  "thank you",
+  "good morning",
+  "good afternoon",
+  "good evening",
+]);
+const SELF_PHRASES = new Set([
+  "my name is",
+  "my name's",
+  "name's",
+  "je m'appelle",
+  "ich heiße",
+  "mein name ist",
+  "me llamo",
+  "mi nombre es",
+  "jag heter",
+  "mitt namn är",
+  "mi chiamo",
+  "меня зовут",
+]);
+const WEAK_SELF_PHRASES = new Set(["i am", "i'm", "this is"]);
+// Verbs that are followed by a person far more often than by anything else.
+const ACTION_WORDS = new Set(
+  `spoke speak talked talk chatted met meeting call called calling emailed messaged escalated
+  assigned forwarded transferred handed reassigned signed approved reported requested submitted
+  raised opened closed reviewed written sent cc cc'd ask asked tell told thank thanked contact
+  contacted ping pinged introduced according`.split(/\s+/),
+);
+const ACTION_PARTICLES = new Set(["with", "by", "to", "for", "from", "over"]);
+const AFTER_NAME = new Set([",", "and", "or", "to", "&", "und", "et", "och", "y"]);
+const BULLET = /^[ \t]*(?:[-*•·]|\d{1,2}[.)])[ \t]+$/;
+const BULLET_LINE = /^[ \t]*(?:[-*•·]|\d{1,2}[.)])[ \t]+/;
+const LETTER_BEFORE = /[\p{L}\p{M}\p{N}.'’_-]/u;
+const KEY_WORD_UNIT = /[\p{L}\p{M}\p{N}_ -]/u;
+
+type Cue = "strong" | "weak-self" | "action" | "verb" | "none";
+
+function isWordUnit(code: number, char: string): boolean {
+  if (code < 128) return (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 39;
+  return LETTER_BEFORE.test(char) && char !== "." && char !== "_" && char !== "-";
+}
+
+/**
+ * The words before `at` on its line, last first, lower case (at most three), and whether a
+ * key separator (`:`, `=`, `：`) ends the prefix. One backward scan of at most 48 characters.
+ */
+function wordsBefore(
+  text: string,
+  at: number,
+  floor: number,
+): { words: string[]; separator: number } {
+  const words: string[] = [];
+  let index = at - 1;
+  let separator = -1;
+  // Spaces, a comma, an opening quote.
+  while (index >= floor) {
+    const code = text.charCodeAt(index);
+    if (code === 32 || code === 9 || code === 44 || code === 34 || code === 39 || code === 0xa0)
+      index--;
+    else break;
+  }
+  const code = text.charCodeAt(index);
+  if (index >= floor && (code === 58 || code === 61 || code === 0xff1a)) separator = index;
+  if (text.charCodeAt(index) === 46) index--; // "Mr." keeps its word
+  while (index >= floor && words.length < 3) {
+    const end = index + 1;
+    while (index >= floor && isWordUnit(text.charCodeAt(index), text[index]!)) index--;
+    if (end - index - 1 <= 0) break;
+    words.push(text.slice(index + 1, end).toLowerCase());
+    if (index < floor || text.charCodeAt(index) !== 32) break;
+    index--;
+  }
+  return { words, separator };
+}
+
+/** What stands before a candidate at `at` on its line: the reason to read it as a name. */
+/** Whether the word ending at the dot at `dot` is short (`Dr.`, `Ms.`, `M.`): maybe an honorific. */
+function shortWordBefore(text: string, dot: number): boolean {
+  let index = dot - 1;
+  while (index >= 0 && index > dot - 6) {
+    const code = text.charCodeAt(index);
+    if (!((code >= 65 && code <= 90) || (code >= 97 && code <= 122))) return true;
+    index--;
+  }
+  return index < 0;
+}
+
+/** The start of the line holding `at`, looking back at most `limit` characters; -1 past that. */
+function lineStartOf(text: string, at: number, limit: number): number {
+  const floor = Math.max(0, at - limit);
+  for (let index = at - 1; index >= floor; index--)
+    if (text.charCodeAt(index) === 10) return index + 1;
+  return floor === 0 ? 0 : -1;
+}
+
+function cueBefore(text: string, at: number, previousEnd: number): Cue {
+  // Bounded: a text without line breaks must not cost a scan back to its start per capital.
+  const found = lineStartOf(text, at, 48);
+  const lineStart = found === -1 ? at - 48 : found;
+  const floor = Math.max(lineStart, at - 48);
+  const { words, separator } = wordsBefore(text, at, floor);
+  if (separator !== -1) {
+    // A key: Name:, "full_name": ", customer_name=, 氏名：
+    let index = separator - 1;
+    if (text[index] === '"' || text[index] === "'") index--;
+    const end = index + 1;
+    while (index >= Math.max(lineStart, separator - 32) && KEY_WORD_UNIT.test(text[index]!))
+      index--;
+    const key = text
+      .slice(index + 1, end)
+      .trim()
+      .replace(/\s+/g, " ");
+    if (key !== "" && NAME_KEYS.test(key)) return "strong";
+  } else if (words.length > 0) {
+    const [last, second, third] = words as [string, string | undefined, string | undefined];
+    const two = second === undefined ? "" : `${second} ${last}`;
+    const three = third === undefined ? "" : `${third} ${two}`;
+    if (GREETING_PHRASES.has(last) || GREETING_PHRASES.has(two) || HONORIFICS.has(last))
+      return "strong";
+    if (SELF_PHRASES.has(last) || SELF_PHRASES.has(two) || SELF_PHRASES.has(three)) return "strong";
+    if (WEAK_SELF_PHRASES.has(two)) return "weak-self";
+  }
+  const prefix = found === -1 ? "" : text.slice(floor, at);
+  if (found !== -1 && (prefix.trim() === "" || BULLET.test(prefix))) {
+    // A signature under a closing line, or an item of a list of people.
+    if (lineStart > 0) {
+      const previousLineStart = text.lastIndexOf("\n", lineStart - 2) + 1;
+      const previousLine = text.slice(previousLineStart, lineStart);
+      if (
+        prefix.trim() === "" &&
+        previousLine.length < 40 &&
+        CLOSINGS.has(
+          previousLine
+            .trim()
+            .replace(/[ \t]*[,.!]$/, "")
+            .toLowerCase(),
+        )
+      )
+        return "strong";
+      if (BULLET.test(prefix)) {
+        let line = previousLineStart;
+        let content = previousLine;
+        for (let hops = 0; hops < 50 && BULLET_LINE.test(content) && line > 0; hops++) {
+          const start = text.lastIndexOf("\n", line - 2) + 1;
+          content = text.slice(start, line);
+          line = start;
+        }
+        if (PEOPLE_HEADERS.test(content.replace(/\s+$/, ""))) return "strong";
+      }
+    }
+  }
+  if (words.length > 0) {
+    const [last, second] = words as [string, string | undefined];
+    if (
+      ACTION_WORDS.has(last) ||
+      (ACTION_PARTICLES.has(last) && second !== undefined && ACTION_WORDS.has(second))
+    )
+      return "action";
+  }
+  // "X and Y", "X to Y" right after a name.
+  if (previousEnd > 0 && at - previousEnd < 8) {
+    const between = text.slice(previousEnd, at).trim().toLowerCase();
+    if (AFTER_NAME.has(between)) return "action";
+  }
+  if (words.length > 0 && NAME_VERBS.has(words[0]!)) return "verb";
+  return "none";
+}
+
+/** Whether the match at `index` starts a word (no letter, digit or joiner right before). */
+function startsWord(text: string, index: number): boolean {
+  if (index === 0) return true;
+  const code = text.charCodeAt(index - 1);
+  if (code < 128)
+    return !(
+      (code >= 48 && code <= 57) ||
+      (code >= 65 && code <= 90) ||
+      (code >= 97 && code <= 122) ||
+      code === 95 ||
+      code === 46 ||
+      code === 39 ||
+      code === 45
+    );
+  return !LETTER_BEFORE.test(text[index - 1]!);
+}
+
+/**
+ * Finds person names, using what surrounds them the way a reader does: a greeting (`Hi Maya`,
+ * `Dear Mr Okafor`), a label or key (`Name:`, `"full_name": "…"`, `customer_name=…`,
+ * `氏名：`), an email header's display name (`From: "Maya Lindqvist" <…>`), a signature under
+ * a closing line (`Kind regards,\nMaya`), a list under a header of people (`Attendees:`), a
+ * self-introduction (`my name is …`), and an honorific suffix (`佐藤 花子 様`). In running
+ * text, a capitalised pair is a name when the given-name and surname lexicon (public-domain
+ * SSA and Census tables) knows both parts, or one part right after a word like `with` or
+ * `by`. Capitalised common words (`Order Status`, `New York`) are not names.
+ */
+export function personDetector(): Detector {
+  return {
+    type: "PERSON",
+    name: "person",
+    priority: 15,
+    maxLength: MAX_NAME,
+    find(text) {
+      const matches: DetectorMatch[] = [];
+      let lastEnd = 0;
+      const accept = (name: Name) => {
+        matches.push({ start: name.start, end: name.end });
+        lastEnd = name.end;
+      };
+      CAPITAL_START.lastIndex = 0;
+      for (let match = CAPITAL_START.exec(text); match !== null; match = CAPITAL_START.exec(text)) {
+        const at = match.index;
+        if (at < lastEnd || !startsWord(text, at)) continue;
+        // Fast path: a capital after the end of a sentence ("... Union. Customers may") has no
+        // cue; unless the lexicon knows a capitalised run there, it is not a name.
+        let before = at - 1;
+        while (before >= 0 && text.charCodeAt(before) === 32) before--;
+        const mark = text.charCodeAt(before);
+        if (
+          (mark === 46 || mark === 33 || mark === 63) &&
+          before > 4 &&
+          !shortWordBefore(text, before)
+        ) {
+          CAPITALISED_RUN.lastIndex = at;
+          const run = CAPITALISED_RUN.exec(text);
+          if (run !== null) {
+            const runName: Name = {
+              start: at,
+              end: at + run[0].length,
+              tokens: run[0].split(" "),
+              uncased: false,
+            };
+            if (lexiconName(runName, false)) accept(runName);
+          }
+          continue;
+        }
+        const cue = cueBefore(text, at, lastEnd);
+        if (cue === "strong" || cue === "weak-self") {
+          const name = nameAt(text, at);
+          if (name === undefined || name.end <= name.start) continue;
+          const words = name.tokens.filter((token) => !token.endsWith("."));
+          let isName = false;
+          if (cue === "strong") {
+            isName = strongName(name);
+            // A signature line holds the name alone, or the name and a role after a comma.
+            if (
+              isName &&
+              lineStartOf(text, at, 48) !== -1 &&
+              /^[ \t]*$/.test(text.slice(lineStartOf(text, at, 48), at))
+            ) {
+              const lineEnd = text.indexOf("\n", name.end);
+              const rest = text.slice(name.end, lineEnd === -1 ? text.length : lineEnd);
+              if (!/^[ \t]*(?:,.*)?$/.test(rest)) isName = false;
+            }
+          } else if (cue === "weak-self") {
+            isName =
+              strongName(name) &&
+              !name.tokens.some(isNotName) &&
+              name.tokens.some(
+                (token) => GIVEN_NAMES.has(lower(token)) || SURNAMES.has(lower(token)),
+              );
+          }
+          if (isName && words.length > 0) accept(name);
+        } else {
+          // Running text: the lexicon must know the name, or a strong verb must precede it.
+          CAPITALISED_RUN.lastIndex = at;
+          const run = CAPITALISED_RUN.exec(text);
+          if (run !== null) {
+            const runName: Name = {
+              start: at,
+              end: at + run[0].length,
+              tokens: run[0].split(" "),
+              uncased: false,
+            };
+            const runWords = runName.tokens.filter((token) => !token.endsWith("."));
+            if (
+              lexiconName(runName, cue === "verb" || cue === "action") ||
+              (cue === "action" &&
+                runWords.length >= 2 &&
+                strongName(runName) &&
+                !runWords.some(isNotName))
+            ) {
+              accept(runName);
+            }
+          }
+        }
+      }
+      if (UNCASED_SCRIPT.test(text)) {
+        UNCASED_RUN.lastIndex = 0;
+        for (let match = UNCASED_RUN.exec(text); match !== null; match = UNCASED_RUN.exec(text)) {
+          const at = match.index;
+          if (at < lastEnd) continue;
+          const name = nameAt(text, at);
+          if (name === undefined || name.end <= name.start) continue;
+          const strong = cueBefore(text, at, lastEnd) === "strong";
+          // Han and Hangul before an honorific suffix: 佐藤 花子 様, 김민준 님.
+          let suffixed = false;
+          if (!strong && HAN_HANGUL.test(text[at]!)) {
+            const value = text.slice(name.start, name.end);
+            suffixed =
+              CJK_SUFFIX.test(text.slice(name.end, name.end + 5)) &&
+              (CJK_SURNAMES.has(value.slice(0, 1)) ||
+                CJK_SURNAMES.has(value.slice(0, 2)) ||
+                /[ \u3000]/.test(value));
+          }
+          if (strong || suffixed) {
+            accept(name);
+            UNCASED_RUN.lastIndex = Math.max(UNCASED_RUN.lastIndex, name.end);
+          }
+        }
+      }
+      return matches;
+    },
+  };
+}
