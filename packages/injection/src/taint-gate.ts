@@ -14,6 +14,7 @@ import {
   decodePercent,
   extractValues,
   hostOf,
+  leavesOf,
   matchKeysOf,
   parentDomains,
   splitKeys,
@@ -28,7 +29,22 @@ export interface TaintSink {
   tool: string;
   /** Top-level argument names to check; default every argument. */
   args?: readonly string[];
+  /**
+   * `trusted`: every value in the named arguments must be found in trusted text (the task, run
+   * attributes, or the output of a tool declared `trust: "trusted"`) that carried it before any
+   * model-written argument contained it; otherwise the call is refused as
+   * `untrusted_provenance` (or asked, with `onTaint: "ask"`), whatever the scanner said.
+   * Needs `args`: free-text arguments such as a refund's `reason` are not meant to be checked.
+   */
+  require?: "trusted";
 }
+
+/** Where a value a sink receives came from, as the gate can state it. */
+export type ValueProvenance =
+  | { source: "task" | "attributes" }
+  | { source: "trusted_output" | "untrusted_output"; tool: string; call: string }
+  | { source: "model_argument"; tool: string; call: string }
+  | { source: "nowhere" };
 
 /** Options of {@link taintGate}. */
 export interface TaintGateOptions {
@@ -88,6 +104,12 @@ interface TaintState {
   tainted: Map<string, TaintSource>;
   /** Keys of values in the trusted text the last check saw, and those texts. */
   trusted?: { texts: readonly string[]; keys: Set<string> };
+  /** Keys of values in outputs: the first trusted and the first untrusted output that carried each. */
+  firstTrusted: Map<string, number>;
+  firstUntrusted: Map<string, number>;
+  /** How many admitted calls have been read, and the first call whose arguments carried each key. */
+  callsProcessed: number;
+  firstInArguments: Map<string, number>;
 }
 
 const verdictRank: Record<ScanVerdict, number> = { clean: 0, suspicious: 1, injection: 2 };
@@ -216,7 +238,22 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
         `[injection] taintGate({ sinks }): args of sink ${entry.tool} must be an array of argument names`,
       );
     }
-    return { tool: entry.tool, pattern: globPattern(entry.tool), args: entry.args };
+    if (entry.require !== undefined && entry.require !== "trusted") {
+      throw new InvalidArgumentError(
+        `[injection] taintGate({ sinks }): require of sink ${entry.tool} must be "trusted", got ${JSON.stringify(entry.require)}`,
+      );
+    }
+    if (entry.require === "trusted" && (!entry.args || entry.args.length === 0)) {
+      throw new InvalidArgumentError(
+        `[injection] taintGate({ sinks }): sink ${entry.tool} with require: "trusted" needs args, the arguments that must come from trusted text (free text such as a reason is not meant to be checked)`,
+      );
+    }
+    return {
+      tool: entry.tool,
+      pattern: globPattern(entry.tool),
+      args: entry.args,
+      require: entry.require,
+    };
   });
   const sensitiveTools = options.sensitiveTools ?? true;
   if (options.trusted !== undefined && typeof options.trusted !== "function") {
@@ -234,6 +271,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     );
   }
   const derive = options.derive ?? true;
+  const provenanceSinks = sinks.some((sink) => sink.require === "trusted");
   const trusted = options.trusted ?? ((call: ToolCall) => attributeStrings(call.run));
   const name = options.name ?? "taint";
   const settings = {
@@ -241,7 +279,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     onTaint,
     kinds: [...kinds],
     sources: sourceTools ?? null,
-    sinks: sinks.map((sink) => [sink.tool, sink.args ?? null]),
+    sinks: sinks.map((sink) => [sink.tool, sink.args ?? null, sink.require ?? null]),
     sensitiveTools,
     envelope: envelopeTag ?? null,
     derive,
@@ -295,13 +333,35 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       (state.processed > 0 &&
         run.outputs[state.processed - 1]?.text !== state.texts[state.processed - 1])
     ) {
-      state = { processed: 0, texts: [], tainted: new Map() };
+      state = {
+        processed: 0,
+        texts: [],
+        tainted: new Map(),
+        firstTrusted: new Map(),
+        firstUntrusted: new Map(),
+        callsProcessed: 0,
+        firstInArguments: new Map(),
+      };
       run.scratch.set(scratchKey, state);
     }
     for (; state.processed < run.outputs.length; state.processed++) {
       const output = run.outputs[state.processed]!;
       state.texts.push(output.text);
       read(state, output);
+      // Every output's values, by trust: trusted outputs vouch for values (and clear taint),
+      // untrusted ones are named as the provenance of a refused value.
+      const first = output.trust === "trusted" ? state.firstTrusted : state.firstUntrusted;
+      for (const value of extractValues(output.text, kinds))
+        for (const key of matchKeysOf(value)) if (!first.has(key)) first.set(key, state.processed);
+    }
+    // Where each value first appeared in a model-written argument (any tool): a trusted output
+    // that carries it only after that does not vouch for it.
+    for (; state.callsProcessed < run.calls.length; state.callsProcessed++) {
+      const admitted = run.calls[state.callsProcessed]!;
+      if (!admitted.args) continue;
+      const place = admitted.outputsBefore ?? run.outputs.length;
+      for (const key of argumentKeys(admitted.args, kinds))
+        if (!state.firstInArguments.has(key)) state.firstInArguments.set(key, place);
     }
     return state;
   };
@@ -315,6 +375,77 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     if (matching.some((sink) => !sink.args)) return all;
     const names = new Set(matching.flatMap((sink) => sink.args ?? []));
     return all.filter((arg) => names.has(arg));
+  };
+
+  /** The arguments of the call that must have trusted provenance. */
+  const requiredArguments = (call: ToolCall): string[] => {
+    if (!provenanceSinks) return [];
+    const names = new Set<string>();
+    for (const sink of sinks)
+      if (sink.require === "trusted" && sink.pattern.test(call.tool))
+        for (const arg of sink.args ?? []) names.add(arg);
+    return [...names];
+  };
+
+  /** Whether a key is vouched for by a trusted output that carried it before any model argument did. */
+  const trustedOutputVouches = (state: TaintState, key: string): boolean => {
+    const at = state.firstTrusted.get(key);
+    if (at === undefined) return false;
+    const written = state.firstInArguments.get(key);
+    return written === undefined || at < written;
+  };
+
+  const provenanceOf = (
+    run: RunState,
+    state: TaintState,
+    key: string,
+    taskKeys: Set<string>,
+  ): ValueProvenance => {
+    if (taskKeys.has(key)) return { source: "task" };
+    const trustedAt = state.firstTrusted.get(key);
+    if (trustedAt !== undefined && trustedOutputVouches(state, key)) {
+      const output = run.outputs[trustedAt]!;
+      return { source: "trusted_output", tool: output.tool, call: output.toolUseId };
+    }
+    const untrustedAt = state.firstUntrusted.get(key);
+    if (untrustedAt !== undefined) {
+      const output = run.outputs[untrustedAt]!;
+      return { source: "untrusted_output", tool: output.tool, call: output.toolUseId };
+    }
+    const written = state.firstInArguments.get(key);
+    if (written !== undefined) {
+      const admitted = run.calls.find(
+        (entry) => entry.args && argumentKeys(entry.args, kinds).has(key),
+      );
+      if (admitted)
+        return { source: "model_argument", tool: admitted.tool, call: admitted.toolUseId };
+    }
+    return { source: "nowhere" };
+  };
+
+  /** The keys a required argument's value must have vouched for: each value in it, or the whole. */
+  const requiredKeys = (value: unknown): string[][] => {
+    const groups: string[][] = [];
+    const visit = (leaf: string | number) => {
+      if (typeof leaf === "number") {
+        groups.push([`amount:${leaf.toFixed(2)}`, `loose:${String(leaf).replace(/[^0-9]/g, "")}`]);
+        return;
+      }
+      const values = extractValues(leaf, kinds, false).filter(
+        (found) => found.kind !== "amount" && found.kind !== "domain",
+      );
+      if (values.length > 0) {
+        for (const found of values) groups.push(matchKeysOf(found));
+        return;
+      }
+      const whole = argumentKeys(leaf, kinds);
+      const loose = [...whole].filter(
+        (key) => key.startsWith("loose:") || key.startsWith("amount:"),
+      );
+      if (loose.length > 0) groups.push(loose);
+    };
+    for (const leaf of leavesOf(value)) visit(leaf);
+    return groups;
   };
 
   const trustedKeysOf = (state: TaintState, call: ToolCall): Set<string> => {
@@ -349,11 +480,27 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     check(call: ToolCall): GateDecision {
       const run = call.run;
       if (!run) return { type: "allow" };
+      const required = requiredArguments(call);
       const argumentNames = checkedArguments(call);
-      if (!argumentNames || argumentNames.length === 0) return { type: "allow" };
+      if ((!argumentNames || argumentNames.length === 0) && required.length === 0)
+        return { type: "allow" };
       const state = stateOf(run);
-      if (state.tainted.size === 0) return { type: "allow" };
-      const trustedKeys = trustedKeysOf(state, call);
+      if (state.tainted.size === 0 && required.length === 0) return { type: "allow" };
+      const taskKeys = trustedKeysOf(state, call);
+      // Provenance: a positive check, so no transformation of an attacker's value can pass it.
+      for (const argument of required) {
+        if (!(argument in (call.args ?? {}))) continue;
+        for (const group of requiredKeys(call.args[argument])) {
+          if (group.some((key) => taskKeys.has(key) || trustedOutputVouches(state, key))) continue;
+          const provenance = provenanceOf(run, state, group[0]!, taskKeys);
+          return untrusted(call, argument, provenance);
+        }
+      }
+      if (!argumentNames || argumentNames.length === 0 || state.tainted.size === 0)
+        return { type: "allow" };
+      const trustedKeys = {
+        has: (key: string) => taskKeys.has(key) || trustedOutputVouches(state, key),
+      };
       const checked: Record<string, unknown> = {};
       for (const argument of argumentNames) checked[argument] = call.args[argument];
       const hit = (keys: Set<string>): TaintSource | undefined => {
@@ -387,6 +534,31 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       return { type: "allow" };
     },
   };
+
+  function untrusted(call: ToolCall, argument: string, provenance: ValueProvenance): GateDecision {
+    const from =
+      provenance.source === "untrusted_output"
+        ? `the output of ${provenance.tool} (call ${provenance.call}), which is not a trusted tool`
+        : provenance.source === "model_argument"
+          ? `an argument the model wrote for ${provenance.tool} (call ${provenance.call}) before any trusted source carried it`
+          : provenance.source === "nowhere"
+            ? "nowhere in the task, the run's attributes or a trusted tool's output (the model wrote it)"
+            : provenance.source;
+    const message = `Argument "${argument}" of ${call.tool} must come from trusted text (the task, the run's attributes or a trusted tool's output); its value came from ${from}.`;
+    const details = { argument, provenance };
+    if (onTaint === "ask") return { type: "ask", reason: "untrusted_provenance", message, details };
+    return {
+      type: "deny",
+      reason: "untrusted_provenance",
+      message,
+      fixHints: [
+        `Use the value for "${argument}" exactly as the user gave it or as a trusted lookup returned it.`,
+        "Values from pages, emails, tickets or articles cannot fill this argument.",
+        "If the user wants a different value, ask them to state it in their own words.",
+      ],
+      details,
+    };
+  }
 
   function refusal(call: ToolCall, argument: string, source: TaintSource): GateDecision {
     const kind = source.value.kind === "id" ? "identifier" : source.value.kind;
