@@ -9,6 +9,7 @@ import { register as approve } from "./commands/approve.js";
 import { register as demo } from "./commands/demo.js";
 import { register as evalCommand } from "./commands/eval.js";
 import { register as freeze } from "./commands/freeze.js";
+import { register as replay } from "./commands/replay.js";
 import { register as resume } from "./commands/resume.js";
 import { register as runs } from "./commands/runs.js";
 import { register as serve } from "./commands/serve.js";
@@ -34,6 +35,7 @@ const commands: readonly RegisterCommand[] = [
   serve,
   worker,
   submit,
+  replay,
 ];
 
 /** The CLI's version, from its package.json (beside `src/` and `dist/`). */

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type RunState, sha256, type ToolCall } from "@loopguard/core";
+import { InvalidArgumentError, sha256, type ToolCall } from "@loopguard/core";
 import { normalizeValue } from "./normalize-value.js";
 import { describeValue } from "./predicate.js";
 
@@ -197,6 +197,9 @@ export const ownReasons: ReadonlySet<string> = new Set([
   "run_guard_outside_run",
 ]);
 
+/** The run as a gate sees it (whatever core hands gates in `call.run`). */
+type GateRun = NonNullable<ToolCall["run"]>;
+
 /** Per-run no-progress state, in `run.scratch`; everything but asks is rebuilt from the run. */
 interface State {
   callsSeen: number;
@@ -235,18 +238,18 @@ export interface NoProgressFinding {
 export interface NoProgressDetector {
   readonly settings: Readonly<NoProgressSettings>;
   /** Finds a no-progress signal for `call` (the run's state folded in first). */
-  detect(call: ToolCall, run: RunState): NoProgressFinding | undefined;
+  detect(call: ToolCall, run: GateRun): NoProgressFinding | undefined;
   /** The run's state: warnings so far and the asks made. */
-  stage(run: RunState, call: ToolCall): "warn" | "ask" | "halt";
+  stage(run: GateRun, call: ToolCall): "warn" | "ask" | "halt";
   /** Whether `decision` (about to be recorded) makes a refusal streak long enough to halt. */
-  haltsStreak(run: RunState): boolean;
+  haltsStreak(run: GateRun): boolean;
 }
 
 /** Builds the detector for the given settings. */
 export function noProgressDetector(settings: Readonly<NoProgressSettings>): NoProgressDetector {
   const tolerance = settings.numberTolerance;
   const gap = settings.numberGap;
-  const stateOf = (run: RunState): State => {
+  const stateOf = (run: GateRun): State => {
     let state = run.scratch.get(scratchKey) as State | undefined;
     if (
       !state ||

@@ -6,7 +6,6 @@ import {
   type GateDecision,
   type HaltingGate,
   InvalidArgumentError,
-  type RunState,
   sha256,
   type ToolCall,
 } from "@loopguard/core";
@@ -65,6 +64,9 @@ export interface RunGuardGate extends HaltingGate {
   check(call: ToolCall): GateDecision;
   haltOnRefusal(call: ToolCall, decision: DenyDecision): boolean | string;
 }
+
+/** The run as a gate sees it (whatever core hands gates in `call.run`). */
+type GateRun = NonNullable<ToolCall["run"]>;
 
 /** Per-run loop state, kept in `run.scratch` and rebuilt from `run.calls` when missing. */
 interface LoopState {
@@ -128,7 +130,7 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
   );
   const detector = settings.noProgress ? noProgressDetector(settings.noProgress) : undefined;
 
-  const stateOf = (run: RunState): LoopState => {
+  const stateOf = (run: GateRun): LoopState => {
     let state = run.scratch.get(scratchKey) as LoopState | undefined;
     if (!state || state.seen > run.calls.length || state.refusalsSeen > run.refusals.length) {
       state = {
@@ -161,7 +163,7 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
     return state;
   };
 
-  const detectLoop = (call: ToolCall, run: RunState): GateDecision => {
+  const detectLoop = (call: ToolCall, run: GateRun): GateDecision => {
     const state = stateOf(run);
     const index = state.counted;
     const key = `${call.tool}\u0000${digestOf(call.args)}`;

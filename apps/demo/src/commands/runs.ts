@@ -14,14 +14,24 @@ export function register(program: Command, { out, colors }: CliShared): void {
       out(`no runs in ${paths.runs}; start one with: loopguard demo`);
       return;
     }
+    // Runs under a shadow policy show how many calls it would have decided differently.
+    const shadowed = runs.some((run) => (run.shadowDifferences ?? 0) > 0);
     const rows = runs.map((run) => [
       run.runId,
       run.status,
       String(run.steps),
       `$${run.costUsd.toFixed(4)}`,
       new Date(run.updatedAt).toISOString(),
+      ...(shadowed ? [String(run.shadowDifferences ?? 0)] : []),
     ]);
-    const header = ["id", "status", "steps", "cost", "last update"];
+    const header = [
+      "id",
+      "status",
+      "steps",
+      "cost",
+      "last update",
+      ...(shadowed ? ["shadow differences"] : []),
+    ];
     const widths = header.map((title, column) =>
       Math.max(title.length, ...rows.map((row) => row[column]!.length)),
     );
