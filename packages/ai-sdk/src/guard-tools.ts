@@ -43,6 +43,8 @@ export interface GuardedToolFlags {
   idempotent?: boolean;
   /** Milliseconds before the call is abandoned. Default 30 000. */
   timeoutMs?: number;
+  /** Whose text the tool returns: `trusted` for internal lookups, `untrusted` (the default) for anything a third party can write. */
+  trust?: "trusted" | "untrusted";
 }
 
 /** Options of `guardTools`. */
@@ -425,6 +427,7 @@ function fromAiSdkTool(name: string, value: unknown, flags: GuardedToolFlags): P
     description: original.description ?? name,
     sensitive: flags.sensitive ?? false,
     idempotent: flags.idempotent ?? false,
+    trust: flags.trust === "trusted" ? "trusted" : "untrusted",
     timeoutMs,
     costUsd: 0,
     spec: { name, description: original.description ?? name, input_schema: schema },

@@ -311,6 +311,7 @@ function passThroughTool(name: string, sensitive: boolean): Tool {
     description: name,
     sensitive,
     idempotent: false,
+    trust: "untrusted",
     timeoutMs: 1,
     costUsd: 0,
     spec: { name, description: name, input_schema: { type: "object" } },

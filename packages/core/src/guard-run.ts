@@ -71,6 +71,11 @@ export interface GuardRunLog {
     tool: string,
     argsDigest: string,
   ): { request: ApprovalRequestEvent; decision?: ApprovalDecisionEvent } | undefined;
+  /**
+   * While an approval is open, reads what others appended since (a person's answer, written
+   * by `approveRun`, `agent.approve` or the CLI from another process) into this run.
+   */
+  sync(): Promise<void>;
   /** Ends the run (unless an approval is open, which leaves it `awaiting_approval`). */
   finish(error?: unknown): Promise<void>;
 }
@@ -180,6 +185,15 @@ export async function openGuardRun(
         )
           found = entry;
       return found;
+    },
+    async sync() {
+      if (!fold.awaitingApproval || writer.broken) return;
+      const stored = await store.read(runId);
+      for (let seq = fold.nextSeq; seq < stored.length; seq += 1) {
+        fold.apply(stored[seq]!);
+        forRun.onApplied(stored[seq]!, fold);
+      }
+      writer.nextSeq = fold.nextSeq;
     },
     async finish(error) {
       unlisten();

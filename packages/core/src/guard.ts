@@ -214,6 +214,8 @@ export function guardTool<TArgs, TResult>(
         };
     const signal = callOptions.signal ?? neverAborted;
     try {
+      // A person may have answered an open approval from another process meanwhile.
+      if (log) await log.sync();
       const callPath = log ? pathOf(log) : path;
       const admission = await callPath.admit(scope, call, item, signal);
       if (admission.type === "refused") {

@@ -4,8 +4,8 @@ import {
   type Gate,
   type GuardedTool,
   guardTool,
-  type RunContextInput,
   type RunHandle,
+  type WithRunContext,
   withRun,
 } from "@loopguard/core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -37,11 +37,13 @@ export interface McpProxyOptions extends Omit<GuardMcpToolsOptions, "onInvalidSc
   /** The policy gate (e.g. `loadPolicyFile("policy.json")` from `@loopguard/policy`); runs before `gates`. */
   policy?: Gate;
   /**
-   * The run this proxy process is: `runId`, `agentId` (default `"mcp-proxy"`), roles,
-   * attributes, and `task`: the proxy never sees the user's request, so `require: "trusted"`
+   * The run this proxy process is, as `withRun` takes it: `runId`, `agentId` (default
+   * `"mcp-proxy"`), roles, attributes; `store`, `exporters`, `onEvent`, `redact`, `budget`,
+   * `vault` and `approval: { durable: true }` to log it like the loop's runs (it ends when the
+   * proxy stops). And `task`: the proxy never sees the user's request, so `require: "trusted"`
    * sinks refuse every argument unless trusted text is configured here.
    */
-  run?: RunContextInput;
+  run?: WithRunContext;
   /** Where the host talks to the proxy. Default `process.stdin` / `process.stdout`. */
   stdin?: Readable;
   stdout?: Writable;
@@ -101,14 +103,6 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
   const commandLine = [options.command, ...(options.args ?? [])].join(" ");
   const gates = [...(options.policy ? [options.policy] : []), ...(options.gates ?? [])];
   const guardOptions = guardOptionsOf({ ...options, gates });
-
-  // One proxy process is one run: every call enters it through this bound function.
-  let run!: RunHandle;
-  let enter!: <T>(fn: () => Promise<T>) => Promise<T>;
-  void withRun({ agentId: "mcp-proxy", ...options.run }, (handle) => {
-    run = handle;
-    enter = AsyncResource.bind(<T>(fn: () => Promise<T>): Promise<T> => fn()) as typeof enter;
-  });
 
   const client = new Client(proxyInfo, { capabilities: {} });
   const childTransport = new StdioClientTransport({
@@ -177,6 +171,32 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
         cause: error,
       },
     );
+  }
+
+  // One proxy process is one run, open until the proxy stops: every call enters it through
+  // this bound function (the host's requests arrive outside any async context of ours).
+  let run!: RunHandle;
+  let enter!: <T>(fn: () => Promise<T>) => Promise<T>;
+  let endRun!: (error?: Error) => void;
+  const runEnded = new Promise<void>((resolve, reject) => {
+    endRun = (error) => (error ? reject(error) : resolve());
+  });
+  let runFinished: Promise<void> = Promise.resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      runFinished = withRun({ agentId: "mcp-proxy", ...options.run }, (handle) => {
+        run = handle;
+        enter = AsyncResource.bind(<T>(fn: () => Promise<T>): Promise<T> => fn()) as typeof enter;
+        resolve();
+        return runEnded;
+      });
+      runFinished.catch(reject);
+    });
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw new McpGuardError(`[mcp] could not open the proxy's run: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 
   const host = new Server(proxyInfo, {
@@ -277,6 +297,9 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     // An embedded proxy's output stream ends with it, so its host sees the end too.
     if (options.stdout && options.stdout !== process.stdout) options.stdout.end();
     await client.close().catch(() => {});
+    // The run ends with the proxy: failed when its server went away, completed otherwise.
+    endRun(reason === "server_exited" ? new Error(message) : undefined);
+    await runFinished.catch(() => {});
     settle({ reason, message });
   };
   client.onclose = () => {

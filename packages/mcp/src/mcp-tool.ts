@@ -19,6 +19,8 @@ export interface McpToolFlags {
   idempotent?: boolean;
   /** Milliseconds before the call is abandoned. Default 30 000. */
   timeoutMs?: number;
+  /** Whose text the tool returns: `trusted` for internal lookups, `untrusted` (the default) for anything a third party can write. */
+  trust?: "trusted" | "untrusted";
 }
 
 /** A loopguard tool backed by an MCP server's tool, and the raw results of its calls. */
@@ -49,6 +51,7 @@ export function mcpBackedTool(
     description,
     sensitive: flags.sensitive ?? false,
     idempotent: flags.idempotent ?? false,
+    trust: flags.trust === "trusted" ? "trusted" : "untrusted",
     timeoutMs,
     costUsd: 0,
     spec: { name, description, input_schema: definition.inputSchema as Record<string, unknown> },

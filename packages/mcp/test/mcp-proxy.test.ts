@@ -1,5 +1,7 @@
+import { approveRun, foldRun } from "@loopguard/core";
+import { memoryEventStore } from "@loopguard/core/testing";
 import { heuristicScanner, quarantine, taintGate } from "@loopguard/injection";
-import { allow, argGt, deny, policy, runGuard } from "@loopguard/policy";
+import { allow, argGt, ask, deny, policy, runGuard } from "@loopguard/policy";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it } from "vitest";
@@ -165,6 +167,33 @@ describe("runMcpProxy over stdio, in front of a real MCP server", () => {
     const { proxy, toProxy } = await proxied();
     toProxy.end();
     expect((await proxy.closed).reason).toBe("host_closed");
+  });
+
+  it("logs its run in a store (ended when the proxy stops) and parks asks until a person answers", async () => {
+    const store = memoryEventStore();
+    const { host, proxy } = await startProxy({
+      policy: policy([ask("issue_refund", { when: argGt("amount", 100) }), allow("*")]),
+      run: { runId: "run_proxy", store, approval: { durable: true } },
+    });
+    open.push(host);
+    const parked = await host.callTool({ name: "issue_refund", arguments: { order_id: "A1", amount: 300 } });
+    expect(parked.isError).toBe(true);
+    expect(textOfResult(parked)).toMatch(/^Refused by loopguard \(approval_pending\): A person must approve this call first/);
+    const { requestId } = await approveRun({ store, runId: "run_proxy", answer: { decision: "approve", approver: "maria" } });
+    expect(textOfResult(parked)).toContain(requestId);
+    const admitted = await host.callTool({ name: "issue_refund", arguments: { order_id: "A1", amount: 300 } });
+    expect(textOfResult(admitted)).toBe("refunded 300 on A1");
+    await proxy.close();
+    const events = await store.read("run_proxy");
+    expect(events.map((event) => event.type)).toEqual([
+      "run-start",
+      "approval-request",
+      "approval-decision",
+      "tool-call-intent",
+      "tool-call-result",
+      "run-end",
+    ]);
+    expect(foldRun(events).status).toBe("completed");
   });
 
   it("says what is wrong with its options or a command that does not start", async () => {
