@@ -32,7 +32,10 @@ const fetchPage = core.tool({
   idempotent: true,
   // About 2 KB of output per call.
   run: async ({ page }) =>
-    Array.from({ length: 24 }, (_, line) => `order A${page}${line} shipped 2026-11-${(line % 28) + 1} total 89.99`).join("\n"),
+    Array.from(
+      { length: 24 },
+      (_, line) => `order A${page}${line} shipped 2026-11-${(line % 28) + 1} total 89.99`,
+    ).join("\n"),
 });
 const system =
   "You are Acme Shop's support agent. Read the customer's order history page by page and summarise it. " +
@@ -46,7 +49,12 @@ const script = (steps) => (request) => {
   return {
     content: [
       { type: "text", text: `Reading page ${turns + 1}.` },
-      { type: "tool_use", id: `toolu_${String(turns + 1).padStart(4, "0")}`, name: "fetch_page", input: { page: turns + 1 } },
+      {
+        type: "tool_use",
+        id: `toolu_${String(turns + 1).padStart(4, "0")}`,
+        name: "fetch_page",
+        input: { page: turns + 1 },
+      },
     ],
     usage: undefined,
   };
@@ -69,13 +77,19 @@ async function loopguardRun(mode, steps) {
   try {
     const options = { model, maxTokens: 1024 };
     let modelOptions;
-    if (mode === "off") modelOptions = { ...options, baseURL: server.url, apiKey: key, cache: false };
+    if (mode === "off")
+      modelOptions = { ...options, baseURL: server.url, apiKey: key, cache: false };
     else if (mode === "system+tools") {
       // Today's behaviour before this change: breakpoints on the system prompt and tools only.
       const client = new Anthropic({ baseURL: server.url, apiKey: key, maxRetries: 0 });
       modelOptions = {
         ...options,
-        client: { messages: { create: (body, callOptions) => client.messages.create(stripMessageBreakpoints(body), callOptions) } },
+        client: {
+          messages: {
+            create: (body, callOptions) =>
+              client.messages.create(stripMessageBreakpoints(body), callOptions),
+          },
+        },
       };
     } else modelOptions = { ...options, baseURL: server.url, apiKey: key };
     const agent = core.createAgent({
@@ -85,7 +99,8 @@ async function loopguardRun(mode, steps) {
       budget: { maxSteps: steps + 1 },
     });
     const result = await agent.run("Summarise my order history, page by page.");
-    if (result.status !== "completed") throw new Error(`run ended ${result.status}: ${result.error ?? result.why}`);
+    if (result.status !== "completed")
+      throw new Error(`run ended ${result.status}: ${result.error ?? result.why}`);
     return { costUsd: result.costUsd, usages: server.requests.map((request) => request.usage) };
   } finally {
     await server.close();
@@ -105,7 +120,10 @@ async function aiSdkRun(steps) {
   }
   const server = await testing.messagesApiServer({ handler: script(steps) });
   try {
-    const anthropicProvider = provider.createAnthropic({ baseURL: `${server.url}/v1`, apiKey: key });
+    const anthropicProvider = provider.createAnthropic({
+      baseURL: `${server.url}/v1`,
+      apiKey: key,
+    });
     const { z } = await import(pathToFileURL(require.resolve("zod")).href);
     await ai.generateText({
       model: anthropicProvider(model),
@@ -122,7 +140,10 @@ async function aiSdkRun(steps) {
       },
       stopWhen: ai.stepCountIs(steps + 1),
     });
-    const costUsd = server.requests.reduce((sum, request) => sum + core.costOf(request.usage, price), 0);
+    const costUsd = server.requests.reduce(
+      (sum, request) => sum + core.costOf(request.usage, price),
+      0,
+    );
     return { costUsd, requests: server.requests.length };
   } finally {
     await server.close();
@@ -138,7 +159,10 @@ function cacheOptimal(usages) {
   let previous = 0;
   let cost = 0;
   usages.forEach((usage, index) => {
-    const total = usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+    const total =
+      usage.input_tokens +
+      (usage.cache_creation_input_tokens ?? 0) +
+      (usage.cache_read_input_tokens ?? 0);
     const fresh = total - previous;
     const last = index === usages.length - 1;
     cost +=
@@ -153,55 +177,72 @@ function cacheOptimal(usages) {
 
 const fmt = (usd) => `$${usd.toFixed(4)}`;
 const steps = 50;
-const only = process.argv.find((arg) => arg.startsWith("--only="))?.slice(7).split(",");
+const only = process.argv
+  .find((arg) => arg.startsWith("--only="))
+  ?.slice(7)
+  .split(",");
 const part = (name) => !only || only.includes(name);
 if (part("cost")) await costs();
 
 async function costs() {
-console.log(`# Conversation caching: ${steps}-step run, ~2 KB tool outputs, ${model} prices (${core.priceTableDate})\n`);
-const cached = await loopguardRun("default", steps);
-const systemTools = await loopguardRun("system+tools", steps);
-const off = await loopguardRun("off", steps);
-const aiSdk = await aiSdkRun(steps);
-const optimal = cacheOptimal(cached.usages);
-const rows = [
-  ["cache-optimal lower bound", optimal],
-  ["loopguard (system + tools + moving tail)", cached.costUsd],
-  ["system + tools only (before)", systemTools.costUsd],
-  ["caching off", off.costUsd],
-];
-if (aiSdk.costUsd !== undefined) rows.push(["AI SDK Anthropic provider, defaults", aiSdk.costUsd]);
-console.log("| configuration | cost | × optimal |\n|---|---|---|");
-for (const [name, cost] of rows) console.log(`| ${name} | ${fmt(cost)} | ${(cost / optimal).toFixed(2)}× |`);
-if (aiSdk.skipped) console.log(`\n(AI SDK row skipped: ${aiSdk.skipped})`);
-const totals = cached.usages.reduce(
-  (sum, usage) => ({
-    read: sum.read + (usage.cache_read_input_tokens ?? 0),
-    write: sum.write + (usage.cache_creation_input_tokens ?? 0),
-    input: sum.input + usage.input_tokens,
-  }),
-  { read: 0, write: 0, input: 0 },
-);
-console.log(
-  `\nloopguard's ${cached.usages.length} requests: ${totals.read} tokens read from cache, ${totals.write} written, ${totals.input} plain input.`,
-);
+  console.log(
+    `# Conversation caching: ${steps}-step run, ~2 KB tool outputs, ${model} prices (${core.priceTableDate})\n`,
+  );
+  const cached = await loopguardRun("default", steps);
+  const systemTools = await loopguardRun("system+tools", steps);
+  const off = await loopguardRun("off", steps);
+  const aiSdk = await aiSdkRun(steps);
+  const optimal = cacheOptimal(cached.usages);
+  const rows = [
+    ["cache-optimal lower bound", optimal],
+    ["loopguard (system + tools + moving tail)", cached.costUsd],
+    ["system + tools only (before)", systemTools.costUsd],
+    ["caching off", off.costUsd],
+  ];
+  if (aiSdk.costUsd !== undefined)
+    rows.push(["AI SDK Anthropic provider, defaults", aiSdk.costUsd]);
+  console.log("| configuration | cost | × optimal |\n|---|---|---|");
+  for (const [name, cost] of rows)
+    console.log(`| ${name} | ${fmt(cost)} | ${(cost / optimal).toFixed(2)}× |`);
+  if (aiSdk.skipped) console.log(`\n(AI SDK row skipped: ${aiSdk.skipped})`);
+  const totals = cached.usages.reduce(
+    (sum, usage) => ({
+      read: sum.read + (usage.cache_read_input_tokens ?? 0),
+      write: sum.write + (usage.cache_creation_input_tokens ?? 0),
+      input: sum.input + usage.input_tokens,
+    }),
+    { read: 0, write: 0, input: 0 },
+  );
+  console.log(
+    `\nloopguard's ${cached.usages.length} requests: ${totals.read} tokens read from cache, ${totals.write} written, ${totals.input} plain input.`,
+  );
 }
 
-if (typeof core.createAgent({ model: testing.scriptedModel([]), tools: [] }).stream === "function") {
+if (
+  typeof core.createAgent({ model: testing.scriptedModel([]), tools: [] }).stream === "function"
+) {
   if (part("latency")) await timeToFirstDelta();
   if (part("memory")) await concurrentMemory();
 } else {
-  console.log("\n(agent.stream is not available in this build: streaming latency and memory skipped)");
+  console.log(
+    "\n(agent.stream is not available in this build: streaming latency and memory skipped)",
+  );
 }
 
 async function timeToFirstDelta() {
   const runs = quick ? 30 : 200;
-  console.log(`\n# Time to first text-delta at the host vs first content_block_delta on the socket (${runs} runs each)\n`);
+  console.log(
+    `\n# Time to first text-delta at the host vs first content_block_delta on the socket (${runs} runs each)\n`,
+  );
   const text = "Your order A1001 shipped on 2026-11-27 and should arrive by Friday. ".repeat(8);
   const measure = async (label, agentOptions) => {
     const gaps = [];
     const server = await testing.messagesApiServer({
-      handler: () => ({ type: "message", message: { content: text }, stream: { chunkChars: 12, eventDelayMs: 1 } }),
+      handler: () => ({
+        type: "message",
+        message: { content: text },
+        stream: { chunkChars: 12, eventDelayMs: 1 },
+      }),
     });
     try {
       const agent = core.createAgent({
@@ -212,7 +253,8 @@ async function timeToFirstDelta() {
       for (let run = 0; run < runs; run += 1) {
         const stream = agent.stream("Where is my order?");
         let first;
-        for await (const event of stream) if (event.type === "text-delta" && first === undefined) first = performance.now();
+        for await (const event of stream)
+          if (event.type === "text-delta" && first === undefined) first = performance.now();
         await stream.result;
         const socket = server.requests.at(-1).firstDeltaAt;
         gaps.push(first - socket);
@@ -227,14 +269,19 @@ async function timeToFirstDelta() {
   console.log("| host sees | p50 gap | p90 gap |\n|---|---|---|");
   await measure("no redaction (text passes straight through)", {});
   await measure(`redaction on (holdback ${core.defaultHoldBack ?? 64} characters)`, {
-    redact: (value) => (typeof value === "string" ? value.replace(/[\w.+-]+@[\w-]+\.\w+/g, "[EMAIL]") : value),
+    redact: (value) =>
+      typeof value === "string" ? value.replace(/[\w.+-]+@[\w-]+\.\w+/g, "[EMAIL]") : value,
   });
 }
 
 async function concurrentMemory() {
   const runs = quick ? 200 : 1000;
-  console.log(`\n# ${runs} concurrent streaming runs in one process (scripted streaming model, in-memory store)\n`);
-  console.log("Heap measured while every run is in flight (all waiting on their final streamed answer).\n");
+  console.log(
+    `\n# ${runs} concurrent streaming runs in one process (scripted streaming model, in-memory store)\n`,
+  );
+  console.log(
+    "Heap measured while every run is in flight (all waiting on their final streamed answer).\n",
+  );
   console.log("| history per run | heap in flight (MB) | per run (KB) |\n|---|---|---|");
   const perRun = [];
   for (const toolSteps of [2, 8, 16]) {
@@ -245,16 +292,23 @@ async function concurrentMemory() {
     const gate = new Promise((resolve) => {
       release = resolve;
     });
-    const script = async (request, call) => {
+    const script = async (_request, call) => {
       if (call <= toolSteps)
-        return { content: [{ type: "tool_use", id: `toolu_${call}`, name: "fetch_page", input: { page: call } }] };
+        return {
+          content: [
+            { type: "tool_use", id: `toolu_${call}`, name: "fetch_page", input: { page: call } },
+          ],
+        };
       waiting += 1;
       await gate;
       return { content: "All pages read; everything shipped." };
     };
     const done = [];
     for (let run = 0; run < runs; run += 1) {
-      const agent = core.createAgent({ model: testing.scriptedModel(script, { copyRequests: false }), tools: [fetchPage] });
+      const agent = core.createAgent({
+        model: testing.scriptedModel(script, { copyRequests: false }),
+        tools: [fetchPage],
+      });
       const stream = agent.stream("Read my order history.");
       done.push(
         (async () => {

@@ -90,7 +90,10 @@ describe("agent.stream", () => {
     const streaming = scriptedModel([{ content: answer }]);
     const spy: Model = {
       ...streaming,
-      create: (...args) => ((created += 1), streaming.create(...args)),
+      create: (...args) => {
+        created += 1;
+        return streaming.create(...args);
+      },
     };
     spy.stream = streaming.stream!.bind(streaming);
     expect((await createAgent({ model: spy, tools: [] }).run("Hi")).answer).toBe(answer);

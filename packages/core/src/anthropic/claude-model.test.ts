@@ -7,7 +7,6 @@ import { InvalidArgumentError, LoopguardError } from "../errors.js";
 import { createAgent, tool } from "../index.js";
 import {
   type MessagesApiServer,
-  memoryEventStore,
   messagesApiServer,
   type ServerReply,
 } from "../testing/index.js";
