@@ -1,35 +1,7 @@
-import type { JsonValue } from "./json.js";
+import type { ApprovalRequest, Approver, ApproverAnswer } from "./contracts/approver.js";
 
-/** What an approver is asked. */
-export interface ApprovalRequest {
-  requestId: string;
-  runId: string;
-  agentId: string;
-  tool: string;
-  args: Record<string, unknown>;
-  toolUseId: string;
-  /** The rule that asked, and why. */
-  reason: string;
-  message: string;
-  /** The approval binds to these: a change to the arguments or the policy voids it. */
-  argsDigest: string;
-  policyDigest: string;
-  expiresAt: number;
-  details?: Record<string, JsonValue>;
-}
-
-/** What an approver may answer; anything else is unreadable and refused as `policy_indeterminate`. */
-export type ApproverAnswer =
-  | "approve"
-  | "deny"
-  | boolean
-  | { decision: "approve" | "deny"; approver?: string; note?: string };
-
-/** A person (or a service acting for one) who approves calls. */
-export type Approver = (
-  request: ApprovalRequest,
-  options: { signal: AbortSignal },
-) => ApproverAnswer | Promise<ApproverAnswer>;
+// The contract moved to contracts/approver.ts; these names stay importable from here.
+export type { ApprovalRequest, Approver, ApproverAnswer };
 
 /** A normalised approval answer. */
 export type ApprovalOutcome =

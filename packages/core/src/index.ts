@@ -65,6 +65,8 @@ export type {
   ToolUseBlock,
   Usage,
 } from "./contracts/model.js";
+export type { GateMemoryKey, RunView } from "./contracts/run-view.js";
+export { gateMemory } from "./contracts/run-view.js";
 export type {
   Provenance,
   ScanFinding,

@@ -1,15 +1,8 @@
+import type { OutputEnvelope } from "./contracts/output-envelope.js";
 import type { Provenance, Scanner, ScanResult } from "./contracts/scanner.js";
 
-/**
- * Wraps a tool output before the model sees it (the quarantine envelope of
- * `@loopguard/injection`). Must be deterministic: the same text and provenance give the same
- * bytes, so a resumed run sends what the uncrashed one would have.
- */
-export type OutputEnvelope = (
-  text: string,
-  provenance: Provenance,
-  scan: ScanResult | undefined,
-) => string;
+// The contract moved to contracts/output-envelope.ts; the name stays importable from here.
+export type { OutputEnvelope };
 
 /** A scan as recorded in the log. */
 export interface RecordedScan {

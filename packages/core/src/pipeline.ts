@@ -11,6 +11,7 @@ import {
 } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
 import type { DecisionRecord } from "./events.js";
+import { RunState } from "./run-state.js";
 import type { Tool } from "./tool.js";
 
 /** The order of pipeline steps (DESIGN.md). */
@@ -73,6 +74,8 @@ export interface JudgeInput {
   tool: Tool | undefined;
   /** User gates, sorted by step. */
   gates: readonly Gate[];
+  /** The run whose halt latch a halting refusal sets. Default: `call.run` (the run state gates see read-only). */
+  run?: RunState;
   /** Reasons that halt the run. */
   haltOn: readonly string[];
   /** Asks a person (or reads a recorded answer, or parks the run). */
@@ -189,8 +192,10 @@ class CallJudgement {
       ...(gate ? { gate: gate.name } : {}),
       ...(decision.details ? { details: decision.details } : {}),
     };
-    if (haltReason !== undefined && call.run && !call.run.halted) {
-      call.run.halt(haltReason, at);
+    // Gates see the run read-only; the run the pipeline halts is the run state behind the view.
+    const run = input.run ?? (call.run instanceof RunState ? call.run : undefined);
+    if (haltReason !== undefined && run && !run.halted) {
+      run.halt(haltReason, at);
       record.halted = true;
     }
     return approval ? { type: "deny", record, approval } : { type: "deny", record };

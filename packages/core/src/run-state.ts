@@ -1,3 +1,4 @@
+import type { GateMemoryKey, RunView } from "./contracts/run-view.js";
 import type { ScanResult } from "./contracts/scanner.js";
 import type { DecisionRecord } from "./events.js";
 import type { JsonValue } from "./json.js";
@@ -62,7 +63,7 @@ export interface RunContextInput {
  * the admitted and refused calls, the outputs seen and the spend. It is rebuilt from the
  * run's log on resume, so everything here that matters is derived from events.
  */
-export class RunState {
+export class RunState implements RunView {
   readonly runId: string;
   readonly agentId: string;
   readonly roles: readonly string[];
@@ -73,8 +74,12 @@ export class RunState {
   readonly refusals: RefusedCall[] = [];
   readonly outputs: SeenOutput[] = [];
   readonly spend: Spend = { usd: 0, inputTokens: 0, outputTokens: 0, steps: 0 };
-  /** Per-run caches for gates; never durable, always re-derivable from the fields above. */
+  /**
+   * Per-run caches for gates; never durable, always re-derivable from the fields above.
+   * @deprecated Use `memory(gateMemory(name, init))`.
+   */
   readonly scratch = new Map<string, unknown>();
+  #memory: Map<GateMemoryKey<unknown>, unknown> | undefined;
   #halted = false;
   #haltReason: string | undefined;
   #listeners = new Set<(reason: string, source: string) => void>();
@@ -85,6 +90,15 @@ export class RunState {
     this.roles = Object.freeze([...(input.roles ?? [])]);
     this.attributes = Object.freeze({ ...(input.attributes ?? {}) });
     this.task = input.task;
+  }
+
+  /** A gate's memory of this run, made by `key.init` on first use (see `gateMemory`). */
+  memory<T>(key: GateMemoryKey<T>): T {
+    this.#memory ??= new Map();
+    if (this.#memory.has(key)) return this.#memory.get(key) as T;
+    const value = key.init(this);
+    this.#memory.set(key, value);
+    return value;
   }
 
   /** Whether the run's halt latch is set; once set, every later call is refused. */

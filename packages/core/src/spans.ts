@@ -1,40 +1,11 @@
 import { createHash } from "node:crypto";
 import type { StoredEvent } from "./contracts/event-store.js";
 import type { Message, ToolUseBlock } from "./contracts/model.js";
+import type { AttributeValue, Span, SpanKind } from "./contracts/span.js";
 import { RunFold } from "./fold.js";
 
-/** A span attribute value. */
-export type AttributeValue = string | number | boolean | string[];
-
-/** An event inside a span (a gate decision, a retry, an injection flag). */
-export interface SpanEvent {
-  name: string;
-  time: number;
-  attributes: Record<string, AttributeValue>;
-}
-
-/** What a span covers. */
-export type SpanKind = "run" | "step" | "model" | "tool";
-
-/**
- * One span of a run's trace. Times are milliseconds since the epoch. Ids are derived from the
- * run id and the span's place in the run, so a trace rebuilt from the log matches the live one.
- */
-export interface Span {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  kind: SpanKind;
-  name: string;
-  startTime: number;
-  endTime: number;
-  status: "ok" | "error" | "unset";
-  statusMessage?: string;
-  attributes: Record<string, AttributeValue>;
-  events: SpanEvent[];
-  /** Message content (model input and output, tool arguments and result), already redacted. */
-  content?: { input?: unknown; output?: unknown };
-}
+// The span model moved to contracts/span.ts; the names stay importable from here.
+export type { AttributeValue, Span, SpanEvent, SpanKind } from "./contracts/span.js";
 
 const hex = (text: string, length: number) =>
   createHash("sha256").update(text).digest("hex").slice(0, length);

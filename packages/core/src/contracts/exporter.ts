@@ -4,7 +4,7 @@
  * Failure rule: exporters fail open. They never throw into the run: a rejected or thrown
  * `export` is reported to the agent's `onError` hook and the run goes on.
  */
-import type { Span } from "../spans.js";
+import type { Span } from "./span.js";
 
 /** What one export did. */
 export type ExportResult = { code: "success" } | { code: "failed"; error: Error };

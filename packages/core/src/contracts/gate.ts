@@ -37,7 +37,11 @@ export interface ToolCall {
   /** Flags of the tool. */
   sensitive: boolean;
   idempotent: boolean;
-  /** The run this call belongs to, or `undefined` for a guarded call outside any run. */
+  /**
+   * The run this call belongs to, or `undefined` for a guarded call outside any run. Read it
+   * as a `RunView` (read-only but for the halt latch; per-gate memory through `memory(key)`):
+   * the type narrows to `RunView` once every gate in the repository reads it so.
+   */
   run: RunState | undefined;
   /** Whether this call is being re-checked after a durable approval. */
   recheck?: boolean;

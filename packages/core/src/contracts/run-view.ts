@@ -1,0 +1,70 @@
+/**
+ * The run as a gate sees it: read-only (but for the halt latch, which only closes), plus typed
+ * per-gate memory.
+ *
+ * Failure rule: a view cannot fail. Reading it never throws; a memory `init` that throws
+ * propagates into the gate's `check`, which then fails closed like any gate that throws
+ * (`gate_error`).
+ */
+import type { JsonValue } from "../json.js";
+import type { AdmittedCall, RefusedCall, SeenOutput, Spend } from "../run-state.js";
+
+/**
+ * A key to one gate's memory of a run, made once per gate (or per gate factory) with
+ * `gateMemory`. Keys compare by identity, so two gates can never read each other's memory by
+ * choosing the same name.
+ */
+export interface GateMemoryKey<T> {
+  /** A name for diagnostics (e.g. `run_guard.loops`); not used for lookup. */
+  readonly name: string;
+  /** Makes the memory of a run the first time a gate asks for it (from what the run holds). */
+  readonly init: (run: RunView) => T;
+}
+
+/**
+ * Declares a piece of per-run memory for a gate: a cache the gate keeps between calls of one
+ * run. It is never durable, so it must be rebuildable from the run's calls, refusals and
+ * outputs (a resumed run starts with none).
+ *
+ * @example
+ * const seen = gateMemory("my_gate.seen", () => new Set<string>());
+ * const gate: Gate = { name: "my_gate", step: "2", check: (call) => {
+ *   const memory = call.run?.memory(seen); ...
+ * } };
+ */
+export function gateMemory<T>(name: string, init: (run: RunView) => T): GateMemoryKey<T> {
+  return Object.freeze({ name, init });
+}
+
+/** What a gate may read of the run a call belongs to. */
+export interface RunView {
+  readonly runId: string;
+  readonly agentId: string;
+  readonly roles: readonly string[];
+  readonly attributes: Readonly<Record<string, JsonValue>>;
+  /** The task the run was given, when known; gates may trust it. */
+  readonly task: string | undefined;
+  /** Whether the halt latch is set (every later call is refused as `run_halted`). */
+  readonly halted: boolean;
+  readonly haltReason: string | undefined;
+  /** Admitted calls, in order. */
+  readonly calls: readonly AdmittedCall[];
+  /** Refused calls, in order. */
+  readonly refusals: readonly RefusedCall[];
+  /** Tool outputs the model saw, in order. */
+  readonly outputs: readonly SeenOutput[];
+  readonly spend: Readonly<Spend>;
+  /**
+   * Sets the halt latch (halting twice keeps the first reason). The one write a view allows:
+   * the latch only ever closes, so a gate or a host holding the view can stop the run, never
+   * resume it.
+   */
+  halt(reason: string, source?: string): void;
+  /** This gate's memory of the run, made by `key.init` on first use. */
+  memory<T>(key: GateMemoryKey<T>): T;
+  /**
+   * Untyped per-run caches keyed by strings.
+   * @deprecated Use `memory(gateMemory(name, init))`: typed, and keys cannot collide.
+   */
+  readonly scratch: Map<string, unknown>;
+}
