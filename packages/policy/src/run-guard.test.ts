@@ -170,6 +170,16 @@ describe("runGuard loop detection", () => {
     ).toBe(false);
   });
 
+  it("its own warnings do not halt on an irreversible tool; any other refusal of one does", () => {
+    const guard = runGuard({ irreversibleTools: ["issue_*"] });
+    const call = callOf("issue_refund", { amount: 1 }, runOf());
+    const refusal = (reason: string) => ({ type: "deny" as const, reason, message: "" });
+    expect(guard.haltOnRefusal(call, refusal("loop_detected"))).toBe(false);
+    expect(guard.haltOnRefusal(call, refusal("no_progress"))).toBe(false);
+    expect(guard.haltOnRefusal(call, refusal("policy_deny"))).toBe(true);
+    expect(guard.haltOnRefusal(call, refusal("tainted_argument"))).toBe(true);
+  });
+
   it("digests every setting", () => {
     expect(runGuard().digest()).toBe(runGuard({ loopRepeats: 5 }).digest());
     expect(runGuard().digest()).not.toBe(runGuard({ loopRepeats: 6 }).digest());

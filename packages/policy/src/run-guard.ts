@@ -231,7 +231,10 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
     },
     haltOnRefusal(call, decision) {
       if (haltOn.has(decision.reason)) return true;
-      if (irreversible?.test(call.tool) === true) return true;
+      // The RunGuard's own warnings carry their own escalation (the next loop, or the next
+      // no-progress step, halts): on an irreversible tool they refuse without halting, so the
+      // model gets the chance the warning offers. Nothing ran either way.
+      if (irreversible?.test(call.tool) === true && !warnings.has(decision.reason)) return true;
       // A long streak of refusals halts even when they happen before step 2.3.
       if (
         detector &&
@@ -296,6 +299,9 @@ export function resolveRunGuardOptions(options: RunGuardOptions): Readonly<RunGu
     noProgress: resolveNoProgress(options.noProgress),
   });
 }
+
+/** The RunGuard's warning refusals: they do not halt on their own, even on an irreversible tool. */
+const warnings: ReadonlySet<string> = new Set(["loop_detected", "no_progress"]);
 
 /** The graded answer to a no-progress finding: warn, then ask a person, then halt. */
 function noProgressDecision(

@@ -22,6 +22,8 @@ import {
   irreversibleRefusalHaltsRun,
   killSwitchHaltsRun,
   loopWarnedThenHalted,
+  noProgressGraded,
+  shadowThenReplay,
   unreadableApprovalHaltsRun,
 } from "./run-guard-scenarios.js";
 
@@ -46,4 +48,6 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   loopWarnedThenHalted,
   unreadableApprovalHaltsRun,
   guardOutsideRunRefused,
+  noProgressGraded,
+  shadowThenReplay,
 ]);
