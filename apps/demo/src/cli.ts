@@ -9,6 +9,7 @@ import { register as approve } from "./commands/approve.js";
 import { register as demo } from "./commands/demo.js";
 import { register as evalCommand } from "./commands/eval.js";
 import { register as freeze } from "./commands/freeze.js";
+import { register as mcpProxy } from "./commands/mcp-proxy.js";
 import { register as replay } from "./commands/replay.js";
 import { register as resume } from "./commands/resume.js";
 import { register as runs } from "./commands/runs.js";
@@ -36,6 +37,7 @@ const commands: readonly RegisterCommand[] = [
   worker,
   submit,
   replay,
+  mcpProxy,
 ];
 
 /** The CLI's version, from its package.json (beside `src/` and `dist/`). */

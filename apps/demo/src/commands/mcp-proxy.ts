@@ -1,0 +1,109 @@
+import { jsonlEventStore } from "@loopguard/checkpoint";
+import type { StoredEvent } from "@loopguard/core";
+import { defaultScanner, quarantine, taintGate } from "@loopguard/injection";
+import { runMcpProxy } from "@loopguard/mcp";
+import { loadPolicyFile } from "@loopguard/policy";
+import { redactDeep } from "@loopguard/redact";
+import type { Command } from "commander";
+import type { CliShared } from "../cli-context.js";
+import { UsageError } from "../usage-error.js";
+
+/**
+ * `loopguard mcp-proxy --policy policy.json [--store DIR] -- <command> [args...]`: an MCP
+ * server on stdio in front of the real one. Stdout is the MCP protocol, so everything this
+ * command says goes to stderr.
+ */
+export function register(program: Command, { exit }: CliShared): void {
+  program
+    .command("mcp-proxy")
+    .description(
+      "put loopguard's gates in front of an MCP server: run this as the server in your MCP host's config",
+    )
+    .requiredOption(
+      "--policy <file>",
+      "the policy JSON (rules, roles, RunGuard) every tools/call passes",
+    )
+    .option(
+      "--store <dir>",
+      "log the proxy's run there (one process, one run); asks then wait for: loopguard approve <runId> --dir <dir>",
+    )
+    .option("--run-id <id>", "the run's id (default: a new one per process)")
+    .option("--agent <name>", "the agent id gates and the log see", "mcp-proxy")
+    .option(
+      "--task <text>",
+      "trusted text (the user's request) for sinks that require trusted values; the proxy never sees the user's task",
+    )
+    .option("--sensitive <tools>", "comma-separated tools the taint gate guards", "")
+    .option("--timeout-ms <ms>", "abandon a tools/call after this long", "30000")
+    .argument("<command>", "the real MCP server's command (after --)")
+    .argument("[args...]", "its arguments")
+    .addHelpText(
+      "after",
+      '\nExample (Claude Desktop\'s config): "command": "loopguard", "args": ["mcp-proxy", "--policy", "policy.json", "--", "npx", "-y", "some-mcp-server"]',
+    )
+    .action(
+      async (
+        command: string,
+        args: string[],
+        options: {
+          policy: string;
+          store?: string;
+          runId?: string;
+          agent: string;
+          task?: string;
+          sensitive: string;
+          timeoutMs: string;
+        },
+      ) => {
+        const timeoutMs = Number(options.timeoutMs);
+        if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
+          throw new UsageError(
+            `mcp-proxy --timeout-ms must be a positive integer, got ${JSON.stringify(options.timeoutMs)}`,
+          );
+        const loaded = await loadPolicyFile(options.policy);
+        const sensitive = options.sensitive
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name !== "");
+        const log = (line: string) => process.stderr.write(`${line}\n`);
+        const redactor = (value: unknown) => redactDeep(value);
+        const store = options.store ? jsonlEventStore({ dir: options.store }) : undefined;
+        let runId = options.runId ?? "<runId>";
+        const proxy = await runMcpProxy({
+          command,
+          args,
+          gates: [...loaded.gates, taintGate()],
+          scanner: defaultScanner(),
+          envelope: quarantine(),
+          toolDefaults: { timeoutMs },
+          tools: Object.fromEntries(sensitive.map((name) => [name, { sensitive: true }])),
+          run: {
+            agentId: options.agent,
+            ...(options.runId ? { runId: options.runId } : {}),
+            ...(options.task ? { task: options.task } : {}),
+            ...(store ? { store, approval: { durable: true } } : {}),
+            redact: redactor,
+            // What the operator sees on stderr: each refusal and halt, redacted.
+            onEvent: (event: StoredEvent) => {
+              if (event.type === "tool-call-refusal")
+                log(
+                  `[mcp-proxy] refused ${event.tool}: ${event.decision.reason} (${event.decision.refusedAt})`,
+                );
+              else if (event.type === "approval-request")
+                log(
+                  `[mcp-proxy] ${event.tool} waits for approval ${event.requestId}: loopguard approve ${runId} --request ${event.requestId}${options.store ? ` --dir ${options.store}` : ""}`,
+                );
+              else if (event.type === "run-halt") log(`[mcp-proxy] run halted: ${event.reason}`);
+            },
+          },
+          log,
+        });
+        runId = proxy.run.runId;
+        log(
+          `[mcp-proxy] run ${runId}: guarding \`${[command, ...args].join(" ")}\` with ${options.policy} (digest ${loaded.digest})`,
+        );
+        const closed = await proxy.closed;
+        exit(closed.reason === "server_exited" ? 1 : 0);
+      },
+    );
+}
