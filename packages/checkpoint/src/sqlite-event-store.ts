@@ -59,14 +59,28 @@ interface Prepared {
   db: BetterSqlite3.Database;
   ownsDatabase: boolean;
   where: string;
-  append: (
-    runId: string,
-    expectedSeq: number,
-    bodies: string[],
-    events: readonly StoredEventInput[],
-  ) => number;
+  /** Commits a batch of appends in one transaction; each settles on its own (a conflict fails only itself). */
+  commit: (batch: PendingAppend[]) => void;
   readRows: BetterSqlite3.Statement<[string], { seq: number; body: string }>;
 }
+
+/** An append waiting for the next group commit. */
+interface PendingAppend {
+  runId: string;
+  expectedSeq: number;
+  bodies: string[];
+  events: readonly StoredEventInput[];
+  /** Set inside the transaction: the log's length after it, or why it was refused. */
+  outcome?: { nextSeq: number } | { error: unknown };
+  resolve: (result: AppendResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * How long one group commit may keep the event loop, in ms, before it commits what it has
+ * and lets other work run (the rest waits for the next turn).
+ */
+const commitBudgetMs = 8;
 
 const schema = `
 CREATE TABLE IF NOT EXISTS loopguard_events (
@@ -92,8 +106,10 @@ CREATE INDEX IF NOT EXISTS loopguard_runs_by_update ON loopguard_runs (updated_a
  * loaded on first use). WAL mode and `synchronous=FULL`: `append` returns only after its
  * transaction was fsynced. The `expectedSeq` fence is checked inside a `BEGIN IMMEDIATE`
  * transaction, so it holds across connections and processes; summaries for `list` live in
- * the same transaction, in `loopguard_runs`. better-sqlite3 is synchronous: an append blocks
- * the event loop for its commit (one fsync).
+ * the same transaction, in `loopguard_runs`. better-sqlite3 is synchronous, so appends are
+ * group-committed: those made in one turn of the event loop share one transaction and one
+ * fsync, and a turn's commit does a bounded amount of work, so thousands of concurrent runs
+ * never hold the event loop for long.
  *
  * @example
  * const agent = createAgent({ model, tools, store: sqliteEventStore({ path: ".loopguard/runs.db" }) });
@@ -176,51 +192,114 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
     const upsert = db.prepare<[string, string | null, string, number, string]>(
       "INSERT INTO loopguard_runs (run_id, agent_id, status, updated_at, summary) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, updated_at = excluded.updated_at, summary = excluded.summary",
     );
-    const appendInTransaction = db.transaction(
-      (
-        runId: string,
-        expectedSeq: number,
-        bodies: string[],
-        events: readonly StoredEventInput[],
-      ) => {
-        const length = nextSeqOf.get(runId)!.next;
-        if (expectedSeq !== length) throw new AppendConflictError(runId, expectedSeq, length);
-        if (bodies.length === 0) return length;
-        const stored: StoredEvent[] = [];
-        for (let index = 0; index < bodies.length; index += 1) {
-          const event = events[index]!;
-          const line = lineOf(length + index, bodies[index]!);
-          insert.run(runId, length + index, event.at, event.type, line.slice(0, -1));
-          stored.push({ ...event, seq: length + index } as StoredEvent);
-        }
-        const previous = summaryOf.get(runId);
-        const summary = summarize(
-          previous ? (JSON.parse(previous.summary) as RunSummary) : undefined,
-          runId,
-          stored,
-        );
-        upsert.run(
-          runId,
-          summary.agentId ?? null,
-          summary.status,
-          summary.updatedAt,
-          JSON.stringify(summary),
-        );
-        return length + bodies.length;
-      },
-    );
+    // Summaries this connection wrote last, by run (checked against the log's length before use,
+    // so another connection's appends are never missed).
+    const summaries = new Map<string, { nextSeq: number; summary: RunSummary }>();
+    const appendOne = (append: PendingAppend, lengths: Map<string, number>) => {
+      const { runId, expectedSeq, bodies, events } = append;
+      const length = lengths.get(runId) ?? nextSeqOf.get(runId)!.next;
+      if (expectedSeq !== length) {
+        append.outcome = { error: new AppendConflictError(runId, expectedSeq, length) };
+        lengths.set(runId, length);
+        return;
+      }
+      if (bodies.length === 0) {
+        append.outcome = { nextSeq: length };
+        lengths.set(runId, length);
+        return;
+      }
+      const stored: StoredEvent[] = [];
+      for (let index = 0; index < bodies.length; index += 1) {
+        const event = events[index]!;
+        const line = lineOf(length + index, bodies[index]!);
+        insert.run(runId, length + index, event.at, event.type, line.slice(0, -1));
+        stored.push({ ...event, seq: length + index } as StoredEvent);
+      }
+      const cached = summaries.get(runId);
+      let previous: RunSummary | undefined;
+      if (cached?.nextSeq === length) previous = cached.summary;
+      else if (length > 0) {
+        const row = summaryOf.get(runId);
+        previous = row ? (JSON.parse(row.summary) as RunSummary) : undefined;
+      }
+      const summary = summarize(previous, runId, stored);
+      upsert.run(
+        runId,
+        summary.agentId ?? null,
+        summary.status,
+        summary.updatedAt,
+        JSON.stringify(summary),
+      );
+      const nextSeq = length + bodies.length;
+      lengths.set(runId, nextSeq);
+      append.outcome = { nextSeq };
+      summaries.delete(runId);
+      summaries.set(runId, { nextSeq, summary });
+      if (summaries.size > 10_000) summaries.delete(summaries.keys().next().value as string);
+    };
+    const commitInTransaction = db.transaction((batch: PendingAppend[]) => {
+      const lengths = new Map<string, number>();
+      for (const append of batch) appendOne(append, lengths);
+    });
     return {
       db,
       ownsDatabase,
       where,
-      // BEGIN IMMEDIATE: the write lock is taken before the fence is read, so two writers
-      // cannot both see the same length.
-      append: (runId, expectedSeq, bodies, events) =>
-        appendInTransaction.immediate(runId, expectedSeq, bodies, events),
+      // BEGIN IMMEDIATE: the write lock is taken before any fence is read, so two writers
+      // cannot both see the same length. One transaction, so one fsync, for the whole batch.
+      commit: (batch) => {
+        try {
+          commitInTransaction.immediate(batch);
+        } catch (error) {
+          // Rolled back: none of the batch is in the log, and the cached summaries may be ahead.
+          summaries.clear();
+          for (const append of batch) append.outcome = { error };
+          throw error;
+        }
+      },
       readRows: db.prepare<[string], { seq: number; body: string }>(
         "SELECT seq, body FROM loopguard_events WHERE run_id = ? ORDER BY seq",
       ),
     };
+  };
+
+  /**
+   * Group commit: appends from every run wait for the next turn of the event loop and are
+   * committed together, one transaction (one fsync) per turn, each turn at most
+   * `commitBudgetMs` of work, so ten thousand runs appending at once never hold the event
+   * loop for long (better-sqlite3 is synchronous: without this, each append's commit, fsync
+   * included, ran back to back in one stretch of microtasks).
+   */
+  let queue: PendingAppend[] = [];
+  let scheduled = false;
+  const schedule = (store: Prepared) => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      drain(store);
+    });
+  };
+  /** Milliseconds one append costs inside a commit (a moving average), to size the next batch. */
+  let perAppendMs = 0.05;
+  const drain = (store: Prepared) => {
+    if (queue.length === 0) return;
+    const size = Math.max(16, Math.floor(commitBudgetMs / perAppendMs));
+    const batch = queue.length <= size ? queue : queue.slice(0, size);
+    queue = queue.length <= size ? [] : queue.slice(size);
+    const started = performance.now();
+    try {
+      store.commit(batch);
+    } catch {
+      // Every append of the batch carries the error as its outcome.
+    }
+    perAppendMs = 0.8 * perAppendMs + (0.2 * (performance.now() - started)) / batch.length;
+    for (const append of batch) {
+      const outcome = append.outcome!;
+      if ("error" in outcome) append.reject(outcome.error);
+      else append.resolve({ nextSeq: outcome.nextSeq });
+    }
+    if (queue.length > 0) schedule(store);
   };
 
   const open = (): Promise<Prepared> => {
@@ -253,7 +332,10 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       }
       const bodies = events.map((event, index) => encodeEventBody(event, runId, index));
       const store = await open();
-      return { nextSeq: store.append(runId, expectedSeq, bodies, events) };
+      return new Promise<AppendResult>((resolve, reject) => {
+        queue.push({ runId, expectedSeq, bodies, events, resolve, reject });
+        schedule(store);
+      });
     },
 
     async read(runId: string): Promise<StoredEvent[]> {
@@ -326,6 +408,8 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       if (closed) return;
       closed = true;
       const store = await ready?.catch(() => undefined);
+      // Appends already queued are committed before the database closes.
+      while (store && queue.length > 0) drain(store);
       if (store?.ownsDatabase && store.db.open) store.db.close();
     },
   };

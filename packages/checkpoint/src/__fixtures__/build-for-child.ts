@@ -25,6 +25,11 @@ export function buildForChild(): string {
     mkdirSync(join(root, "node_modules", name, ".."), { recursive: true });
     symlinkSync(realpathSync(join(packages, "core/node_modules", name)), join(root, "node_modules", name));
   }
+  // The SQLite driver, for children that use the SQLite store.
+  symlinkSync(
+    realpathSync(join(packages, "checkpoint/node_modules/better-sqlite3")),
+    join(root, "node_modules/better-sqlite3"),
+  );
   const source = join(packages, "checkpoint/src");
   const config = join(root, "tsconfig.checkpoint.json");
   writeFileSync(
@@ -40,7 +45,11 @@ export function buildForChild(): string {
         typeRoots: [join(repository, "node_modules/@types")],
         paths: { "@loopguard/core": [join(core, "dist/index.d.ts")], "@loopguard/core/testing": [join(core, "dist/testing/index.d.ts")] },
       },
-      files: [join(source, "jsonl-event-store.ts"), join(source, "__fixtures__/support-desk.ts")],
+      files: [
+        join(source, "jsonl-event-store.ts"),
+        join(source, "sqlite-event-store.ts"),
+        join(source, "__fixtures__/support-desk.ts"),
+      ],
       include: [],
       exclude: [],
     }),
