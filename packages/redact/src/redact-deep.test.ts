@@ -127,3 +127,90 @@ describe("createRedactor", () => {
     );
   });
 });
+
+describe("redactDeep on containers", () => {
+  it("decodes Buffers and Uint8Arrays as UTF-8, redacts them and gives the same type back", () => {
+    const output = redactDeep({
+      buffer: Buffer.from("mail jane@acme.io"),
+      bytes: new TextEncoder().encode("card 4111 1111 1111 1111"),
+      clean: Buffer.from("nothing here"),
+    }) as Record<string, Uint8Array>;
+    expect(Buffer.isBuffer(output.buffer)).toBe(true);
+    expect(output.buffer!.toString()).toBe("mail [EMAIL]");
+    expect(output.bytes).toBeInstanceOf(Uint8Array);
+    expect(new TextDecoder().decode(output.bytes)).toBe("card [CREDIT_CARD]");
+    expect(output.clean!.toString()).toBe("nothing here");
+  });
+
+  it("replaces bytes that are not UTF-8 but hold personal data", () => {
+    const binary = Buffer.concat([Buffer.from([0xff, 0xfe, 0x00]), Buffer.from(" jane@acme.io ")]);
+    expect(redactDeep({ blob: binary })).toEqual({
+      blob: `[BINARY ${binary.length} bytes with personal data]`,
+    });
+    const harmless = Buffer.from([0xff, 0xfe, 0x01]);
+    expect((redactDeep({ blob: harmless }) as { blob: Buffer }).blob.equals(harmless)).toBe(true);
+  });
+
+  it("replaces card numbers stored as numbers or BigInts, and numbers under personal keys", () => {
+    expect(
+      redactDeep({
+        card: 4111111111111111,
+        big: 4111111111111111n,
+        amount: 133.89,
+        count: 12,
+        customer_phone: 4155550132,
+        ssn: 123456789,
+        orderId: 48213,
+      }),
+    ).toEqual({
+      card: "[CREDIT_CARD]",
+      big: "[CREDIT_CARD]",
+      amount: 133.89,
+      count: 12,
+      customer_phone: "[PHONE]",
+      ssn: "[SECRET]",
+      orderId: 48213,
+    });
+  });
+
+  it("walks Maps, Sets, class instances and errors with their causes", () => {
+    class Customer {
+      email = "jane@acme.io";
+      phone = 4155550132;
+    }
+    const cause = new Error("lookup of bob@example.com failed");
+    const error = new Error("refund for jane@acme.io failed", { cause });
+    const aggregate = new AggregateError([new Error("card 4111 1111 1111 1111")], "many");
+    const output = redactDeep({
+      map: new Map([["who", new Customer()]]),
+      set: new Set([new Customer()]),
+      error,
+      aggregate,
+    }) as Record<string, unknown>;
+    expect((output.map as Map<string, unknown>).get("who")).toEqual({
+      email: "[EMAIL]",
+      phone: "[PHONE]",
+    });
+    expect([...(output.set as Set<unknown>)]).toEqual([{ email: "[EMAIL]", phone: "[PHONE]" }]);
+    const copy = output.error as Error;
+    expect(copy).toBeInstanceOf(Error);
+    expect(copy.message).toBe("refund for [EMAIL] failed");
+    expect(copy.stack).not.toContain("jane@acme.io");
+    expect((copy.cause as Error).message).toBe("lookup of [EMAIL] failed");
+    const errors = (output.aggregate as AggregateError).errors as Error[];
+    expect(errors[0]!.message).toBe("card [CREDIT_CARD]");
+    expect(JSON.stringify(output)).not.toMatch(/jane|bob@|4111/);
+  });
+
+  it("stays safe on cycles through Maps and on depth", () => {
+    const map = new Map<string, unknown>();
+    const holder = { map, email: "a@b.io" };
+    map.set("back", holder);
+    const output = redactDeep(holder) as { map: Map<string, unknown>; email: string };
+    expect(output.map.get("back")).toBe(output);
+    let deep: Record<string, unknown> = { leaf: "jane@acme.io" };
+    for (let level = 0; level < 100; level++) deep = { next: deep };
+    expect(JSON.stringify(redactDeep(deep, { maxDepth: 10 }))).toContain("[TRUNCATED]");
+    expect(JSON.stringify(redactDeep(deep, { maxDepth: 200 }))).not.toContain("jane");
+  });
+});

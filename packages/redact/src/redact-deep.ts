@@ -1,8 +1,10 @@
+import { digitsOf } from "./detectors/char-classes.js";
+import { isCardNumber } from "./detectors/credit-card-detector.js";
 import { RedactOptionsError } from "./redact-error.js";
 import { engineFor, type RedactionEngine, type RedactOptions } from "./redaction-engine.js";
 import type { RedactionScope } from "./redaction-scope.js";
 import { createRedactionScope } from "./redaction-scope.js";
-import { isSensitiveKey } from "./sensitive-key.js";
+import { isSensitiveKey, keyWords } from "./sensitive-key.js";
 import { createStringCache } from "./string-cache.js";
 
 /** Strings this long or shorter are remembered by a deep redactor (span attributes, keys, reasons). */
@@ -23,6 +25,35 @@ export interface RedactDeepOptions extends RedactOptions {
 }
 
 const DEEP_KEYS = ["sensitiveKeys", "maxDepth"] as const;
+
+/** Personal-data keys whose numeric values are redacted as that type (`phone: 4155550132`). */
+const NUMERIC_PII_KEYS: [RegExp, string][] = [
+  [/^(?:phone|mobile|tel|telephone|fax|cell|msisdn|whatsapp)$/, "PHONE"],
+  [/^(?:ssn|social|sin|tin|itin|nino)$/, "US_SSN"],
+  [/^(?:card|cc|pan|cardnumber|ccnumber)$/, "CREDIT_CARD"],
+  [/^(?:iban|account|acct|routing|bic)$/, "IBAN"],
+  [/^(?:dob|birthday|birthdate|birth)$/, "DATE_OF_BIRTH"],
+  [/^(?:zip|zipcode|postcode|postal)$/, "ADDRESS"],
+];
+
+/** The PII type a key's words name, such as PHONE for `customer_phone`, or undefined. */
+function numericKeyType(key: string): string | undefined {
+  for (const word of keyWords(key))
+    for (const [pattern, type] of NUMERIC_PII_KEYS) if (pattern.test(word)) return type;
+  return undefined;
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+const ENCODER = new TextEncoder();
+
+/** Decodes bytes as UTF-8, or undefined when they are not valid UTF-8. */
+function decodeUtf8(bytes: Uint8Array): string | undefined {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
 
 /** A compiled deep redactor. @internal */
 export interface DeepRedactor {
@@ -115,8 +146,45 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       return engine.placeholder(finding, typeof value === "string" ? value : String(value));
     };
 
-    const walk = (value: unknown, depth: number): unknown => {
+    const placeholderOf = (type: string, value: unknown): unknown => {
+      const written = typeof value === "string" ? value : String(value);
+      if (engine.placeholder === "type") return `[${type}]`;
+      if (engine.placeholder === "indexed")
+        return (scope ?? createRedactionScope()).token(type, value);
+      return engine.placeholder({ type, start: 0, end: written.length, rule: "deep" }, written);
+    };
+
+    // Numbers and BigInts: a card number stored as a number is still a card number.
+    const number = (value: number | bigint, keyType: string | undefined): unknown => {
+      if (typeof value === "number" && !Number.isInteger(value)) return value;
+      const digits = digitsOf(value.toString());
+      if (digits.length >= 12 && digits.length <= 19 && isCardNumber(digits))
+        return placeholderOf("CREDIT_CARD", value);
+      if (keyType !== undefined && digits.length >= 4) return placeholderOf(keyType, value);
+      return value;
+    };
+
+    // Bytes: decoded as UTF-8 and redacted as text when valid (same type back, re-encoded);
+    // bytes that are not UTF-8 are read as Latin-1, and replaced whole if that holds PII.
+    const bytes = (value: Uint8Array): unknown => {
+      const decoded = decodeUtf8(value);
+      const isBuffer = typeof Buffer !== "undefined" && Buffer.isBuffer(value);
+      if (decoded !== undefined) {
+        const redactedText = text(decoded);
+        if (redactedText === decoded) return isBuffer ? Buffer.from(value) : value.slice();
+        const encoded = ENCODER.encode(redactedText);
+        return isBuffer ? Buffer.from(encoded) : encoded;
+      }
+      let latin1 = "";
+      for (let index = 0; index < value.length; index += 8192)
+        latin1 += String.fromCharCode(...value.subarray(index, index + 8192));
+      if (engine.find(latin1).length === 0) return isBuffer ? Buffer.from(value) : value.slice();
+      return `[BINARY ${value.length} bytes with personal data]`;
+    };
+
+    const walk = (value: unknown, depth: number, keyType?: string): unknown => {
       if (typeof value === "string") return text(value);
+      if (typeof value === "number" || typeof value === "bigint") return number(value, keyType);
       if (typeof value !== "object" || value === null) return value;
       if (seen.has(value)) return seen.get(value);
       if (depth >= depthLimit) return "[TRUNCATED]";
@@ -127,13 +195,34 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
         return copy;
       }
       if (value instanceof Date) return new Date(value.getTime());
-      if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) return value;
+      if (value instanceof Uint8Array) return bytes(value);
+      if (value instanceof ArrayBuffer) {
+        const copy = bytes(new Uint8Array(value));
+        return copy instanceof Uint8Array ? copy.buffer : copy;
+      }
+      if (value instanceof DataView) {
+        const copy = bytes(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+        return copy instanceof Uint8Array ? new DataView(copy.buffer) : copy;
+      }
+      if (ArrayBuffer.isView(value)) {
+        // Numeric arrays (Int32Array, Float64Array, BigInt64Array): each number as above.
+        const items = Array.from(value as unknown as ArrayLike<number | bigint>);
+        const redacted = items.map((item) => number(item, keyType));
+        return redacted.every((item, index) => item === items[index])
+          ? (value as unknown as { slice(): unknown }).slice()
+          : redacted;
+      }
       if (value instanceof Map) {
         const copy = new Map<unknown, unknown>();
         seen.set(value, copy);
         for (const [key, item] of value) {
           const isSecret = typeof key === "string" && sensitive(key);
-          copy.set(walk(key, depth + 1), isSecret ? secretValue(item) : walk(item, depth + 1));
+          copy.set(
+            walk(key, depth + 1),
+            isSecret
+              ? secretValue(item)
+              : walk(item, depth + 1, typeof key === "string" ? numericKeyType(key) : undefined),
+          );
         }
         return copy;
       }
@@ -149,7 +238,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
           unknown
         >;
         seen.set(value, copy);
-        for (const key of ["name", "message", "stack"] as const) {
+        for (const key of ["name", "message", "stack", "errors"] as const) {
           const field = (value as unknown as Record<string, unknown>)[key];
           if (field !== undefined) {
             Object.defineProperty(copy, key, {
@@ -200,7 +289,9 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
           item = "[UNREADABLE]";
         }
         const redactedKey = text(key);
-        target[redactedKey] = sensitive(key) ? secretValue(item) : walk(item, depth + 1);
+        target[redactedKey] = sensitive(key)
+          ? secretValue(item)
+          : walk(item, depth + 1, numericKeyType(key));
       }
     };
 
@@ -211,11 +302,14 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
 }
 
 /**
- * Redacts every string in a value, deeply: objects, arrays, Maps, Sets and Errors are copied
- * (the input is never mutated), cycles are kept as cycles in the copy, and values under
- * sensitive keys (`password`, `token`, `authorization`, `cookie`, `api_key`, `secret`, …) are
- * replaced whatever they hold. Object keys are redacted too. Class instances with `toJSON`
- * are redacted as what they serialise to.
+ * Redacts every string in a value, deeply: objects, arrays, Maps, Sets and Errors (message,
+ * stack, cause, `errors`) are copied (the input is never mutated), cycles are kept as cycles
+ * in the copy, and values under sensitive keys (`password`, `token`, `authorization`,
+ * `cookie`, `api_key`, `secret`, …) are replaced whatever they hold. Object keys are redacted
+ * too. Class instances with `toJSON` are redacted as what they serialise to, others as a copy
+ * of their own properties. `Buffer`s and `Uint8Array`s are decoded as UTF-8 and redacted as
+ * text (the same type comes back); numbers and BigInts that are card numbers, and numbers
+ * under a personal key (`phone`, `ssn`, `card`, `dob`, …), are replaced.
  *
  * How it fails: invalid options throw `RedactOptionsError`; a getter that throws is written
  * as `[UNREADABLE]`; values nested deeper than `maxDepth` become `[TRUNCATED]`.
