@@ -10,11 +10,20 @@
 import { writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { everyday, hijacks, prose, securityWriting } from "./extra-english.mjs";
+import {
+  claimedUserMessages,
+  everyday,
+  files,
+  hijacks,
+  prose,
+  securityWriting,
+  workRecords,
+} from "./extra-english.mjs";
 import { fillers as baseFillers, languages, names, phrases, products } from "./languages.mjs";
 
 languages.en.hijack.push(...hijacks);
-languages.en.benign.push(...everyday);
+languages.en.benign.push(...everyday, ...workRecords, ...workRecords);
+languages.en.frames.push(...claimedUserMessages);
 languages.en.discuss.push(...securityWriting);
 const fillers = [...baseFillers, ...prose];
 
@@ -139,6 +148,8 @@ function fill(template, table) {
           return pick(phrases);
         case "langname":
           return pick(table.langname);
+        case "file":
+          return pick(files);
         // A quoted attack inside security writing: the benign twin of an injection.
         case "payload":
           return injection(chance(0.7) ? languages.en : table).text.replace(/\n/g, " ");

@@ -19,8 +19,8 @@ const argument = (flag, fallback) => {
 };
 const seed = Number(argument("--seed", "7"));
 const bits = Number(argument("--bits", "18"));
-const epochs = Number(argument("--epochs", "12"));
-const l2 = Number(argument("--l2", "1e-6"));
+const epochs = Number(argument("--epochs", "4"));
+const l2 = Number(argument("--l2", "1e-4"));
 const window = Number(argument("--window", "3"));
 const dataDir = argument("--data", undefined);
 const out = resolve(argument("--out", resolve(here, "../weights/detector.bin")));
