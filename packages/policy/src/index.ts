@@ -37,7 +37,12 @@ export {
   isPredicate,
   not,
 } from "./predicate.js";
-export type { RateLimit, RateLimitGate, RateLimitOptions } from "./rate-limit.js";
+export type {
+  RateLimit,
+  RateLimitGate,
+  RateLimitOptions,
+  StoredRateLimitGate,
+} from "./rate-limit.js";
 export { rateLimit } from "./rate-limit.js";
 export type {
   ReplayChange,

@@ -6,6 +6,7 @@ import {
   type GateDecision,
   InvalidArgumentError,
   type JsonValue,
+  type LimitStore,
   sha256,
   type ToolCall,
 } from "@loopguard/core";
@@ -30,9 +31,16 @@ export interface RateLimit {
 export interface RateLimitOptions {
   /** The clock (epoch ms). Default `Date.now`. */
   now?: () => number;
+  /**
+   * Where the buckets live. Default: this process's memory. A `LimitStore`
+   * (`memoryLimitStore()` from core keeps today's semantics; `postgresLimitStore` from
+   * `@loopguard/checkpoint` shares the buckets across a fleet). With a store `check` is async,
+   * and a store that fails refuses the call as `rate_limit_unavailable` (limits fail closed).
+   */
+  store?: LimitStore;
 }
 
-/** The rate-limit gate (step 2.1). */
+/** The rate-limit gate (step 2.1), with its buckets in this process's memory. */
 export interface RateLimitGate extends Gate {
   readonly name: "rate_limit";
   readonly step: "2.1";
@@ -41,6 +49,16 @@ export interface RateLimitGate extends Gate {
   digest(): string;
   check(call: ToolCall): GateDecision;
   observe(outcome: CallOutcome): void;
+}
+
+/** The rate-limit gate (step 2.1) over a `LimitStore`: the same, asynchronous. */
+export interface StoredRateLimitGate extends Gate {
+  readonly name: "rate_limit";
+  readonly step: "2.1";
+  readonly limits: readonly Readonly<RateLimit>[];
+  digest(): string;
+  check(call: ToolCall): Promise<GateDecision>;
+  observe(outcome: CallOutcome): Promise<void>;
 }
 
 interface Bucket {
@@ -66,15 +84,23 @@ const maxCharged = 4096;
  * empty the call is refused as `rate_limited` with the wait in the message and
  * `details.retryAfterMs`. A call charged here but refused at a later step gets its tokens back;
  * a call re-checked after a durable approval is not charged twice (in the same process).
- * Buckets live in this process's memory.
+ * Buckets live in this process's memory, or in `store` (a `LimitStore`) to share them.
  *
  * @example
  * rateLimit({ tool: "send_email", perAgent: true, capacity: 5, refillPerSecond: 5 / 60 })
  */
 export function rateLimit(
   limits: RateLimit | readonly RateLimit[],
+  options: RateLimitOptions & { store: LimitStore },
+): StoredRateLimitGate;
+export function rateLimit(
+  limits: RateLimit | readonly RateLimit[],
+  options?: RateLimitOptions,
+): RateLimitGate;
+export function rateLimit(
+  limits: RateLimit | readonly RateLimit[],
   options: RateLimitOptions = {},
-): RateLimitGate {
+): RateLimitGate | StoredRateLimitGate {
   const list = Array.isArray(limits) ? (limits as readonly RateLimit[]) : [limits as RateLimit];
   if (list.length === 0)
     throw new InvalidArgumentError(
@@ -88,12 +114,11 @@ export function rateLimit(
       "[policy] rateLimit(limits, { now }): now must be a function returning epoch milliseconds",
     );
   const now = options.now ?? Date.now;
+  if (options.store !== undefined) return storeGate(compiled, now, options.store);
   const buckets = new Map<string, Bucket>();
   const charged = new Map<string, string[]>();
   const normalised = compiled.map((entry) => entry.limit);
-  const digest = sha256(
-    canonicalJson({ kind: "rate_limit", limits: normalised as unknown as JsonValue }),
-  );
+  const digest = limitsDigest(compiled);
 
   const refill = (bucket: Bucket, limit: RateLimit, at: number) => {
     if (at > bucket.updatedMs) {
@@ -158,6 +183,98 @@ export function rateLimit(
         const entry = compiled[Number(key.slice(0, key.indexOf("|")))]!;
         if (bucket) bucket.tokens = Math.min(entry.limit.capacity, bucket.tokens + 1);
       }
+    },
+  };
+  return Object.freeze(gate);
+}
+
+/** The digest of a set of limits (the same with or without a store). */
+function limitsDigest(compiled: readonly CompiledLimit[]): string {
+  return sha256(
+    canonicalJson({
+      kind: "rate_limit",
+      limits: compiled.map((entry) => entry.limit) as unknown as JsonValue,
+    }),
+  );
+}
+
+/**
+ * The rate-limit gate over a LimitStore: each covering bucket is taken in turn, and a refusal
+ * gives back what the same call took from the buckets before it, so a call is charged all or
+ * nothing. Keys name the limit by its content (not its position), so every process with the
+ * same limits shares the same buckets.
+ */
+function storeGate(
+  compiled: readonly CompiledLimit[],
+  now: () => number,
+  store: LimitStore,
+): StoredRateLimitGate {
+  if (
+    store === null ||
+    typeof store !== "object" ||
+    typeof store.take !== "function" ||
+    typeof store.refund !== "function"
+  )
+    throw new InvalidArgumentError(
+      `[policy] rateLimit(limits, { store }): store must be a LimitStore such as memoryLimitStore() or postgresLimitStore({ connectionString }), got ${describeValue(store)}`,
+    );
+  const prefixes = compiled.map(
+    (entry) =>
+      `rate_limit:${sha256(canonicalJson(entry.limit as unknown as JsonValue)).slice(0, 16)}`,
+  );
+  const charged = new Map<string, Array<{ key: string; entry: CompiledLimit }>>();
+  const digest = limitsDigest(compiled);
+  const refundAll = async (taken: Array<{ key: string; entry: CompiledLimit }>, at: number) => {
+    for (const { key, entry } of taken)
+      await store.refund(key, entry.limit as { capacity: number; refillPerSecond: number }, {
+        now: at,
+      });
+  };
+  const gate: StoredRateLimitGate = {
+    name: "rate_limit",
+    step: "2.1",
+    limits: compiled.map((entry) => entry.limit),
+    digest: () => digest,
+    async check(call) {
+      if (call.recheck === true && charged.has(call.idempotencyKey)) return allowDecision;
+      const at = now();
+      const taken: Array<{ key: string; entry: CompiledLimit }> = [];
+      try {
+        for (const entry of compiled) {
+          if (!entry.tool.test(call.tool)) continue;
+          const key = `${prefixes[entry.index]}|${entry.limit.perTool ? call.tool : ""}|${entry.limit.perAgent ? (call.run?.agentId ?? "") : ""}`;
+          const spec = entry.limit as { capacity: number; refillPerSecond: number };
+          const result = await store.take(key, spec, { now: at });
+          if (!result.ok) {
+            await refundAll(taken, at);
+            return refusal(call, entry.limit, result.retryAfterMs);
+          }
+          taken.push({ key, entry });
+        }
+      } catch (error) {
+        // Limits fail closed: a bucket nobody can read admits nothing. Give back what was taken.
+        await refundAll(taken, at).catch(() => undefined);
+        return {
+          type: "deny",
+          reason: "rate_limit_unavailable",
+          message: `The rate limit of ${call.tool} could not be checked (${store.name}: ${(error as Error)?.message ?? String(error)}), so the call was refused.`,
+          fixHints: [
+            `Do not call ${call.tool} again right now; finish with what you have or tell the user to try again shortly.`,
+          ],
+        };
+      }
+      if (taken.length === 0) return allowDecision;
+      if (charged.size >= maxCharged) charged.delete(charged.keys().next().value!);
+      charged.set(call.idempotencyKey, taken);
+      return allowDecision;
+    },
+    async observe(outcome) {
+      const taken = charged.get(outcome.call.idempotencyKey);
+      if (!taken) return;
+      charged.delete(outcome.call.idempotencyKey);
+      if (outcome.status !== "refused" || outcome.reason === "rate_limited") return;
+      // Refused at a later step: the call never ran, so it gives its tokens back.
+      await refundAll(taken, now());
     },
   };
   return Object.freeze(gate);
