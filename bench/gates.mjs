@@ -11,6 +11,7 @@ import {
   withRun,
 } from "@loopguard/core";
 import * as v from "valibot";
+import { measureAdapters } from "./adapters.mjs";
 
 const calls = Number(process.argv[2] ?? 20_000);
 const policyPkg = await import("@loopguard/policy");
@@ -137,4 +138,11 @@ for (const [name, gate] of Object.entries(gates)) {
   });
   result.guardedCall = stats(samples.slice(1000));
 }
+// One guarded call through each adapter (AI SDK, Claude Agent SDK hooks, MCP), and the MCP proxy over stdio.
+result.adapters = await measureAdapters({
+  calls: Math.min(calls, 10_000),
+  gates: pipelineGates,
+  refund,
+  stats,
+});
 console.log(JSON.stringify(result));

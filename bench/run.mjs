@@ -362,6 +362,64 @@ else {
   say(
     `Target: under 20 µs p50 all together: ${fmt(median(goodGates.map((result) => result.pipeline.p50)), 2)} µs.`,
   );
+  // Adapters (issue 17): one guarded call through each, beside guardTool alone in the same process.
+  const withAdapters = goodGates.filter((result) => result.adapters);
+  if (withAdapters.length > 0) {
+    const pick = (name) => (result) =>
+      result.adapters[name] ?? { p50: Number.NaN, p99: Number.NaN };
+    const ratio = (numerator) =>
+      fmt(
+        median(withAdapters.map((result) => numerator(result) / result.adapters.guardTool.p50)),
+        2,
+      );
+    say();
+    say(
+      `Adapters: one guarded call of the same refund with the same gates, ${withAdapters[0].adapters.stdioCalls ? "" : "no MCP proxy row (CLI not built), "}in the same processes. Goal: each within 2x of guardTool alone; the MCP proxy adds under 1 ms p50 per tools/call.`,
+    );
+    say();
+    say("| what | p50 µs | p99 µs | p50 vs guardTool alone |");
+    say("|---|---|---|---|");
+    const row = (label, name, numerator) => {
+      const p50 = withAdapters.map((result) => pick(name)(result).p50);
+      const p99 = withAdapters.map((result) => pick(name)(result).p99);
+      say(
+        `| ${label} | ${fmt(median(p50), 2)} (${spread(p50)}) | ${fmt(median(p99), 2)} (${spread(p99)}) | ${numerator ? `${ratio(numerator)}x` : "1x"} |`,
+      );
+    };
+    row("guardTool alone (with a toolUseId)", "guardTool");
+    row(
+      "@loopguard/ai-sdk: guardTools(...).execute",
+      "aiSdk",
+      (result) => result.adapters.aiSdk?.p50,
+    );
+    row(
+      "@loopguard/claude-agent-sdk: PreToolUse + PostToolUse hooks",
+      "claudeHooks",
+      (result) => result.adapters.claudeHooks?.p50,
+    );
+    row("MCP client call alone (in-memory transport)", "mcpDirect");
+    row(
+      "@loopguard/mcp: guardMcpTools call (overhead = this minus the client call)",
+      "mcpGuarded",
+      (result) => result.adapters.mcpGuarded.p50 - result.adapters.mcpDirect.p50,
+    );
+    if (withAdapters[0].adapters.stdioCalls) {
+      row("MCP tools/call over stdio, host to server direct", "stdioDirect");
+      row(
+        "MCP tools/call over stdio through `loopguard mcp-proxy` (policy, RunGuard, taint, default scanner, envelope)",
+        "stdioProxy",
+      );
+      const added = withAdapters.map(
+        (result) => (result.adapters.stdioProxy.p50 - result.adapters.stdioDirect.p50) / 1000,
+      );
+      say();
+      say(
+        `The proxy adds ${fmt(median(added), 3)} ms p50 per tools/call (${spread(added)}); goal under 1 ms.`,
+      );
+    }
+    const missing = withAdapters[0].adapters.missing ?? [];
+    if (missing.length > 0) say(`Adapters not measured: ${missing.join("; ")}.`);
+  }
 }
 say();
 
