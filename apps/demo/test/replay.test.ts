@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { jsonlEventStore } from "@loopguard/checkpoint";
 import { createAgent, tool } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
-import { allow, policy } from "@loopguard/policy";
+import { allow, deny, policy, shadow } from "@loopguard/policy";
 import * as v from "valibot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../src/cli.js";
@@ -119,5 +119,36 @@ describe("loopguard replay", () => {
     expect(code).toBe(0);
     expect(lines.join("\n")).toMatch(/skipped run run_0000000000000bad/);
     expect(lines.at(-1)).toMatch(/^2 calls re-judged: 1 allowed → denied/);
+  });
+});
+
+describe("loopguard runs", () => {
+  it("shows how many calls a shadow policy would have decided differently", async () => {
+    const dir = join(root, "shadowed");
+    const store = jsonlEventStore({ dir });
+    const result = await createAgent({
+      model: scriptedModel((_request, call) =>
+        call === 1
+          ? {
+              content: [
+                {
+                  type: "tool_use",
+                  id: "toolu_1",
+                  name: "send_email",
+                  input: { to: "x@evil.example", body: "hi" },
+                },
+              ],
+            }
+          : { content: [{ type: "text", text: "done" }], stop_reason: "end_turn" },
+      ),
+      tools: [sendEmail],
+      store,
+      gates: [policy([allow("*")]), shadow(policy([deny("send_email")]))],
+    }).run("Email");
+    await store.close?.();
+    const { code, lines } = await cli(["runs", "--dir", dir]);
+    expect(code).toBe(0);
+    expect(lines[0]).toMatch(/shadow differences/);
+    expect(lines.find((line) => line.startsWith(result.runId))).toMatch(/\s1\s*$/);
   });
 });

@@ -1,9 +1,11 @@
 import {
   createAgent,
   type Gate,
+  guardTool,
   type ShadowDecisionEvent,
   type StoredEvent,
   tool,
+  withRun,
 } from "@loopguard/core";
 import { memoryEventStore, recordingExporter, scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
@@ -152,6 +154,28 @@ describe("shadow(gate)", () => {
       { gate: "shadow:broken", shadow: { outcome: "error", message: "candidate crashed" } },
     ]);
     expect(errors).toContain("shadow gate shadow:broken");
+  });
+
+  it("works the same under guardTool and withRun", async () => {
+    const store = memoryEventStore();
+    const guarded = guardTool(sendEmail, {
+      gates: [
+        policy([allow("*")]),
+        shadow(policy([deny("send_email", { when: argDomainNotIn("to", ["acme-shop.com"]) })])),
+      ],
+    });
+    const runId = await withRun({ agentId: "host", store }, async (run) => {
+      expect((await guarded({ to: "x@evil.example", body: "data" })).type).toBe("ok");
+      expect((await guarded({ to: "ann@acme-shop.com", body: "hi" })).type).toBe("ok");
+      return run.runId;
+    });
+    expect(shadowEvents(await store.read(runId))).toMatchObject([
+      {
+        tool: "send_email",
+        shadow: { outcome: "deny", reason: "policy_deny" },
+        enforced: { outcome: "allow" },
+      },
+    ]);
   });
 
   it("adding a shadow does not change the policy digest (pending approvals stay valid)", async () => {
