@@ -14,7 +14,7 @@ import { backoffDelay, classifyError, type ResolvedRetryOptions, sleep } from ".
 import type { RunWriter } from "./run-writer.js";
 import { shortMessage } from "./short-message.js";
 import { StopRun } from "./stop-run.js";
-import type { AssemblerUpdate } from "./stream/assemble-message.js";
+import { type AssemblerUpdate, StreamProtocolError } from "./stream/assemble-message.js";
 import { createDeltaFilter, type DeltaFilter, type TextTransform } from "./stream/delta-filter.js";
 import { streamAttempt } from "./stream/stream-attempt.js";
 
@@ -342,6 +342,8 @@ export async function endIfFinal(writer: RunWriter): Promise<void> {
 }
 
 function classify(context: ModelStepContext, error: unknown): ErrorClassification {
+  // A broken stream protocol says itself whether a retry can help, whatever the model.
+  if (StreamProtocolError.isInstance(error)) return error.classification();
   if (context.model.classifyError) {
     try {
       return context.model.classifyError(error);

@@ -11,6 +11,7 @@ import type {
 } from "../contracts/model.js";
 import { InvalidArgumentError, LoopguardError } from "../errors.js";
 import { createMessageAssembler, StreamProtocolError } from "../stream/assemble-message.js";
+import { attachStream } from "../stream/attach-stream.js";
 import { classifyClaudeError } from "./classify-claude-error.js";
 import { loadSdk } from "./load-sdk.js";
 
@@ -234,13 +235,12 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
     }
   }
 
-  return {
+  const claude: Omit<ClaudeModel, "stream"> = {
     name: "claude",
     model: config.model,
     effort: config.effort,
     defaultMaxTokens: config.maxTokens,
     body,
-    stream,
     async create(request, { signal }) {
       if (config.stream) {
         const assembler = createMessageAssembler();
@@ -251,6 +251,7 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
     },
     classifyError: (error) => classifyClaudeError(error),
   };
+  return attachStream(claude, stream);
 }
 
 /** The SDK's "Could not resolve authentication method" becomes a message that says what to do. */

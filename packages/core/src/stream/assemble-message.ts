@@ -147,11 +147,20 @@ export function createMessageAssembler(): MessageAssembler {
       }
       case "content_block_start": {
         const block = event.content_block as unknown as OpenBlock["block"] | undefined;
-        if (event.index !== blocks.length || !block || typeof block.type !== "string") {
+        if (event.index !== blocks.length) {
           return fail(
             "malformed_stream",
             true,
-            `started block ${String(event.index)} out of order (expected ${blocks.length}) or without a content_block`,
+            `started block ${String(event.index)} out of order (expected block ${blocks.length})`,
+          );
+        }
+        if (!block || typeof block !== "object" || typeof block.type !== "string") {
+          // The model's reply itself is malformed (as content[i] without a type would be in a
+          // whole response): retrying the same request would not help.
+          return fail(
+            "malformed_response",
+            false,
+            `started block ${String(event.index)} with no type: ${preview(block)} (a malformed model response)`,
           );
         }
         hasContent = true;

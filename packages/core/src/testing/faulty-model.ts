@@ -12,6 +12,7 @@ import type {
 import { InvalidArgumentError } from "../errors.js";
 import { sleep } from "../retry.js";
 import { createMessageAssembler, messageEvents } from "../stream/assemble-message.js";
+import { attachStream } from "../stream/attach-stream.js";
 
 /** An error a faulty call throws, as the real API would send it. */
 export type ModelFault =
@@ -244,7 +245,7 @@ export function faultyModel(model: Model, options: FaultyModelOptions = {}): Fau
     }
     return response;
   };
-  return {
+  const faulty: FaultyModel = {
     name: `faulty(${model.name})`,
     model: model.model,
     ...(model.defaultMaxTokens !== undefined ? { defaultMaxTokens: model.defaultMaxTokens } : {}),
@@ -325,6 +326,8 @@ export function faultyModel(model: Model, options: FaultyModelOptions = {}): Fau
       return classification;
     },
   };
+  // Like every loopguard model, stream() is not enumerable: `{ ...faulty, create }` drops it.
+  return attachStream(faulty, faulty.stream!);
 }
 
 async function* listOf(events: readonly MessageStreamEvent[]): AsyncGenerator<MessageStreamEvent> {

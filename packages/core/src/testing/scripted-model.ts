@@ -11,6 +11,7 @@ import { InvalidArgumentError } from "../errors.js";
 import { requestBytes } from "../pricing.js";
 import { sleep } from "../retry.js";
 import { assembleMessage, messageEvents } from "../stream/assemble-message.js";
+import { attachStream } from "../stream/attach-stream.js";
 
 /** One scripted reply: any part of a Messages API response; the rest is filled in. */
 export interface ScriptedReply {
@@ -84,7 +85,7 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
   let calls = 0;
   const modelId = options.model ?? "claude-sonnet-5-5";
   const copy = options.copyRequests ?? true;
-  return {
+  const model: ScriptedModel = {
     name: "scripted",
     model: modelId,
     get requests() {
@@ -98,20 +99,17 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
       if (reply.events) return assembleMessage(fromList(reply.events, 0, signal));
       return fillReply(reply, request, modelId, call);
     },
-    ...(options.noStream
-      ? {}
-      : {
-          async *stream(request: ModelRequest, { signal }: { signal: AbortSignal }) {
-            const { reply, call } = await next(request, signal);
-            const events =
-              reply.events ??
-              messageEvents(fillReply(reply, request, modelId, call), {
-                ...(options.chunkChars !== undefined ? { chunkChars: options.chunkChars } : {}),
-              });
-            yield* fromList(events, reply.eventDelayMs ?? 0, signal);
-          },
-        }),
   };
+  if (options.noStream) return model;
+  return attachStream(model, async function* stream(request, { signal }) {
+    const { reply, call } = await next(request, signal);
+    const events =
+      reply.events ??
+      messageEvents(fillReply(reply, request, modelId, call), {
+        ...(options.chunkChars !== undefined ? { chunkChars: options.chunkChars } : {}),
+      });
+    yield* fromList(events, reply.eventDelayMs ?? 0, signal);
+  });
 
   async function next(request: ModelRequest, signal: AbortSignal) {
     calls += 1;
