@@ -19,6 +19,7 @@ export type {
   AppendResult,
   EventStore,
   ListFilter,
+  RunLease,
   RunSummary,
   StoredEvent,
   StoredEventInput,
@@ -160,6 +161,7 @@ export {
   messageEvents,
   StreamProtocolError,
 } from "./stream/assemble-message.js";
+export { attachStream } from "./stream/attach-stream.js";
 export type { DeltaFilter, DeltaFilterOptions, TextTransform } from "./stream/delta-filter.js";
 export { createDeltaFilter, defaultHoldBack } from "./stream/delta-filter.js";
 export type { StreamAttemptOptions, StreamAttemptOutcome } from "./stream/stream-attempt.js";

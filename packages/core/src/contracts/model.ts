@@ -229,7 +229,9 @@ export interface Model {
    * throws the error it got (an HTTP error before the first event, or a mid-stream `error`
    * event such as `overloaded_error`) and never retries; a stream that ends without
    * `message_stop` is treated by the runtime as cut and retried. Breaking out of the loop or
-   * aborting `signal` must close the connection.
+   * aborting `signal` must close the connection. loopguard's own models define it as a
+   * non-enumerable property (`attachStream`), so a wrapper that spreads a model and replaces
+   * `create` keeps intercepting every call.
    */
   stream?(request: ModelRequest, options: ModelCallOptions): AsyncIterable<MessageStreamEvent>;
   /** Classifies an error this model threw; optional, the runtime falls back to status codes. */
