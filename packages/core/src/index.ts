@@ -19,7 +19,6 @@ export type {
   AppendResult,
   EventStore,
   ListFilter,
-  RunLease,
   RunSummary,
   StoredEvent,
   StoredEventInput,
