@@ -55,8 +55,12 @@ export interface AgentOptions {
   agentId?: string;
   /** Refusal reasons that halt the run. Default `kill_switch` and `policy_indeterminate`. */
   haltOn?: readonly string[];
-  /** Redacts spans, streamed events and log lines at write time. */
-  redact?: Redactor;
+  /**
+   * Redacts spans, streamed events and log lines at write time, e.g. `createRedactor()` from
+   * `@loopguard/redact`. Required when an exporter declares `captureContent: true` (and does
+   * not redact content itself); `false` is the explicit way to export raw content.
+   */
+  redact?: Redactor | false;
   /**
    * Tokenises personal data in the task and in every tool output before the model or the log
    * sees it, and reveals it in tool arguments at execution time. Keep the vault for the life of
@@ -220,6 +224,24 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     fail(
       "redactStream must be a function returning a TransformStream<string, string>, e.g. () => createRedactionStream()",
     );
+  if (
+    options.redact !== undefined &&
+    options.redact !== false &&
+    typeof options.redact !== "function"
+  )
+    fail(
+      "redact must be a function (value) => redacted value, e.g. createRedactor() from @loopguard/redact, or false to export raw content on purpose",
+    );
+  // Safe by default: message content leaves the process only redacted, unless the host says
+  // otherwise with redact: false.
+  if (options.redact === undefined) {
+    for (const exporter of options.exporters ?? []) {
+      if (exporter?.captureContent === true && exporter.redactsContent !== true)
+        fail(
+          `exporter "${String(exporter.name)}" captures message content but the agent has no redact: pass redact: createRedactor() from @loopguard/redact (or redact: false to export raw content on purpose)`,
+        );
+    }
+  }
   const agentId = options.agentId ?? "agent";
   if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId))
     fail(
@@ -244,7 +266,7 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     maxTokens: options.maxTokens,
     agentId,
     haltOn: options.haltOn ?? defaultHaltOn,
-    redact: options.redact,
+    redact: options.redact === false ? undefined : options.redact,
     vault: options.vault,
     onEvent: options.onEvent,
     onError: options.onError,

@@ -182,7 +182,7 @@ export function createScenarioContext(input: {
     agent(options) {
       const exporter = recordingExporter();
       surfaces.exporters.push(exporter);
-      const redact = options.redact ?? redactor();
+      const redact = options.redact || redactor();
       const store = options.store ? watchStore(options.store, surfaces) : undefined;
       const agent = createAgent({
         ...options,

@@ -42,7 +42,9 @@ export interface OtelExporterOptions {
   /**
    * Write message content (`gen_ai.input.messages`, `gen_ai.output.messages`, tool arguments and
    * results). Default: `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, else off.
-   * Content arrives redacted by `createAgent({ redact })`; pass that, always.
+   * Content arrives redacted by `createAgent({ redact })`: with capture on, `createAgent` refuses
+   * an agent that has neither its own `redact` nor this exporter's (`redact: false` on the agent
+   * is the explicit way to export raw content).
    */
   captureContent?: boolean;
   /** Redacts content (and status messages) once more before export: defence in depth. */
@@ -273,6 +275,8 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
   return {
     name: "otel",
     captureContent: config.captureContent,
+    // With its own redact, content is redacted here too, so an agent may leave redact out.
+    redactsContent: config.redact !== undefined,
     export(spans: readonly Span[]): Promise<ExportResult> | ExportResult {
       if (shutdownPromise)
         return {

@@ -263,11 +263,24 @@ describe("otelExporter over real OTLP/HTTP protobuf", () => {
     await otlp.shutdown();
   });
 
-  it("with capture on but no redact anywhere, the planted PII does reach the collector (the test can fail)", async () => {
+  it("with capture on and no redact anywhere, createAgent refuses the agent and names createRedactor()", async () => {
+    const otlp = otlpTracing({ url: "http://127.0.0.1:9/v1/traces", env: {} });
+    await expect(
+      runSupportDesk({
+        exporters: [otelExporter({ exporter: otlp.exporter, captureContent: true })],
+      }),
+    ).rejects.toThrow(
+      /\[core\] createAgent: exporter "otel" captures message content but the agent has no redact: pass redact: createRedactor\(\) from @loopguard\/redact \(or redact: false/,
+    );
+    await otlp.shutdown();
+  });
+
+  it("with capture on and redact: false, the planted PII does reach the collector (the opt-out is real; the test can fail)", async () => {
     const collector = await receiver();
     const otlp = otlpTracing({ url: collector.tracesUrl, env: {} });
     await runSupportDesk({
       exporters: [otelExporter({ exporter: otlp.exporter, captureContent: true })],
+      redact: false,
     });
     await collector.waitForSpans(10);
     expect(collector.rawBytes().toString("latin1")).toContain(customerEmail);

@@ -101,7 +101,7 @@ function redactDeep(value: unknown): unknown {
 /** Runs the workload once through a real agent loop. */
 export async function runSupportDesk(options: {
   exporters: readonly Exporter[];
-  redact?: Redactor;
+  redact?: Redactor | false;
   onError?: (error: unknown, where: string) => void;
   runId?: string;
 }): Promise<RunResult> {
@@ -152,7 +152,7 @@ export async function runSupportDesk(options: {
     scanner: phraseScanner,
     agentId: "support-desk",
     exporters: options.exporters,
-    ...(options.redact ? { redact: options.redact } : {}),
+    ...(options.redact !== undefined ? { redact: options.redact } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const result = await agent.run(task, options.runId ? { runId: options.runId } : {});

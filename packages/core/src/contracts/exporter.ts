@@ -21,6 +21,12 @@ export interface Exporter {
    * drop content before redaction (it is most of a span's size); leave it out to get content.
    */
   readonly captureContent?: boolean;
+  /**
+   * Whether this exporter redacts message content itself before sending it (for example
+   * `otelExporter({ captureContent: true, redact })`). An agent refuses an exporter that
+   * declares `captureContent: true` unless the agent has `redact`, or the exporter this flag.
+   */
+  readonly redactsContent?: boolean;
   /** Exports a batch of finished, already redacted spans. */
   export(spans: readonly Span[]): Promise<ExportResult> | ExportResult;
   /** Flushes anything buffered; optional. */
