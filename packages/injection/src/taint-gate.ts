@@ -295,12 +295,16 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       if (!state.tainted.has(key)) state.tainted.set(key, source);
   };
 
-  const read = (state: TaintState, output: SeenOutput) => {
+  const read = (state: TaintState, output: SeenOutput, all: TaintValue[]) => {
     const verdict = output.scan?.verdict;
     if (!verdict || verdictRank[verdict] < verdictRank[minVerdict] || !isSource(output)) return;
     const origin = { tool: output.tool, toolUseId: output.toolUseId, verdict };
-    for (const part of flaggedParts(output, options.envelope)) {
-      for (const value of extractValues(part, kinds)) {
+    const parts = flaggedParts(output, options.envelope);
+    for (const part of parts) {
+      // The whole text's values are already extracted: reuse them when the whole text taints.
+      for (const value of parts.length === 1 && part === output.text
+        ? all
+        : extractValues(part, kinds)) {
         taint(state, { value, ...origin });
         if (!derive) continue;
         if (value.kind === "iban" && value.key.length > 8) {
@@ -347,11 +351,12 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     for (; state.processed < run.outputs.length; state.processed++) {
       const output = run.outputs[state.processed]!;
       state.texts.push(output.text);
-      read(state, output);
+      const values = extractValues(output.text, kinds);
+      read(state, output, values);
       // Every output's values, by trust: trusted outputs vouch for values (and clear taint),
       // untrusted ones are named as the provenance of a refused value.
       const first = output.trust === "trusted" ? state.firstTrusted : state.firstUntrusted;
-      for (const value of extractValues(output.text, kinds))
+      for (const value of values)
         for (const key of matchKeysOf(value)) if (!first.has(key)) first.set(key, state.processed);
     }
     // Where each value first appeared in a model-written argument (any tool): a trusted output

@@ -79,9 +79,9 @@ export function decodePercent(text: string): string {
 }
 
 /** The key of a URL: host and path without scheme, `www.`, trailing slash or punctuation. */
-function urlKey(text: string): string {
+function urlKey(text: string, loose: (text: string) => string = looseKey): string {
   const bare = text.replace(/^(?:https?:\/\/)?(?:www\.)?/, "").replace(/[/.,;:!?]+$/, "");
-  return looseKey(bare);
+  return loose(bare);
 }
 
 /** The host of a URL, without `www.`, user info or port. */
@@ -157,15 +157,23 @@ export function phoneKey(text: string): string | undefined {
 }
 
 /** The key of an email address: `+tag` dropped from the mailbox, then letters and digits. */
-function emailKey(text: string): string {
+function emailKey(text: string, loose: (text: string) => string = looseKey): string {
   const at = text.lastIndexOf("@");
   const local = text.slice(0, at).replace(/^mailto:/, "");
   const plus = local.indexOf("+");
-  return looseKey(`${plus > 0 ? local.slice(0, plus) : local}@${text.slice(at + 1)}`);
+  return loose(`${plus > 0 ? local.slice(0, plus) : local}@${text.slice(at + 1)}`);
 }
 
 /** The key of a value of a kind. */
 export function valueKey(kind: TaintKind, text: string): string | undefined {
+  return keyOf(kind, text, looseKey);
+}
+
+/** Letters and digits of text that is already normalised (no second normalisation pass). */
+const normalizedLoose = (text: string): string =>
+  text.replace(/^mailto:/, "").replace(/[^\p{L}\p{N}]/gu, "");
+
+function keyOf(kind: TaintKind, text: string, loose: (text: string) => string): string | undefined {
   let key: string | undefined;
   switch (kind) {
     case "amount":
@@ -173,20 +181,20 @@ export function valueKey(kind: TaintKind, text: string): string | undefined {
     case "phone":
       return phoneKey(text);
     case "email":
-      key = emailKey(text);
+      key = emailKey(text, loose);
       break;
     case "url":
-      key = urlKey(text);
+      key = urlKey(text, loose);
       break;
     case "domain":
-      key = looseKey(hostOf(text));
+      key = loose(hostOf(text));
       break;
     case "ip": {
       const ip = canonicalIp(text);
       return ip ? ip.replace(/\./g, "-") : undefined;
     }
     default:
-      key = looseKey(text);
+      key = loose(text);
   }
   // Short keys match too much by chance.
   return key.length >= 4 ? key : undefined;
@@ -214,7 +222,8 @@ export function extractValues(
   const want = new Set(kinds);
   const add = (kind: TaintKind, raw: string, at: number) => {
     if (!want.has(kind)) return;
-    const key = valueKey(kind, raw);
+    // The text is normalised already: keys skip a second normalisation.
+    const key = keyOf(kind, raw, normalizedLoose);
     if (key !== undefined && !found.has(`${kind}:${key}`))
       found.set(`${kind}:${key}`, { kind, key, at });
   };
