@@ -8,7 +8,9 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const pnpmVersion = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).packageManager.split("@")[1];
+const pnpmVersion = JSON.parse(
+  readFileSync(join(root, "package.json"), "utf8"),
+).packageManager.split("@")[1];
 const command = process.argv[2];
 const rest = process.argv.slice(3);
 
@@ -28,7 +30,9 @@ function run(cmd, args, options = {}) {
 function must(cmd, args, what) {
   const status = run(cmd, args);
   if (status !== 0) {
-    console.error(`\n[bootstrap] ${what} failed (exit ${status}). Fix the error above and run the command again.`);
+    console.error(
+      `\n[bootstrap] ${what} failed (exit ${status}). Fix the error above and run the command again.`,
+    );
     process.exit(status);
   }
 }
@@ -38,16 +42,30 @@ function findPnpm() {
   if (probe.status === 0 && probe.stdout.trim() === pnpmVersion) return "pnpm";
   const local = join(root, ".tools", "node_modules", ".bin", "pnpm");
   if (!existsSync(local)) {
-    console.log(`[bootstrap] installing pnpm ${pnpmVersion} into .tools/ (corepack is not used: it needs registry signatures)`);
-    must("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", join(root, ".tools"), `pnpm@${pnpmVersion}`], "installing pnpm");
+    console.log(
+      `[bootstrap] installing pnpm ${pnpmVersion} into .tools/ (corepack is not used: it needs registry signatures)`,
+    );
+    must(
+      "npm",
+      [
+        "install",
+        "--no-save",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        join(root, ".tools"),
+        `pnpm@${pnpmVersion}`,
+      ],
+      "installing pnpm",
+    );
   }
   // turbo (and pnpm's own scripts) look for `pnpm` on the PATH.
   env.PATH = `${dirname(local)}${process.platform === "win32" ? ";" : ":"}${env.PATH ?? ""}`;
   return local;
 }
 
-if (command !== "demo" && command !== "test" && command !== "setup") {
-  console.error("usage: node scripts/bootstrap.mjs demo|test|setup [args...]");
+if (!["demo", "test", "setup", "docs"].includes(command)) {
+  console.error("usage: node scripts/bootstrap.mjs demo|test|setup|docs [args...]");
   process.exit(2);
 }
 
@@ -58,17 +76,37 @@ if (command === "demo") {
   // pnpm keeps the skipped builds as pending and runs them at the next full install (npm test).
   must(
     pnpm,
-    ["install", "--frozen-lockfile", "--ignore-scripts", "--filter", "loopguard...", "--filter", "."],
+    [
+      "install",
+      "--frozen-lockfile",
+      "--ignore-scripts",
+      "--filter",
+      "loopguard...",
+      "--filter",
+      ".",
+    ],
     "pnpm install (the demo's packages only)",
   );
-  must(pnpm, ["exec", "turbo", "run", "build", "--filter", "loopguard...", "--output-logs=errors-only"], "the build");
+  must(
+    pnpm,
+    ["exec", "turbo", "run", "build", "--filter", "loopguard...", "--output-logs=errors-only"],
+    "the build",
+  );
   // With no arguments the demo tells the whole story (`loopguard demo --tour`); arguments go to
   // `loopguard demo` as given (npm run demo -- --order A1002).
   process.exit(
-    run(process.execPath, [join(root, "apps/demo/dist/cli.js"), "demo", ...(rest.length === 0 ? ["--tour"] : rest)]),
+    run(process.execPath, [
+      join(root, "apps/demo/dist/cli.js"),
+      "demo",
+      ...(rest.length === 0 ? ["--tour"] : rest),
+    ]),
   );
 }
 must(pnpm, ["install", "--frozen-lockfile"], "pnpm install");
+// The docs site reads the packages' sources, not their builds: build it and check its links and
+// code samples (docs/scripts/build-docs.mjs).
+if (command === "docs")
+  process.exit(run(pnpm, ["--filter", "loopguard-docs", "run", "check", ...rest]));
 must(pnpm, ["exec", "turbo", "run", "build", "--output-logs=errors-only"], "the build");
 
 if (command === "setup") process.exit(0);
@@ -79,7 +117,15 @@ for (const dir of listPackages()) {
   const report = join(dir, "reports", "vitest.json");
   if (existsSync(report)) spawnSync("rm", ["-f", report]);
 }
-const status = run(pnpm, ["exec", "turbo", "run", "test", "--continue", "--concurrency=1", ...rest]);
+const status = run(pnpm, [
+  "exec",
+  "turbo",
+  "run",
+  "test",
+  "--continue",
+  "--concurrency=1",
+  ...rest,
+]);
 let passed = 0;
 let failed = 0;
 let skipped = 0;
@@ -95,10 +141,13 @@ for (const dir of listPackages()) {
   failed += (data.numFailedTests ?? 0) + (data.numRuntimeErrorTests ?? 0);
   skipped += (data.numPendingTests ?? 0) + (data.numTodoTests ?? 0);
   // A file that failed to load counts as a failure even when no test in it ran.
-  for (const file of data.testResults ?? []) if (file.status === "failed" && (file.assertionResults ?? []).length === 0) failed += 1;
+  for (const file of data.testResults ?? [])
+    if (file.status === "failed" && (file.assertionResults ?? []).length === 0) failed += 1;
 }
 if (missing.length > 0) {
-  console.error(`[bootstrap] no test report from: ${missing.join(", ")} (their test task did not run to the end)`);
+  console.error(
+    `[bootstrap] no test report from: ${missing.join(", ")} (their test task did not run to the end)`,
+  );
   failed += missing.length;
 }
 if (status !== 0 && failed === 0) failed = 1;
@@ -106,8 +155,11 @@ console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipp
 process.exit(failed > 0 || status !== 0 ? 1 : 0);
 
 function listPackages() {
-  return ["packages", "apps"].flatMap((group) => {
+  const packages = ["packages", "apps"].flatMap((group) => {
     const base = join(root, group);
     return existsSync(base) ? readdirSync(base).map((name) => join(base, name)) : [];
   });
+  // examples/ is one package of its own (one example per adapter, each run by its tests).
+  const examples = join(root, "examples");
+  return existsSync(join(examples, "package.json")) ? [...packages, examples] : packages;
 }
