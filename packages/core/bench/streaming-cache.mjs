@@ -234,15 +234,25 @@ async function timeToFirstDelta() {
   console.log(
     `\n# Time to first text-delta at the host vs first content_block_delta on the socket (${runs} runs each)\n`,
   );
-  const text = "Your order A1001 shipped on 2026-11-27 and should arrive by Friday. ".repeat(8);
-  const measure = async (label, agentOptions) => {
+  // Personal data and a secret at varying places, streamed in 1 to 12-character deltas, so
+  // values are split across deltas in every way; "leaks" counts runs whose shown text held one.
+  const secret = "sk-ant-api03-Zx9QwErTyUiOp0123456789AbCdEfGhIjKl";
+  const email = "jane.doe@example.com";
+  const textFor = (run) =>
+    `${"Your order A1001 shipped on 2026-11-27. ".repeat(run % 3)}Write to ${email} if the key ${secret} fails. ${"It should arrive by Friday. ".repeat(6)}`;
+  const measure = async (label, agentOptions, checkLeaks) => {
     const gaps = [];
+    let leaks = 0;
+    let call = 0;
     const server = await testing.messagesApiServer({
-      handler: () => ({
-        type: "message",
-        message: { content: text },
-        stream: { chunkChars: 12, eventDelayMs: 1 },
-      }),
+      handler: () => {
+        call += 1;
+        return {
+          type: "message",
+          message: { content: textFor(call) },
+          stream: { chunkChars: 1 + (call % 12), eventDelayMs: 1 },
+        };
+      },
     });
     try {
       const agent = core.createAgent({
@@ -253,9 +263,14 @@ async function timeToFirstDelta() {
       for (let run = 0; run < runs; run += 1) {
         const stream = agent.stream("Where is my order?");
         let first;
-        for await (const event of stream)
-          if (event.type === "text-delta" && first === undefined) first = performance.now();
+        let shown = "";
+        for await (const event of stream) {
+          if (event.type !== "text-delta") continue;
+          first ??= performance.now();
+          shown += event.text;
+        }
         await stream.result;
+        if (shown.includes(email) || shown.includes(secret.slice(0, 20))) leaks += 1;
         const socket = server.requests.at(-1).firstDeltaAt;
         gaps.push(first - socket);
       }
@@ -264,14 +279,31 @@ async function timeToFirstDelta() {
     }
     gaps.sort((a, b) => a - b);
     const at = (q) => gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))];
-    console.log(`| ${label} | ${at(0.5).toFixed(2)} ms | ${at(0.9).toFixed(2)} ms |`);
+    console.log(
+      `| ${label} | ${at(0.5).toFixed(2)} ms | ${at(0.9).toFixed(2)} ms | ${checkLeaks ? `${leaks}/${runs}` : "n/a"} |`,
+    );
   };
-  console.log("| host sees | p50 gap | p90 gap |\n|---|---|---|");
-  await measure("no redaction (text passes straight through)", {});
-  await measure(`redaction on (holdback ${core.defaultHoldBack ?? 64} characters)`, {
-    redact: (value) =>
-      typeof value === "string" ? value.replace(/[\w.+-]+@[\w-]+\.\w+/g, "[EMAIL]") : value,
-  });
+  console.log(
+    "| host sees | p50 gap | p90 gap | runs leaking the e-mail or key |\n|---|---|---|---|",
+  );
+  await measure("no redaction (text passes straight through)", {}, false);
+  let redactModule;
+  try {
+    redactModule = await import(new URL("../../redact/dist/index.js", import.meta.url).href);
+  } catch (error) {
+    console.log(`(@loopguard/redact rows skipped: build it first, ${error.message})`);
+    return;
+  }
+  await measure(
+    `vault + createRedactor() from @loopguard/redact (holdback ${core.defaultHoldBack} characters)`,
+    { vault: redactModule.createVault(), redact: redactModule.createRedactor() },
+    true,
+  );
+  await measure(
+    "createRedactionStream({ holdBack: 256 }) as redactStream",
+    { redactStream: () => redactModule.createRedactionStream({ holdBack: 256 }) },
+    true,
+  );
 }
 
 async function concurrentMemory() {
