@@ -23,6 +23,7 @@ import {
   killSwitchHaltsRun,
   loopWarnedThenHalted,
   noProgressGraded,
+  policyLookalikesRefused,
   shadowThenReplay,
   unreadableApprovalHaltsRun,
 } from "./run-guard-scenarios.js";
@@ -50,4 +51,5 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   guardOutsideRunRefused,
   noProgressGraded,
   shadowThenReplay,
+  policyLookalikesRefused,
 ]);
