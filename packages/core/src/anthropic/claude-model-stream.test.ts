@@ -212,6 +212,40 @@ describe("claudeModel cache breakpoints on the conversation", () => {
   });
 });
 
+describe("budgets with the cache", () => {
+  it("never crosses maxUsd however the cache behaves: the worst case prices input as 1-hour cache writes", async () => {
+    for (const cache of [true, false, { ttl: "1h" as const }]) {
+      const replies: ServerReply[] = Array.from({ length: 40 }, (_, index) => ({
+        type: "message",
+        message: {
+          content: [
+            { type: "tool_use", id: `toolu_${index}`, name: "fetch_page", input: { page: index } },
+          ],
+        },
+      }));
+      const api = await start(replies);
+      const maxUsd = 0.2;
+      const agent = createAgent({
+        model: claudeModel({
+          baseURL: api.url,
+          apiKey: fakeKey,
+          model: "claude-sonnet-5-5",
+          cache,
+          maxTokens: 512,
+        }),
+        tools: [fetchPage],
+        budget: { maxUsd },
+      });
+      const result = await agent.run("Read every page of the order history.");
+      expect(result.status).toBe("stopped");
+      expect(result.costUsd).toBeLessThanOrEqual(maxUsd);
+      expect(result.steps).toBeGreaterThan(2);
+      await api.close();
+      server = undefined;
+    }
+  });
+});
+
 describe("claudeModel thinking", () => {
   it("sends adaptive thinking where the model takes it, and a manual budget where only that exists", () => {
     const adaptive = claudeModel({ model: "claude-sonnet-5-5", thinking: { type: "adaptive" } });
