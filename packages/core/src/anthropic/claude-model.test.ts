@@ -5,11 +5,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ModelResponse } from "../contracts/model.js";
 import { InvalidArgumentError, LoopguardError } from "../errors.js";
 import { createAgent, tool } from "../index.js";
-import {
-  type MessagesApiServer,
-  messagesApiServer,
-  type ServerReply,
-} from "../testing/index.js";
+import { type MessagesApiServer, messagesApiServer, type ServerReply } from "../testing/index.js";
 import { classifyClaudeError, claudeModel } from "./index.js";
 
 const fixture = (name: string): ModelResponse =>
