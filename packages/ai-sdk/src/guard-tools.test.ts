@@ -1,6 +1,7 @@
 import { currentRun, tool as loopguardTool, withRun } from "@loopguard/core";
 import { allow, argGt, ask, deny, policy, runGuard } from "@loopguard/policy";
 import {
+  convertToModelMessages,
   generateText,
   jsonSchema,
   type ModelMessage,
@@ -223,6 +224,43 @@ describe("guardTools with generateText", () => {
       await generateText({ model, tools, messages, stopWhen: stepCountIs(3) });
     });
     expect(log).toEqual(["refund A1 300 tc_big"]);
+  });
+
+  it("works with the approval parts of UI messages (chat apps): approval-responded runs the call once", async () => {
+    const log: string[] = [];
+    const gates = [policy([ask("issue_refund", { when: argGt("amount", 100) }), allow("*")])];
+    const tools = guardTools(supportTools(log), { gates, approval: "ai-sdk" });
+    const model = callingModel([
+      { toolName: "issue_refund", input: { order_id: "A7", amount: 250 }, id: "tc_ui" },
+    ]);
+    await withRun({ agentId: "support" }, async () => {
+      const first = await generateText({
+        model,
+        tools,
+        prompt: "refund A7",
+        stopWhen: stepCountIs(3),
+      });
+      const request = first.content.find((part) => part.type === "tool-approval-request")!;
+      // What a chat UI holds after the user clicks "approve" on the tool part.
+      const ui: Omit<UIMessage, "id">[] = [
+        { role: "user", parts: [{ type: "text", text: "refund A7" }] },
+        {
+          role: "assistant",
+          parts: [
+            {
+              type: "tool-issue_refund",
+              toolCallId: "tc_ui",
+              state: "approval-responded",
+              input: { order_id: "A7", amount: 250 },
+              approval: { id: request.approvalId, approved: true },
+            },
+          ],
+        },
+      ];
+      const messages = await convertToModelMessages(ui, { tools });
+      await generateText({ model, tools, messages, stopWhen: stepCountIs(3) });
+    });
+    expect(log).toEqual(["refund A7 250 tc_ui"]);
   });
 
   it("does not ask about a call the policy allows, and a denied approval never runs the tool", async () => {
