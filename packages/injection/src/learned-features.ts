@@ -134,7 +134,10 @@ export function segmentText(normalized: string, offsets: Int32Array): TextSegmen
     pending = -1;
     while (to - from > maxSegment) {
       // Cut long pieces at a space near the limit where there is one.
-      let cut = normalized.lastIndexOf(" ", from + maxSegment);
+      // Look back at most half a segment for a space (lastIndexOf alone would scan back to the
+      // start of a text without spaces, quadratic over many cuts).
+      let cut = from + maxSegment;
+      while (cut > from + maxSegment / 2 && normalized.charCodeAt(cut) !== 0x20) cut--;
       if (cut <= from + maxSegment / 2) cut = from + maxSegment;
       segments.push(segmentAt(from, cut, offsets));
       from = cut;
