@@ -9,6 +9,7 @@ import {
   streamText,
   type ToolSet,
   tool,
+  type UIMessage,
 } from "ai";
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import * as v from "valibot";
