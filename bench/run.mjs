@@ -383,7 +383,7 @@ else {
       const p50 = withAdapters.map((result) => pick(name)(result).p50);
       const p99 = withAdapters.map((result) => pick(name)(result).p99);
       say(
-        `| ${label} | ${fmt(median(p50), 2)} (${spread(p50)}) | ${fmt(median(p99), 2)} (${spread(p99)}) | ${numerator ? `${ratio(numerator)}x` : "1x"} |`,
+        `| ${label} | ${fmt(median(p50), 2)} (${spread(p50)}) | ${fmt(median(p99), 2)} (${spread(p99)}) | ${numerator ? `${ratio(numerator)}x` : name === "guardTool" ? "1x" : "—"} |`,
       );
     };
     row("guardTool alone (with a toolUseId)", "guardTool");
