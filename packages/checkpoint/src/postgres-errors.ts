@@ -8,6 +8,7 @@ import { AppendConflictError, LoopguardError } from "@loopguard/core";
  * run's. The writer (a paused or partitioned "zombie" worker) must stop advancing the run.
  */
 export class FencedError extends AppendConflictError {
+  static override readonly marker: string = "loopguard.error.FencedError";
   /** The epoch the writer holds. */
   readonly epoch: number;
   /** The run's epoch in the store. */
@@ -19,9 +20,10 @@ export class FencedError extends AppendConflictError {
     expectedSeq: number,
     actualSeq: number,
   ) {
-    super(runId, expectedSeq, actualSeq);
-    (this as { code: string }).code = "fenced";
-    this.message = `[checkpoint] append to run ${runId} refused: this writer holds epoch ${epoch} but the run was claimed again (epoch ${currentEpoch}); another worker owns the run now, so stop advancing it`;
+    super(runId, expectedSeq, actualSeq, {
+      code: "fenced",
+      message: `[checkpoint] append to run ${runId} refused: this writer holds epoch ${epoch} but the run was claimed again (epoch ${currentEpoch}); another worker owns the run now, so stop advancing it`,
+    });
     this.epoch = epoch;
     this.currentEpoch = currentEpoch;
   }
@@ -29,6 +31,7 @@ export class FencedError extends AppendConflictError {
 
 /** PostgreSQL failed or refused a statement the store needs (connection, permissions, schema). */
 export class PostgresStoreError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.PostgresStoreError";
   constructor(message: string, options?: { cause?: unknown }) {
     super("postgres_store_error", message, options);
   }

@@ -17,7 +17,9 @@ import { digestOf } from "./digest.js";
 import {
   AppendConflictError,
   InvalidArgumentError,
+  AmbiguousApprovalError,
   LoopguardError,
+  NoPendingApprovalError,
   RunNotFoundError,
 } from "./errors.js";
 import { foldRun, guardRunModel, RunFold } from "./fold.js";
@@ -325,10 +327,7 @@ async function recordAnswer(
       )
     : [];
   if (fold.end || waiting.length === 0) {
-    throw new LoopguardError(
-      "no_pending_approval",
-      `[core] run ${runId} has no approval waiting (status ${fold.status}); nothing to answer`,
-    );
+    throw new NoPendingApprovalError(runId, fold.status);
   }
   const target = answer.requestId
     ? waiting.find((entry) => entry.request.requestId === answer.requestId)
@@ -336,9 +335,10 @@ async function recordAnswer(
       ? waiting[0]
       : undefined;
   if (!target) {
-    throw new LoopguardError(
-      "ambiguous_approval",
-      `[core] run ${runId} has ${waiting.length} open approvals (${waiting.map((entry) => entry.request.requestId).join(", ")}); pass requestId to say which one${answer.requestId ? `: ${answer.requestId} is not one of them` : ""}`,
+    throw new AmbiguousApprovalError(
+      runId,
+      waiting.map((entry) => entry.request.requestId),
+      answer.requestId,
     );
   }
   const expired = now() > target.request.expiresAt;

@@ -76,11 +76,13 @@ export type {
 } from "./contracts/scanner.js";
 export { digestOf, sha256 } from "./digest.js";
 export {
+  AmbiguousApprovalError,
   AppendConflictError,
   CorruptLogError,
   InvalidArgumentError,
   LoopguardError,
   ModelCallError,
+  NoPendingApprovalError,
   RunNotFoundError,
   ToolError,
   UnknownModelPriceError,

@@ -7,7 +7,7 @@ import type {
   ToolSpec,
   Usage,
 } from "./contracts/model.js";
-import { LoopguardError } from "./errors.js";
+import { LoopguardError, ModelCallError } from "./errors.js";
 import type { RunFold } from "./fold.js";
 import { costOf, type ModelPrice, promptTokenBound, worstCaseCost } from "./pricing.js";
 import { backoffDelay, classifyError, type ResolvedRetryOptions, sleep } from "./retry.js";
@@ -210,7 +210,9 @@ async function callWithRetries(
         attempts: attempt,
         ...billed,
       });
-      throw new LoopguardError("model_call_failed", message);
+      throw new ModelCallError(classification.kind, classification.status, attempt, message, {
+        cause: error,
+      });
     }
     const waitMs = backoffDelay(attempt, classification, context.retry);
     if (
@@ -374,7 +376,9 @@ function describeModelError(
   return `[core] ${base} after ${attempts} attempt${attempts === 1 ? "" : "s"}: ${shortMessage(error)}`;
 }
 
+/** A reply that is not a Messages API response (classified `malformed_response`, retried). */
 class MalformedResponseError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.MalformedResponseError";
   readonly status = undefined;
   constructor(message: string) {
     super("malformed_response", `[core] malformed model response: ${message}`);
