@@ -23,7 +23,7 @@ export { flaggedSpanTag, quarantine } from "./quarantine.js";
 export type { AnchorScript, RuleAnchor } from "./rule-prefilter.js";
 export type { HeuristicRule, RuleView } from "./rules.js";
 export { defaultRules } from "./rules.js";
-export type { TaintGateOptions, TaintSink } from "./taint-gate.js";
+export type { TaintGateOptions, TaintSink, ValueProvenance } from "./taint-gate.js";
 export { globPattern, taintGate } from "./taint-gate.js";
 export type { TaintKind, TaintValue } from "./taint-values.js";
 export {
