@@ -441,6 +441,9 @@ describe("guardTools bad input", () => {
     expect(() => guardTools(supportTools([]), { approval: "maybe" as never })).toThrow(
       GuardToolsError,
     );
+    expect(() => guardTools(supportTools([]), { run: { store: {} } as never })).toThrow(
+      /options.run says who is running .*not store; to log the run, call generateText inside withRun/,
+    );
   });
 
   it("an unknown tool name from the model never reaches a guarded tool", async () => {

@@ -167,6 +167,11 @@ export function guardTools(
       );
   }
 
+  const logged = Object.keys(options.run ?? {}).filter((key) => runLogKeys.includes(key));
+  if (logged.length > 0)
+    throw new GuardToolsError(
+      `[ai-sdk] guardTools: options.run says who is running (runId, agentId, roles, task, attributes), not ${logged.join(", ")}; to log the run, call generateText inside withRun({ ${logged.join(", ")}, ... })`,
+    );
   const enterOwnRun = ownRun(options.run);
   const out: Record<string, Tool<any, any>> = {};
   for (const [name, item] of entries) {
@@ -475,6 +480,9 @@ async function lastOf(result: unknown): Promise<unknown> {
   }
   return result;
 }
+
+/** `withRun` options that make a logged run (opened asynchronously): not for the run a tool set opens itself. */
+const runLogKeys = ["store", "exporters", "redact", "onEvent", "budget", "vault", "approval"];
 
 /** Opens (once, lazily) the run used for calls made outside any `withRun`, and enters it. */
 function ownRun(context: RunContextInput | undefined): <T>(fn: () => Promise<T>) => Promise<T> {

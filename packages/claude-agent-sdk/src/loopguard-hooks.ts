@@ -106,6 +106,13 @@ export function loopguardHooks(options: LoopguardHooksOptions = {}): LoopguardHo
   let enter: <T>(fn: () => Promise<T>) => Promise<T> = AsyncResource.bind(
     <T>(fn: () => Promise<T>): Promise<T> => fn(),
   ) as <T>(fn: () => Promise<T>) => Promise<T>;
+  const logged = Object.keys(options.run ?? {}).filter((key) =>
+    ["store", "exporters", "redact", "onEvent", "budget", "vault", "approval"].includes(key),
+  );
+  if (logged.length > 0)
+    throw new InvalidArgumentError(
+      `[claude-agent-sdk] loopguardHooks: options.run says who is running (runId, agentId, roles, task, attributes), not ${logged.join(", ")}`,
+    );
   if (!run) {
     void withRun({ agentId: "claude-agent-sdk", ...options.run }, (handle) => {
       run = handle;
