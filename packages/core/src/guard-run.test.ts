@@ -247,6 +247,52 @@ describe("withRun with a store: the guard path records a run", () => {
   });
 });
 
+describe("withRun with a vault", () => {
+  it("gates judge real values, tools get real values, the log and the model keep tokens", async () => {
+    const store = memoryEventStore();
+    const table = new Map([["<EMAIL_1>", "alice@acme-shop.com"]]);
+    const vault = {
+      tokenize: (text: string) => text.replaceAll("alice@acme-shop.com", "<EMAIL_1>"),
+      reveal<T>(value: T): T {
+        return JSON.parse(
+          JSON.stringify(value).replaceAll("<EMAIL_1>", table.get("<EMAIL_1>")!),
+        ) as T;
+      },
+    };
+    const seen: unknown[] = [];
+    const domainGate: Gate = {
+      name: "domain",
+      step: "2",
+      check: (call) => {
+        seen.push(call.args.to);
+        return String(call.args.to).endsWith("@acme-shop.com")
+          ? { type: "allow" }
+          : { type: "deny", reason: "outside_domain", message: "Only acme-shop.com." };
+      },
+    };
+    const sent: string[] = [];
+    const email = tool({
+      name: "send_email",
+      description: "Send an email.",
+      input: v.object({ to: v.string() }),
+      run: (args) => {
+        sent.push(args.to);
+        return `sent to ${args.to}`;
+      },
+    });
+    const guarded = guardTool(email, { gates: [domainGate] });
+    const outcome = await withRun({ runId: "run_v", store, vault }, () =>
+      guarded({ to: "<EMAIL_1>" }, { toolUseId: "tu_1" }),
+    );
+    expect(seen).toEqual(["alice@acme-shop.com"]);
+    expect(sent).toEqual(["alice@acme-shop.com"]);
+    expect(outcome).toMatchObject({ type: "ok", content: "sent to <EMAIL_1>" });
+    const logged = JSON.stringify(await store.read("run_v"));
+    expect(logged).not.toContain("alice@acme-shop.com");
+    expect(logged).toContain("<EMAIL_1>");
+  });
+});
+
 describe("guardTool without a toolUseId", () => {
   const warnings: Error[] = [];
   const listener = (warning: Error) => warnings.push(warning);
@@ -285,7 +331,9 @@ describe("agent.approve on a guarded run", () => {
     const agent = createAgent({ model: scriptedModel([]), tools: [refund], store });
     const result = await agent.approve("run_a", { decision: "approve", approver: "maria" });
     expect(result.status).toBe("running");
-    const after = await withRun(context, () => guarded({ order_id: "A5", amount: 900 }, { toolUseId: "tu_2" }));
+    const after = await withRun(context, () =>
+      guarded({ order_id: "A5", amount: 900 }, { toolUseId: "tu_2" }),
+    );
     expect(after.type).toBe("ok");
     expect(refunds).toEqual(["A5:900:run_a:tu_2"]);
   });

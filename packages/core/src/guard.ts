@@ -187,16 +187,18 @@ export function guardTool<TArgs, TResult>(
     }
     const toolUseId = callOptions.toolUseId ?? `call_${randomUUID()}`;
     const runId = run?.runId ?? "no-run";
+    const log = run ? runLogs.get(run) : undefined;
     const call: ToolCall = {
       tool: item.name,
-      args: (args ?? {}) as Record<string, unknown>,
+      // With a vault the model sends tokens: gates judge the real values (as in the loop),
+      // and the log keeps the tokens.
+      args: (log?.vault ? log.vault.reveal(args ?? {}) : (args ?? {})) as Record<string, unknown>,
       toolUseId,
       idempotencyKey: `${runId}:${toolUseId}`,
       sensitive: item.sensitive,
       idempotent: item.idempotent,
       run,
     };
-    const log = run ? runLogs.get(run) : undefined;
     const scope: CallScope = log
       ? {
           runId,
