@@ -8,7 +8,7 @@ import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } fr
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { foldRun } from "@loopguard/core";
+import { foldRun } from "@loopguard/core/plugin";
 import { jsonlEventStore, sqliteEventStore } from "../dist/index.js";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);

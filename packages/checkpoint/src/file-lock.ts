@@ -164,6 +164,37 @@ async function isStale(path: string, holder: Holder | "unreadable"): Promise<boo
   return !isAlive(holder.pid);
 }
 
+/** Who this process is, as a lease holder with a fresh token (for leases kept outside files). */
+export function newHolder(): { pid: number; host: string; token: string; boot?: string } {
+  return {
+    pid: process.pid,
+    host,
+    token: randomBytes(9).toString("base64url"),
+    ...(boot ? { boot } : {}),
+  };
+}
+
+/** Marks a holder's token as held (or no longer held) by this process. */
+export function markHeld(token: string, held: boolean): void {
+  if (held) heldHere.add(token);
+  else heldHere.delete(token);
+}
+
+/**
+ * Whether a recorded holder is gone: a dead process on this host, one from before a reboot,
+ * or this process under a token it no longer holds. A holder on another host is never judged
+ * gone (its pid means nothing here).
+ */
+export function holderIsGone(holder: unknown): boolean {
+  if (typeof holder !== "object" || holder === null) return true;
+  const { pid, host: at, token, boot: bootOf } = holder as Partial<Holder>;
+  if (typeof pid !== "number" || typeof at !== "string" || typeof token !== "string") return true;
+  if (at !== host) return false;
+  if (boot && bootOf && bootOf !== boot) return true;
+  if (pid === process.pid) return !heldHere.has(token);
+  return !isAlive(pid);
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -17,17 +17,13 @@ import type {
   AppendResult,
   EventStore,
   ListFilter,
+  RunLease,
   RunSummary,
   StoredEvent,
   StoredEventInput,
 } from "@loopguard/core";
-import {
-  AppendConflictError,
-  CorruptLogError,
-  filterSummaries,
-  InvalidArgumentError,
-  summarize,
-} from "@loopguard/core";
+import { AppendConflictError, CorruptLogError, InvalidArgumentError } from "@loopguard/core";
+import { filterSummaries, summarize } from "@loopguard/core/plugin";
 import {
   DescriptorBudget,
   type Evictable,
@@ -37,7 +33,7 @@ import {
 import { acquireFileLock, type FileLock } from "./file-lock.js";
 import { encodeStored, lineAt, parseLog, storedEvent } from "./jsonl-log.js";
 import { assertRunId, isValidRunId } from "./run-id.js";
-import { StoreClosedError, StoreWriteError } from "./store-errors.js";
+import { RunLockedError, StoreClosedError, StoreWriteError } from "./store-errors.js";
 import { validateFilter } from "./validate-filter.js";
 
 /** Options of `jsonlEventStore`. */
@@ -67,6 +63,12 @@ export interface JsonlEventStoreOptions {
 
 /** The JSONL event store: an EventStore with the directory it writes to. */
 export interface JsonlEventStore extends EventStore {
+  /**
+   * Takes run `runId` for as long as the caller works on it (core calls it around a resume):
+   * its lock file is held until `release()`, so a second resumer, in this process or another
+   * on the host, gets `RunLockedError` (after `lockTimeoutMs`) before it executes anything.
+   */
+  acquireRun(runId: string): Promise<RunLease>;
   readonly name: "jsonl";
   /** The absolute directory of the logs. */
   readonly dir: string;
@@ -108,6 +110,8 @@ interface RunLog {
   lease: Lease | undefined;
   /** A lease being given back. */
   releasing: Promise<void> | undefined;
+  /** Held by `acquireRun` (a resume in progress): the lease is kept however long the run idles. */
+  pinned: boolean;
 }
 
 interface Lease {
@@ -258,6 +262,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
           if (runs.size < maxCachedRuns) break;
           if (
             !idle.lease &&
+            !idle.pinned &&
             !idle.releasing &&
             !idle.flushing &&
             idle.queue.length === 0 &&
@@ -279,6 +284,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         summaryWrittenAt: 0,
         lease: undefined,
         releasing: undefined,
+        pinned: false,
       };
       runs.set(runId, log);
     }
@@ -559,7 +565,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   const armIdleTimer = (log: RunLog, lease: Lease, delayMs: number): void => {
     lease.idleTimer = setTimeout(() => {
       lease.idleTimer = undefined;
-      if (log.lease !== lease) return;
+      if (log.lease !== lease || log.pinned) return;
       const idleFor = Date.now() - lease.lastUsedAt;
       if (log.flushing || idleFor < lockIdleMs)
         armIdleTimer(log, lease, log.flushing ? lockIdleMs : lockIdleMs - idleFor);
@@ -662,6 +668,37 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       });
       log.flushing ??= flush(log);
       return result;
+    },
+
+    async acquireRun(runId: string): Promise<RunLease> {
+      assertRunId(runId, "jsonlEventStore.acquireRun");
+      checkOpen();
+      const log = logOf(runId);
+      if (log.pinned)
+        throw new RunLockedError(
+          lockOf(runId),
+          `this process (a resume of run ${runId} is in progress through this store)`,
+          0,
+        );
+      // Pinned before the first await: a second resume through this store fails at once.
+      log.pinned = true;
+      try {
+        await log.flushing;
+        if (!log.lease) await takeLease(log);
+      } catch (error) {
+        log.pinned = false;
+        throw error;
+      }
+      let released = false;
+      return {
+        release: async () => {
+          if (released) return;
+          released = true;
+          log.pinned = false;
+          await log.flushing;
+          if (log.lease && log.queue.length === 0) await retire(log);
+        },
+      };
     },
 
     async read(runId: string): Promise<StoredEvent[]> {

@@ -9,8 +9,8 @@ import {
   type RunSummary,
   type StoredEvent,
   type StoredEventInput,
-  summarize,
 } from "@loopguard/core";
+import { summarize } from "@loopguard/core/plugin";
 import { FencedError } from "./postgres-errors.js";
 import { migrate } from "./postgres-migrations.js";
 import {
@@ -39,6 +39,12 @@ export interface PostgresAppendOptions extends AppendOptions {
 export interface FencedEventStore extends EventStore {
   readonly runId: string;
   readonly epoch: number;
+  /**
+   * Rejects with `FencedError` unless `epoch` is still the run's epoch (one indexed read).
+   * Core calls it right before each tool runs, so a worker that was paused past its lease
+   * and lost its claim executes nothing when it wakes.
+   */
+  confirmOwner(runId: string): Promise<void>;
 }
 
 /** The EventStore on PostgreSQL, with fencing epochs for multi-worker runs. */
@@ -441,6 +447,19 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         },
         read,
         list,
+        async confirmOwner(target) {
+          if (target !== runId)
+            throw new InvalidArgumentError(
+              `[checkpoint] this store view is fenced to run ${runId} (epoch ${epoch}); it cannot vouch for run ${target}`,
+            );
+          const currentEpoch = await epochOf(runId);
+          if (currentEpoch !== epoch) {
+            const next = summaries.get(runId)?.nextSeq ?? 0;
+            const error = new FencedError(runId, epoch, currentEpoch, next, next);
+            error.message = `[checkpoint] run ${runId}: a tool was about to run, but this writer holds epoch ${epoch} and the run was claimed again (epoch ${currentEpoch}); another worker owns it now, so this one executes nothing more`;
+            throw error;
+          }
+        },
         // The view shares the parent's pool: closing it must not close the parent.
         async close() {},
       };

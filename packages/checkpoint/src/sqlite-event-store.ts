@@ -5,22 +5,19 @@ import type {
   AppendResult,
   EventStore,
   ListFilter,
+  RunLease,
   RunSummary,
   StoredEvent,
   StoredEventInput,
 } from "@loopguard/core";
-import {
-  AppendConflictError,
-  CorruptLogError,
-  filterSummaries,
-  InvalidArgumentError,
-  summarize,
-} from "@loopguard/core";
+import { AppendConflictError, CorruptLogError, InvalidArgumentError } from "@loopguard/core";
+import { filterSummaries, summarize } from "@loopguard/core/plugin";
 import type BetterSqlite3 from "better-sqlite3";
+import { holderIsGone, markHeld, newHolder } from "./file-lock.js";
 import { encodeEventBody, lineOf } from "./jsonl-log.js";
 import { assertRunId } from "./run-id.js";
 import { loadSqliteDriver } from "./sqlite-driver.js";
-import { StoreClosedError } from "./store-errors.js";
+import { RunLockedError, StoreClosedError } from "./store-errors.js";
 import { validateFilter } from "./validate-filter.js";
 
 /** The part of a better-sqlite3 `Database` the store uses (so these types need no `@types` package). */
@@ -41,16 +38,26 @@ export type SqliteEventStoreOptions =
       path: string;
       /** How long a write waits for another connection's lock. Default 5 000 ms. */
       busyTimeoutMs?: number;
+      /** How long `acquireRun` waits for another resumer of the same run. Default 10 000 ms. */
+      leaseTimeoutMs?: number;
     }
   | {
       /** A better-sqlite3 database you opened; the store never closes it. */
       database: SqliteDatabase;
       busyTimeoutMs?: number;
+      leaseTimeoutMs?: number;
     };
 
 /** The SQLite event store. */
 export interface SqliteEventStore extends EventStore {
   readonly name: "sqlite";
+  /**
+   * Takes run `runId` for as long as the caller works on it (core calls it around a resume):
+   * a row in `loopguard_leases` names this process until `release()`, so a second resumer gets
+   * `RunLockedError` (after `leaseTimeoutMs`) before it executes anything. A holder that died
+   * on this host is replaced.
+   */
+  acquireRun(runId: string): Promise<RunLease>;
   /** Closes the database if the store opened it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -62,6 +69,9 @@ interface Prepared {
   /** Commits a batch of appends in one transaction; each settles on its own (a conflict fails only itself). */
   commit: (batch: PendingAppend[]) => void;
   readRows: BetterSqlite3.Statement<[string], { seq: number; body: string }>;
+  /** Takes a run's lease for `holder` unless a live holder has it (then returns that holder). */
+  takeLease: (runId: string, holder: string) => { taken: true } | { taken: false; holder: string };
+  releaseLease: (runId: string, holder: string) => void;
 }
 
 /** An append waiting for the next group commit. */
@@ -99,6 +109,10 @@ CREATE TABLE IF NOT EXISTS loopguard_runs (
   summary TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS loopguard_runs_by_update ON loopguard_runs (updated_at DESC, run_id);
+CREATE TABLE IF NOT EXISTS loopguard_leases (
+  run_id TEXT PRIMARY KEY,
+  holder TEXT NOT NULL
+) WITHOUT ROWID;
 `;
 
 /**
@@ -147,6 +161,12 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
         "[checkpoint] sqliteEventStore(options): database must be a better-sqlite3 Database",
       );
     }
+  }
+  const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
+  if (!Number.isFinite(leaseTimeoutMs) || leaseTimeoutMs < 0) {
+    throw new InvalidArgumentError(
+      `[checkpoint] sqliteEventStore: leaseTimeoutMs must be a non-negative number of milliseconds, got ${String(options.leaseTimeoutMs)}`,
+    );
   }
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
@@ -237,6 +257,29 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       summaries.set(runId, { nextSeq, summary });
       if (summaries.size > 10_000) summaries.delete(summaries.keys().next().value as string);
     };
+    const leaseOf = db.prepare<[string], { holder: string }>(
+      "SELECT holder FROM loopguard_leases WHERE run_id = ?",
+    );
+    const putLease = db.prepare<[string, string]>(
+      "INSERT INTO loopguard_leases (run_id, holder) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE SET holder = excluded.holder",
+    );
+    const dropLease = db.prepare<[string, string]>(
+      "DELETE FROM loopguard_leases WHERE run_id = ? AND holder = ?",
+    );
+    const takeLeaseInTransaction = db.transaction((runId: string, holder: string) => {
+      const current = leaseOf.get(runId)?.holder;
+      if (current !== undefined) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(current);
+        } catch {
+          parsed = undefined;
+        }
+        if (!holderIsGone(parsed)) return { taken: false as const, holder: current };
+      }
+      putLease.run(runId, holder);
+      return { taken: true as const };
+    });
     const commitInTransaction = db.transaction((batch: PendingAppend[]) => {
       const lengths = new Map<string, number>();
       for (const append of batch) appendOne(append, lengths);
@@ -260,6 +303,10 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       readRows: db.prepare<[string], { seq: number; body: string }>(
         "SELECT seq, body FROM loopguard_events WHERE run_id = ? ORDER BY seq",
       ),
+      takeLease: (runId, holder) => takeLeaseInTransaction.immediate(runId, holder),
+      releaseLease: (runId, holder) => {
+        dropLease.run(runId, holder);
+      },
     };
   };
 
@@ -336,6 +383,44 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
         queue.push({ runId, expectedSeq, bodies, events, resolve, reject });
         schedule(store);
       });
+    },
+
+    async acquireRun(runId: string): Promise<RunLease> {
+      assertRunId(runId, "sqliteEventStore.acquireRun");
+      const store = await open();
+      const holder = newHolder();
+      const text = JSON.stringify(holder);
+      const where = `the row of run ${runId} in table loopguard_leases of ${store.where}`;
+      const started = Date.now();
+      let delayMs = 2;
+      for (;;) {
+        markHeld(holder.token, true);
+        const outcome = store.takeLease(runId, text);
+        if (outcome.taken) break;
+        markHeld(holder.token, false);
+        const waited = Date.now() - started;
+        if (waited >= leaseTimeoutMs) {
+          let shown = "another resumer";
+          try {
+            const other = JSON.parse(outcome.holder) as { pid?: number; host?: string };
+            shown = `process ${other.pid} on ${other.host}`;
+          } catch {
+            // An unreadable holder is still a holder.
+          }
+          throw new RunLockedError(where, `${shown} (resuming run ${runId})`, waited);
+        }
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        delayMs = Math.min(delayMs * 2, 50);
+      }
+      let released = false;
+      return {
+        release: async () => {
+          if (released) return;
+          released = true;
+          markHeld(holder.token, false);
+          if (!closed) store.releaseLease(runId, text);
+        },
+      };
     },
 
     async read(runId: string): Promise<StoredEvent[]> {

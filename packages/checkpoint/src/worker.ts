@@ -582,6 +582,7 @@ function readJobData(data: unknown): RunJobData | undefined {
 
 /** A fenced view that remembers what happened to it during one slice. */
 interface TrackedStore extends EventStore {
+  confirmOwner(runId: string): Promise<void>;
   readonly runId: string;
   readonly epoch: number;
   /** Set when an append was refused because another worker claimed the run. */
@@ -624,6 +625,14 @@ function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): Tracked
       return events;
     },
     list: (filter) => view.list(filter),
+    async confirmOwner(runId) {
+      try {
+        await view.confirmOwner(runId);
+      } catch (error) {
+        if (isFenced(error)) tracked.fenced = error as FencedError;
+        throw error;
+      }
+    },
   };
   if (prefetched?.some((event) => event.type === "run-end")) tracked.ended = true;
   return tracked;

@@ -28,7 +28,8 @@ import { endIfFinal, type ModelStepContext, modelStep } from "./model-step.js";
 import { policyDigestOf, sortGates } from "./pipeline.js";
 import { priceOf } from "./pricing.js";
 import { resolveRetryOptions } from "./retry.js";
-import { type RunResult, resultOf } from "./run-result.js";
+import { withRunLease } from "./run-lease.js";
+import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
 import { Telemetry } from "./run-telemetry.js";
 import { RunWriter, type RunWriterOptions } from "./run-writer.js";
 import type { SpanBuilder } from "./spans.js";
@@ -107,7 +108,19 @@ export function createAgent(options: AgentOptions): Agent {
     tools: loop.tools,
     policyDigest: loop.policyDigest,
     async run(task, runOptions = {}) {
-      const writer = await startRun(loop, task, runOptions);
+      const options = {
+        ...runOptions,
+        runId: runOptions.runId ?? `run_${randomBytes(8).toString("hex")}`,
+      };
+      let writer: RunWriter;
+      try {
+        writer = await startRun(loop, task, options);
+      } catch (error) {
+        if (InvalidArgumentError.isInstance(error)) throw error;
+        // The store could not record the run-start: the run never started (no log is left
+        // `running`); a result, not a throw, like every other way a run can fail.
+        return failedStartResult(options.runId, error);
+      }
       return drive(loop, writer, runOptions.signal, runOptions.pauseSignal);
     },
     stream(task, streamOptions = {}) {
@@ -119,12 +132,20 @@ export function createAgent(options: AgentOptions): Agent {
         { thinking: streamOptions.thinking === true },
       );
     },
-    async resume(runId, resumeOptions = {}) {
-      const writer = await open(loop, runId);
-      const fold = writer.fold;
-      if (fold.end || fold.status === "awaiting_approval") return resultOf(fold, loop.vault);
-      await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-      return drive(loop, writer, resumeOptions.signal, resumeOptions.pauseSignal);
+    resume(runId, resumeOptions = {}) {
+      // One owner per resume: the store's lease (where it has one) is held throughout.
+      return withRunLease(
+        loop.store,
+        runId,
+        async () => {
+          const writer = await open(loop, runId);
+          const fold = writer.fold;
+          if (fold.end || fold.status === "awaiting_approval") return resultOf(fold, loop.vault);
+          await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
+          return drive(loop, writer, resumeOptions.signal, resumeOptions.pauseSignal);
+        },
+        loop.reportError,
+      );
     },
     async approve(runId, answer, approveOptions = {}) {
       if (!answer || !["approve", "deny", "indeterminate"].includes(answer.decision)) {
@@ -132,17 +153,24 @@ export function createAgent(options: AgentOptions): Agent {
           `[core] approve(${runId}, answer): answer.decision must be "approve", "deny" or "indeterminate", got ${JSON.stringify(answer?.decision)}`,
         );
       }
-      const writer = await open(loop, runId);
-      await recordAnswer(writer, answer, loop.now);
-      // A guarded run has no loop to drive: the answer waits for the identical call.
-      if (
-        approveOptions.resume === false ||
-        writer.fold.status === "awaiting_approval" ||
-        writer.fold.start.model === guardRunModel
-      )
-        return resultOf(writer.fold, loop.vault);
-      await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-      return drive(loop, writer, approveOptions.signal, approveOptions.pauseSignal);
+      return withRunLease(
+        loop.store,
+        runId,
+        async () => {
+          const writer = await open(loop, runId);
+          await recordAnswer(writer, answer, loop.now);
+          // A guarded run has no loop to drive: the answer waits for the identical call.
+          if (
+            approveOptions.resume === false ||
+            writer.fold.status === "awaiting_approval" ||
+            writer.fold.start.model === guardRunModel
+          )
+            return resultOf(writer.fold, loop.vault);
+          await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
+          return drive(loop, writer, approveOptions.signal, approveOptions.pauseSignal);
+        },
+        loop.reportError,
+      );
     },
     shutdown: () => loop.telemetry.shutdown(),
   };

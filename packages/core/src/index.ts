@@ -19,6 +19,7 @@ export type {
   AppendResult,
   EventStore,
   ListFilter,
+  RunLease,
   RunSummary,
   StoredEvent,
   StoredEventInput,

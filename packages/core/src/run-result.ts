@@ -93,3 +93,22 @@ export function resultOf(
     ...(pending && pending.length > 0 ? { pendingApprovals: pending } : {}),
   };
 }
+
+/**
+ * The result of a run whose `run-start` could not be recorded (the store failed): it never
+ * started, executed nothing, and left no log to resume.
+ */
+export function failedStartResult(runId: string, error: unknown): RunResult {
+  const message = error instanceof Error ? error.message : String(error);
+  return {
+    runId,
+    status: "failed",
+    answer: "",
+    why: "error",
+    steps: 0,
+    tokens: { input: 0, output: 0 },
+    costUsd: 0,
+    blocked: [],
+    error: `[core] run ${runId} could not start: the event store did not record its run-start (${message}); nothing was executed, start it again once the store works`,
+  };
+}

@@ -58,6 +58,22 @@ export class RunWriter {
     return this.#broken;
   }
 
+  /**
+   * Confirms with the store that this writer still owns the run (`EventStore.confirmOwner`,
+   * one round trip; nothing when the store cannot tell), after every write so far is durable.
+   * A refusal breaks the writer like a failed append: the run takes no further action.
+   */
+  async confirmOwner(): Promise<void> {
+    if (this.#broken) throw this.#broken;
+    if (!this.#store.confirmOwner) return;
+    try {
+      await this.#store.confirmOwner(this.runId);
+    } catch (error) {
+      this.#broken ??= error;
+      throw error;
+    }
+  }
+
   /** Resolves once every given event is durable and applied; one promise per call. */
   write(...events: RunEvent[]): Promise<void> {
     if (this.#broken) return Promise.reject(this.#broken);

@@ -56,6 +56,11 @@ export interface CallScope {
   ): { request: ApprovalRequestEvent; decision?: ApprovalDecisionEvent } | undefined;
   /** Step 5: refuses a call the run cannot afford. */
   budget?(tool: Tool<any, any> | undefined): DenyDecision | undefined;
+  /**
+   * Right before a tool runs: confirms the run is still this process's to advance (a worker
+   * re-checks its claim). Rejecting stops the call before any side effect.
+   */
+  beforeEffect?(): Promise<void>;
 }
 
 /** What the pipeline made of a call before it runs. */
@@ -171,6 +176,14 @@ export class ToolCallPath {
   ): Promise<Performance> {
     const options = this.#options;
     const breaker = breakerOf(tool, options.breaker);
+    if (scope.beforeEffect) {
+      try {
+        await scope.beforeEffect();
+      } catch (error) {
+        breaker.release();
+        throw error;
+      }
+    }
     const result = await executeTool(
       tool,
       options.vault ? options.vault.reveal(args) : args,

@@ -89,6 +89,8 @@ function turnScope(writer: RunWriter, fold: RunFold): CallScope {
     write: (...events) => writer.write(...events),
     recordedApproval: (toolUseId) => turn.approvals.get(toolUseId),
     budget: (item) => toolBudget(fold, item),
+    // Claim before effect: a worker whose claim was taken over executes nothing.
+    beforeEffect: () => writer.confirmOwner(),
   };
 }
 

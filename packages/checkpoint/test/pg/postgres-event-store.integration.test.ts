@@ -2,12 +2,12 @@ import {
   AppendConflictError,
   createAgent,
   type EventStore,
-  foldRun,
   InvalidArgumentError,
   type RunEvent,
   type StoredEventInput,
   tool,
 } from "@loopguard/core";
+import { foldRun } from "@loopguard/core/plugin";
 import * as testing from "@loopguard/core/testing";
 import { describeEventStore } from "@loopguard/core/testing";
 import fc from "fast-check";

@@ -9,7 +9,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { foldRun } from "@loopguard/core";
+import { foldRun } from "@loopguard/core/plugin";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PostgresEventStore, postgresEventStore } from "../../src/postgres-event-store.js";
 import { approveRun, submitRun } from "../../src/worker-submit-run.js";

@@ -78,6 +78,24 @@ export interface EventStore {
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /** Releases resources; safe to call twice. */
   close?(): Promise<void>;
+  /**
+   * Optional: takes a run for the whole of a resume or an approval, so a second resumer gets
+   * an error (`RunLockedError` in `@loopguard/checkpoint`) before it executes anything. Core
+   * calls it before reading the log and releases the lease when the call returns. Rejects
+   * when another owner holds the run.
+   */
+  acquireRun?(runId: string): Promise<RunLease>;
+  /**
+   * Optional: confirms, in one round trip, that this writer still owns the run. Core calls it
+   * right before a tool runs (after its intent is durable); a rejection (e.g. a worker fenced
+   * off because another claimed the run) stops the run without executing the tool.
+   */
+  confirmOwner?(runId: string): Promise<void>;
+}
+
+/** A run taken by `acquireRun`: give it back exactly once (a second call does nothing). */
+export interface RunLease {
+  release(): Promise<void>;
 }
 
 /** An event handed to `append`: the store assigns `seq`; `at` is set by the runtime. */
