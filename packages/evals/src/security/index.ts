@@ -1,0 +1,15 @@
+export type {
+  AttackGoal,
+  Carrier,
+  DefenceConfig,
+  SecurityRow,
+  SecurityTableOptions,
+} from "./security-table.js";
+export {
+  attackGoals,
+  carriers,
+  defenceConfigs,
+  formatSecurityTable,
+  runSecurityTable,
+  valueForms,
+} from "./security-table.js";
