@@ -93,6 +93,27 @@ describe("loopguard replay", () => {
     );
   });
 
+  it("--max-denied fails the deploy check when too many calls would be denied", async () => {
+    const over = await cli(["replay", "--policy", candidate, "--dir", runs, "--max-denied", "10"]);
+    expect(over.code).toBe(1);
+    expect(over.lines.at(-1)).toMatch(
+      /50\.00% of the calls would be denied, over --max-denied 10%/,
+    );
+    const under = await cli([
+      "replay",
+      "--policy",
+      candidate,
+      "--dir",
+      runs,
+      "--max-denied",
+      "50%",
+    ]);
+    expect(under.code).toBe(0);
+    await expect(
+      cli(["replay", "--policy", candidate, "--dir", runs, "--max-denied", "lots"]),
+    ).rejects.toThrow(/--max-denied must be a percentage/);
+  });
+
   it("a candidate that does not load fails with the loader's path; a bad --since is a usage error", async () => {
     const bad = join(root, "bad.json");
     await writeFile(

@@ -15,7 +15,7 @@ export function replaySummaryLine(report: ReplayReport): string {
  * `loopguard replay --policy candidate.json`: re-judges every recorded call of past runs under a
  * candidate policy and prints the decisions that would change.
  */
-export function register(program: Command, { out, colors }: CliShared): void {
+export function register(program: Command, { out, colors, exit }: CliShared): void {
   withDir(
     program
       .command("replay")
@@ -26,7 +26,11 @@ export function register(program: Command, { out, colors }: CliShared): void {
       .option("--database-url <url>", "read runs from PostgreSQL instead of --dir")
       .option("--schema <name>", "the PostgreSQL schema of the runs", "loopguard")
       .option("--since <date>", "only runs updated at or after this date (ISO, e.g. 2026-12-01)")
-      .option("--json", "print the report as JSON (for CI)"),
+      .option("--json", "print the report as JSON (for CI)")
+      .option(
+        "--max-denied <percent>",
+        "exit 1 when more than this share of the re-judged calls would go from allowed to denied (a deploy check)",
+      ),
   ).action(
     async (options: {
       policy: string;
@@ -35,7 +39,21 @@ export function register(program: Command, { out, colors }: CliShared): void {
       schema: string;
       since?: string;
       json?: boolean;
+      maxDenied?: string;
     }) => {
+      let maxDenied: number | undefined;
+      if (options.maxDenied !== undefined) {
+        maxDenied = Number(options.maxDenied.replace(/%$/, ""));
+        if (
+          options.maxDenied.trim() === "" ||
+          !Number.isFinite(maxDenied) ||
+          maxDenied < 0 ||
+          maxDenied > 100
+        )
+          throw new UsageError(
+            `--max-denied must be a percentage from 0 to 100, such as 1 or 0.5, got ${JSON.stringify(options.maxDenied)}`,
+          );
+      }
       let since: number | undefined;
       if (options.since !== undefined) {
         since = Date.parse(options.since);
@@ -94,6 +112,18 @@ export function register(program: Command, { out, colors }: CliShared): void {
             ),
           );
         out(replaySummaryLine(report));
+      }
+      if (maxDenied !== undefined) {
+        const share = report.calls === 0 ? 0 : (report.allowedToDenied / report.calls) * 100;
+        if (share > maxDenied) {
+          if (!options.json)
+            out(
+              colors.red(
+                `${share.toFixed(2)}% of the calls would be denied, over --max-denied ${maxDenied}%`,
+              ),
+            );
+          exit(1);
+        }
       }
     },
   );
