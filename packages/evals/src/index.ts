@@ -52,6 +52,21 @@ export {
   injectionExfiltrationBlocked,
   injectionRefundHijackBlocked,
 } from "./scenarios/injection-scenarios.js";
+export type {
+  AttackGoal,
+  Carrier,
+  DefenceConfig,
+  SecurityRow,
+  SecurityTableOptions,
+} from "./security/index.js";
+export {
+  attackGoals,
+  carriers,
+  defenceConfigs,
+  formatSecurityTable,
+  runSecurityTable,
+  valueForms,
+} from "./security/index.js";
 export type { Customer, KbArticle, Order, SupportDeskFixtures } from "./support-desk/fixtures.js";
 export {
   companyDomain,

@@ -29,6 +29,10 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
       "score the defences: offline scenarios (default), the attack corpora (--corpus) or live Claude (--live)",
     )
     .option("--json", "print the report as JSON")
+    .option(
+      "--security",
+      "the security/utility table: attacker goals x carriers x value forms x defence configurations, always-obeying model",
+    )
     .option("--only <name>", "run only this scenario (repeatable)", collect)
     .option("--live", "run the live scenarios against Claude (needs ANTHROPIC_API_KEY)")
     .option("--k <n>", "with --live: runs per scenario, for pass@k", positiveInt("--k"))
@@ -51,6 +55,7 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
         live?: boolean;
         k?: number;
         corpus?: string | true;
+        security?: boolean;
         sabotage?: Sabotage[];
       }) => {
         const sabotage = options.sabotage ?? [];
@@ -73,6 +78,14 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
               colors,
             }),
           );
+          return;
+        }
+        if (options.security) {
+          const { formatSecurityTable, runSecurityTable } = await import("@loopguard/evals");
+          const rows = await runSecurityTable();
+          out(options.json ? JSON.stringify(rows, null, 2) : formatSecurityTable(rows));
+          // Everything on must stop every attack (issue 14).
+          exit(rows.find((row) => row.config === "everything")?.harmful === 0 ? 0 : 1);
           return;
         }
         if (options.corpus !== undefined) {
