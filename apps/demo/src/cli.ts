@@ -8,6 +8,7 @@ import type { CliShared, RegisterCommand } from "./cli-context.js";
 import { register as approve } from "./commands/approve.js";
 import { register as demo } from "./commands/demo.js";
 import { register as evalCommand } from "./commands/eval.js";
+import { register as forget } from "./commands/forget.js";
 import { register as freeze } from "./commands/freeze.js";
 import { register as mcpProxy } from "./commands/mcp-proxy.js";
 import { register as replay } from "./commands/replay.js";
@@ -38,6 +39,7 @@ const commands: readonly RegisterCommand[] = [
   submit,
   replay,
   mcpProxy,
+  forget,
 ];
 
 /** The CLI's version, from its package.json (beside `src/` and `dist/`). */

@@ -5,13 +5,29 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
+  renameSync,
   truncateSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import { isValidRunId } from "@loopguard/checkpoint";
 import { type SupportVault, supportVault, type VaultEntry } from "@loopguard/evals";
+import {
+  createKeyring,
+  envKeyProvider,
+  fileKeyProvider,
+  fileSubjectKeyStore,
+  isSealedVaultEntry,
+  type KeyProvider,
+  type Keyring,
+  openVaultEntry,
+  type SealedVaultEntry,
+  sealVaultEntry,
+  VaultDataError,
+  VaultForgottenError,
+} from "@loopguard/redact";
 import { UsageError } from "./usage-error.js";
 
 /** Where a run's vault file lives: `<vault dir>/<runId>.jsonl`. */
@@ -23,46 +39,290 @@ export function vaultFileOf(vaultDir: string, runId: string): string {
   return join(vaultDir, `${runId}.jsonl`);
 }
 
+/** The environment variable the CLI reads its vault master keys from (`id:base64`, current first). */
+export const vaultKeyVariable = "LOOPGUARD_VAULT_KEY";
+
 /**
- * The PII vault of one run, kept outside the event log in a file only its owner can read
- * (directory 0700, file 0600): one JSON line per tokenised value, appended and fsynced before
- * the token can reach the model or the log, so a run that crashes and resumes in a new
- * process reveals every token it wrote. A torn last line (a crash mid-write) is dropped: its
- * token was never handed out. Delete the file with the run to forget the customer's data.
+ * The master keys of the CLI's vault: `LOOPGUARD_VAULT_KEY` when set, else the key file
+ * `<vault dir>/master.key` (0600), made on first use so the demo runs on a clone alone. In
+ * production set the variable (or build the vault on `kmsKeyProvider`), so the key does not
+ * sit beside the data it protects.
  */
-export function runVault(vaultDir: string, runId: string): SupportVault {
+export function vaultKeys(vaultDir: string, env = process.env): KeyProvider {
+  if (env[vaultKeyVariable] !== undefined && env[vaultKeyVariable] !== "")
+    return envKeyProvider({ variable: vaultKeyVariable, env });
+  mkdirSync(vaultDir, { recursive: true, mode: 0o700 });
+  return fileKeyProvider({ path: join(vaultDir, "master.key"), create: true });
+}
+
+/** The keyring of the CLI's vault: one data key per subject in `<vault dir>/subject-keys.json`. */
+export function vaultKeyring(vaultDir: string, keys = vaultKeys(vaultDir)): Keyring {
+  return createKeyring({
+    keys,
+    store: fileSubjectKeyStore({ path: join(vaultDir, "subject-keys.json") }),
+  });
+}
+
+/** Options of `runVault`. */
+export interface RunVaultOptions {
+  /**
+   * Whose data this run holds: the customer (`context.subject`), else the tenant, else the
+   * run id (the default). `loopguard forget <subject>` forgets every run of that subject.
+   */
+  subject?: string;
+  /** The master keys. Default `vaultKeys(vaultDir)`. */
+  keys?: KeyProvider;
+  /** Values older than this are no longer revealed (retention by age). Default: kept. */
+  retentionMs?: number;
+  /** The clock. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** A value that can no longer be revealed: its subject was forgotten, or it outlived retention. */
+interface Gone {
+  token: string;
+  why: string;
+}
+
+function appendLine(file: string, line: string): void {
+  const fd = openSync(file, "a", 0o600);
+  try {
+    writeSync(fd, `${line}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(file, 0o600);
+}
+
+function rewrite(file: string, lines: readonly string[]): void {
+  const temporary = `${file}.${process.pid}.tmp`;
+  const fd = openSync(temporary, "w", 0o600);
+  try {
+    writeSync(fd, lines.map((line) => `${line}\n`).join(""));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, file);
+}
+
+/** Reads a vault file's lines; a torn last line (a crash mid-write) is cut off, never handed out. */
+function readVaultLines(file: string): { line: string; number: number }[] {
+  if (!existsSync(file)) return [];
+  const text = readFileSync(file, "utf8");
+  if (text !== "" && !text.endsWith("\n"))
+    truncateSync(file, Buffer.byteLength(text.slice(0, text.lastIndexOf("\n") + 1)));
+  const lines = text.split("\n");
+  const out: { line: string; number: number }[] = [];
+  for (const [index, line] of lines.entries()) {
+    if (line.trim() === "") continue;
+    if (index === lines.length - 1) break; // torn tail
+    out.push({ line, number: index + 1 });
+  }
+  return out;
+}
+
+function parseSealed(file: string, line: string, number: number): SealedVaultEntry | VaultEntry {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch (error) {
+    throw new VaultDataError(
+      `[redact] the vault file ${file} is damaged at line ${number} (${(error as Error).message}); its run cannot reveal its tokens (the tokens stay tokens). Restore the file from a backup, or delete it to give up those values.`,
+    );
+  }
+  if (isSealedVaultEntry(parsed) || (parsed as { gone?: unknown })?.gone !== undefined)
+    return parsed as SealedVaultEntry;
+  const clear = parsed as VaultEntry | null;
+  if (
+    clear &&
+    typeof clear.type === "string" &&
+    typeof clear.token === "string" &&
+    "value" in clear
+  )
+    return clear;
+  throw new VaultDataError(
+    `[redact] the vault file ${file} is damaged at line ${number}: not a sealed vault entry. Restore the file from a backup, or delete it to give up those values.`,
+  );
+}
+
+/**
+ * The PII vault of one run, encrypted at rest: each tokenised value is sealed (AES-256-GCM)
+ * with its subject's data key and appended, fsynced, to `<vault dir>/<runId>.jsonl` (0600,
+ * directory 0700) before its token can reach the model or the log, so a run that crashes and
+ * resumes in a new process reveals every token it wrote. Data keys are wrapped by the master
+ * key (`LOOPGUARD_VAULT_KEY`, else `<vault dir>/master.key`) and kept in
+ * `<vault dir>/subject-keys.json`: `forgetSubject` deletes one and every value of that subject
+ * is gone, in every run file, while logs keep their tokens. A file written in clear by an
+ * older version is sealed in place on first open.
+ *
+ * How it fails: a damaged file, a missing or wrong key are `[redact]` errors here (the run
+ * cannot start or resume); revealing a token whose subject was forgotten, or whose value
+ * outlived `retentionMs`, throws `VaultForgottenError` (the tool call fails; the token is never
+ * sent on as if it were the value). Nothing is written in clear.
+ */
+export function runVault(
+  vaultDir: string,
+  runId: string,
+  options: RunVaultOptions = {},
+): SupportVault {
   const file = vaultFileOf(vaultDir, runId);
   mkdirSync(vaultDir, { recursive: true, mode: 0o700 });
+  const keyring = vaultKeyring(vaultDir, options.keys ?? vaultKeys(vaultDir));
+  const subject = options.subject ?? runId;
+  const now = options.now ?? Date.now;
   const entries: VaultEntry[] = [];
-  if (existsSync(file)) {
-    const text = readFileSync(file, "utf8");
-    // A torn last line (a crash mid-write) is cut off, so the next entry starts on its own line.
-    if (text !== "" && !text.endsWith("\n"))
-      truncateSync(file, Buffer.byteLength(text.slice(0, text.lastIndexOf("\n") + 1)));
-    const lines = text.split("\n");
-    for (const [index, line] of lines.entries()) {
-      if (line.trim() === "") continue;
-      try {
-        entries.push(JSON.parse(line) as VaultEntry);
-      } catch (error) {
-        if (index === lines.length - 1) break; // torn tail: never handed out
-        throw new UsageError(
-          `the vault file ${file} is damaged at line ${index + 1} (${(error as Error).message}); its run cannot reveal its tokens`,
-        );
-      }
+  const gone = new Map<string, Gone>();
+  let migrated = false;
+  const lines: string[] = [];
+  for (const { line, number } of readVaultLines(file)) {
+    const stored = parseSealed(file, line, number);
+    let sealed: SealedVaultEntry | { gone: string; token: string; type: string; subject: string };
+    if (!("v" in stored) && !("gone" in stored)) {
+      // Written in clear by an older version: seal it now.
+      sealed = sealVaultEntry(keyring.dataKeySync(subject), subject, stored, now());
+      migrated = true;
+    } else sealed = stored as SealedVaultEntry;
+    lines.push(JSON.stringify(sealed));
+    if ("gone" in sealed) {
+      gone.set(sealed.token, { token: sealed.token, why: String(sealed.gone) });
+      entries.push({ type: sealed.type, token: sealed.token, value: { gone: sealed.token } });
+      continue;
+    }
+    const expired = options.retentionMs !== undefined && now() - sealed.at > options.retentionMs;
+    const dataKey = expired ? undefined : keyring.existingKeySync(sealed.subject);
+    if (dataKey === undefined) {
+      // Forgotten or expired: the token keeps its number (so no later value takes it) and
+      // can never be revealed.
+      gone.set(sealed.token, {
+        token: sealed.token,
+        why: expired
+          ? `its value outlived the retention of ${Math.round((options.retentionMs ?? 0) / 86_400_000)} days`
+          : `its subject "${sealed.subject}" was forgotten`,
+      });
+      entries.push({ type: sealed.type, token: sealed.token, value: { gone: sealed.token } });
+      continue;
+    }
+    try {
+      entries.push(openVaultEntry(dataKey, sealed));
+    } catch (error) {
+      throw new VaultDataError(`${(error as Error).message} (${file}, line ${number})`, {
+        cause: error,
+      });
     }
   }
-  return supportVault({
+  if (migrated) rewrite(file, lines);
+  const vault = supportVault({
     entries,
     onEntry: (entry) => {
-      const fd = openSync(file, "a", 0o600);
-      try {
-        writeSync(fd, `${JSON.stringify(entry)}\n`);
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      chmodSync(file, 0o600);
+      const sealed = sealVaultEntry(keyring.dataKeySync(subject), subject, entry, now());
+      appendLine(file, JSON.stringify(sealed));
     },
   });
+  if (gone.size === 0) return vault;
+  const tokens = new RegExp(
+    [...gone.keys()].map((token) => token.replace(/[<>]/g, "\\$&")).join("|"),
+  );
+  const check = (value: unknown, seen = new Set<unknown>()): void => {
+    if (typeof value === "string") {
+      const found = tokens.exec(value);
+      if (found !== null) {
+        const why = gone.get(found[0])!.why;
+        throw new VaultForgottenError(
+          `[redact] ${found[0]} cannot be revealed: ${why} (crypto-shredded); the token stays a token and the tool does not run with it.`,
+        );
+      }
+      return;
+    }
+    if (typeof value !== "object" || value === null || seen.has(value)) return;
+    seen.add(value);
+    for (const item of value instanceof Map ? value.values() : Object.values(value))
+      check(item, seen);
+  };
+  const guarded = Object.create(vault) as SupportVault;
+  Object.defineProperty(guarded, "reveal", {
+    value: <T>(value: T): T => {
+      check(value);
+      return vault.reveal(value);
+    },
+  });
+  return guarded;
+}
+
+/** What `forgetSubject` did. */
+export interface ForgetResult {
+  subject: string;
+  /** Whether the subject had a data key (false: nothing was stored for it, or it was forgotten before). */
+  forgotten: boolean;
+  /** Sealed values of the subject found in run vault files (now unreadable). */
+  values: number;
+  /** Run vault files holding them. */
+  runs: number;
+}
+
+/**
+ * Forgets a subject (a customer, tenant or run id): deletes its data key, so every value it
+ * sealed, in every run's vault file and any copy of one, can no longer be revealed
+ * (crypto-shredding). Run logs and traces are untouched: they only ever held tokens. This is
+ * what `loopguard forget <subject>` calls.
+ *
+ * How it fails: a missing or wrong master key, or a damaged key file, is a `[redact]` error
+ * and nothing is deleted.
+ */
+export async function forgetSubject(
+  vaultDir: string,
+  subject: string,
+  keys?: KeyProvider,
+): Promise<ForgetResult> {
+  let values = 0;
+  let runs = 0;
+  if (existsSync(vaultDir)) {
+    for (const name of readdirSync(vaultDir)) {
+      if (!name.endsWith(".jsonl")) continue;
+      let count = 0;
+      for (const { line } of readVaultLines(join(vaultDir, name))) {
+        try {
+          const parsed = JSON.parse(line) as { subject?: unknown };
+          if (parsed?.subject === subject) count++;
+        } catch {
+          // A damaged line is reported when its run is opened.
+        }
+      }
+      values += count;
+      if (count > 0) runs++;
+    }
+  }
+  const keyring = vaultKeyring(vaultDir, keys ?? vaultKeys(vaultDir));
+  const forgotten = await keyring.forget(subject);
+  return { subject, forgotten, values, runs };
+}
+
+/**
+ * Retention by age: in every run vault file, values sealed more than `olderThanMs` ago are
+ * replaced by a tombstone (token and type only), so they are gone from disk, not merely
+ * hidden. Returns how many values were removed.
+ */
+export function pruneVault(vaultDir: string, olderThanMs: number, now = Date.now()): number {
+  if (!(Number.isFinite(olderThanMs) && olderThanMs >= 0))
+    throw new UsageError("the retention must be a non-negative number of milliseconds");
+  let removed = 0;
+  if (!existsSync(vaultDir)) return 0;
+  for (const name of readdirSync(vaultDir)) {
+    if (!name.endsWith(".jsonl")) continue;
+    const file = join(vaultDir, name);
+    let changed = false;
+    const lines = readVaultLines(file).map(({ line, number }) => {
+      const stored = parseSealed(file, line, number);
+      if (isSealedVaultEntry(stored) && now - stored.at > olderThanMs) {
+        changed = true;
+        removed++;
+        const { sealed: _sealed, ...rest } = stored;
+        return JSON.stringify({ ...rest, gone: "expired" });
+      }
+      return line;
+    });
+    if (changed) rewrite(file, lines);
+  }
+  return removed;
 }

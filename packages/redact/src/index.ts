@@ -11,10 +11,42 @@ export { type PatternDetectorOptions, patternDetector } from "./pattern-detector
 export { type PinoRedactionOptions, pinoRedaction } from "./pino-redaction.js";
 export { redact } from "./redact.js";
 export { type RedactDeepOptions, redactDeep } from "./redact-deep.js";
-export { DetectorError, RedactError, RedactOptionsError } from "./redact-error.js";
+export {
+  DetectorError,
+  RedactError,
+  RedactOptionsError,
+  VaultDataError,
+  VaultForgottenError,
+  VaultKeyError,
+} from "./redact-error.js";
 export type { Placeholder, RedactOptions, RedactResult } from "./redaction-engine.js";
 export { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
 export { createRedactionStream, type RedactionStreamOptions } from "./redaction-stream.js";
 export { isSensitiveKey } from "./sensitive-key.js";
+export {
+  createKeyring,
+  fileSubjectKeyStore,
+  isSealedVaultEntry,
+  type Keyring,
+  type KeyringOptions,
+  memorySubjectKeyStore,
+  openVaultEntry,
+  type SealedVaultEntry,
+  type SubjectKeyRecord,
+  type SubjectKeyStore,
+  sealVaultEntry,
+  type VaultEntryInClear,
+} from "./subject-keys.js";
 export { createVault, Vault, type VaultOptions } from "./vault.js";
+export {
+  type EnvKeyProviderOptions,
+  envKeyProvider,
+  type FileKeyProviderOptions,
+  fileKeyProvider,
+  generateVaultKey,
+  type KeyProvider,
+  type KmsKeyProviderOptions,
+  kmsKeyProvider,
+  type WrappedKey,
+} from "./vault-keys.js";
 export { redactFormat, type WinstonFormat, type WinstonInfo } from "./winston-redaction.js";

@@ -40,3 +40,30 @@ export class DetectorError extends RedactError {
     this.name = "DetectorError";
   }
 }
+
+/**
+ * Thrown when a vault key is missing, unreadable or wrong: no `LOOPGUARD_VAULT_KEY`, a key id
+ * the provider does not hold, a key that does not decrypt what was written under it.
+ */
+export class VaultKeyError extends RedactError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "VaultKeyError";
+  }
+}
+
+/** Thrown when stored vault data is damaged: a line that is not a sealed entry, a failed tag check. */
+export class VaultDataError extends RedactError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "VaultDataError";
+  }
+}
+
+/** Thrown when a subject's data was forgotten (crypto-shredded) and a value of it is asked for. */
+export class VaultForgottenError extends RedactError {
+  constructor(message: string) {
+    super(message);
+    this.name = "VaultForgottenError";
+  }
+}

@@ -157,6 +157,8 @@ function lexiconName(name: Name, weakCue: boolean): boolean {
   const given = GIVEN_NAMES.has(lower(words[0]!));
   const surname = SURNAMES.has(lower(words[words.length - 1]!));
   if (given && surname) return true;
+  // A known given name and a capitalised word that is no common word: "Maya Lindqvist".
+  if (given && words[words.length - 1]!.length >= 3) return true;
   // With a cue ("spoke with", "escalated by"), one known part is enough.
   return weakCue && (given || surname);
 }
