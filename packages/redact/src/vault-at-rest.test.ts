@@ -1,0 +1,149 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import { RedactError, VaultDataError, VaultForgottenError, VaultKeyError } from "./redact-error.js";
+import {
+  createKeyring,
+  fileSubjectKeyStore,
+  memorySubjectKeyStore,
+  openVaultEntry,
+  sealVaultEntry,
+} from "./subject-keys.js";
+import { envKeyProvider, fileKeyProvider, generateVaultKey, kmsKeyProvider } from "./vault-keys.js";
+
+const dir = mkdtempSync(join(tmpdir(), "redact-vault-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const entry = { type: "EMAIL", token: "<EMAIL_1>", value: "jane@acme.io" };
+
+describe("sealed entries", () => {
+  it("round-trip any value, and the sealed form holds none of it", () => {
+    const key = new Uint8Array(32).fill(7);
+    fc.assert(
+      fc.property(fc.string({ minLength: 4 }), fc.jsonValue(), (text, json) => {
+        for (const value of [text, json]) {
+          const sealed = sealVaultEntry(key, "cust_1", { ...entry, value });
+          if (typeof value === "string" && value.length >= 8)
+            expect(JSON.stringify(sealed)).not.toContain(value);
+          expect(openVaultEntry(key, sealed).value).toEqual(JSON.parse(JSON.stringify(value)));
+        }
+      }),
+      { numRuns: 50 },
+    );
+  });
+
+  it("are bound to subject and token: moved or changed, they do not open", () => {
+    const key = new Uint8Array(32).fill(1);
+    const sealed = sealVaultEntry(key, "cust_1", entry);
+    expect(() => openVaultEntry(key, { ...sealed, token: "<EMAIL_2>" })).toThrow(VaultDataError);
+    expect(() => openVaultEntry(key, { ...sealed, subject: "cust_2" })).toThrow(
+      /^\[redact\] the sealed value of <EMAIL_2>|^\[redact\] the sealed value of <EMAIL_1>/,
+    );
+    expect(() => openVaultEntry(new Uint8Array(32).fill(2), sealed)).toThrow(/does not open/);
+    expect(() => openVaultEntry(undefined, sealed)).toThrow(VaultForgottenError);
+  });
+});
+
+describe("key providers", () => {
+  it("env: missing, malformed and unknown keys are clear [redact] errors", () => {
+    expect(() => envKeyProvider({ env: {} })).toThrow(
+      /^\[redact\] envKeyProvider: LOOPGUARD_VAULT_KEY is not set/,
+    );
+    expect(() => envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: "k1:abc" } })).toThrow(VaultKeyError);
+    const provider = envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: generateVaultKey("k1") } });
+    expect(() => provider.unwrapKey({ keyId: "k9", wrapped: "AAAA" })).toThrow(/holds no key "k9"/);
+  });
+
+  it("file: refuses a key file others can read, and makes one on request", () => {
+    const path = join(dir, "open.key");
+    writeFileSync(path, `${generateVaultKey("k1")}\n`);
+    chmodSync(path, 0o644);
+    expect(() => fileKeyProvider({ path })).toThrow(
+      /can be read by others \(mode 644\); run chmod 600/,
+    );
+    const made = fileKeyProvider({ path: join(dir, "made.key"), create: true });
+    const key = new Uint8Array(32).fill(3);
+    expect(Buffer.from(made.unwrapKey(made.wrapKey(key) as never) as Uint8Array)).toEqual(
+      Buffer.from(key),
+    );
+    expect(() => fileKeyProvider({ path: join(dir, "absent.key") })).toThrow(
+      /cannot read the key file/,
+    );
+  });
+
+  it("KMS: callbacks wrap and unwrap; a failing KMS is a VaultKeyError with the cause", async () => {
+    const kmsKeys = new Map<string, Uint8Array>();
+    const provider = kmsKeyProvider({
+      wrap: async (dataKey) => {
+        const id = `w${kmsKeys.size}`;
+        kmsKeys.set(id, Uint8Array.from(dataKey));
+        return { keyId: "alias/loopguard", wrapped: id };
+      },
+      unwrap: async ({ wrapped }) => kmsKeys.get(wrapped)!,
+    });
+    const keyring = createKeyring({ keys: provider, store: memorySubjectKeyStore() });
+    const key = await keyring.dataKey("cust_1");
+    expect(await keyring.dataKey("cust_1")).toBe(key);
+    expect(() => keyring.dataKeySync("cust_2")).toThrow(/answered with a Promise/);
+    const failing = kmsKeyProvider({
+      wrap: () => {
+        throw new Error("AccessDenied");
+      },
+      unwrap: () => new Uint8Array(32),
+    });
+    const error = await createKeyring({ keys: failing, store: memorySubjectKeyStore() })
+      .dataKey("cust_1")
+      .catch((caught: unknown) => caught);
+    expect(RedactError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toBe("[redact] kms: wrap failed: AccessDenied");
+  });
+});
+
+describe("the keyring", () => {
+  it("one key per subject; forget crypto-shreds; rotate rewraps under the new master key", async () => {
+    const store = fileSubjectKeyStore({ path: join(dir, "keys", "subject-keys.json") });
+    const k1 = generateVaultKey("k1");
+    const old = createKeyring({
+      keys: envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: k1 } }),
+      store,
+    });
+    const a = old.dataKeySync("cust_a");
+    const b = old.dataKeySync("cust_b");
+    expect(Buffer.from(a).equals(Buffer.from(b))).toBe(false);
+    const sealed = sealVaultEntry(a, "cust_a", entry);
+    // Rotation: k2 first, k1 kept until rotate() has rewrapped every data key.
+    const k2 = generateVaultKey("k2");
+    const both = createKeyring({
+      keys: envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: `${k2},${k1}` } }),
+      store,
+    });
+    expect(await both.rotate()).toBe(2);
+    expect(store.list().map((record) => record.keyId)).toEqual(["k2", "k2"]);
+    const onlyNew = createKeyring({
+      keys: envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: k2 } }),
+      store,
+    });
+    expect(openVaultEntry(await onlyNew.existingKey("cust_a"), sealed).value).toBe("jane@acme.io");
+    // Forget: the key is gone from the store; the sealed copy can never open again.
+    expect(await onlyNew.forget("cust_a")).toBe(true);
+    expect(store.get("cust_a")).toBeUndefined();
+    const fresh = createKeyring({
+      keys: envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: k2 } }),
+      store,
+    });
+    expect(() => openVaultEntry(fresh.existingKeySync("cust_a"), sealed)).toThrow(
+      /^\[redact\] <EMAIL_1> belongs to subject "cust_a", whose data was forgotten/,
+    );
+    expect(fresh.existingKeySync("cust_b")).toBeDefined();
+  });
+
+  it("a damaged key store is a clear error naming the file", () => {
+    const path = join(dir, "broken.json");
+    writeFileSync(path, "{not json");
+    expect(() => fileSubjectKeyStore({ path }).get("x")).toThrow(
+      /^\[redact\] the subject key file .*broken\.json is damaged/,
+    );
+  });
+});
