@@ -270,6 +270,48 @@ describe("claudeModel thinking", () => {
   });
 });
 
+describe("interleaved thinking over SSE (real SDK)", () => {
+  it("passes every thinking block, redacted thinking and signature back byte for byte across tool calls", async () => {
+    const turn = (page: number) => [
+      {
+        type: "thinking" as const,
+        thinking: `Page ${page}: the customer jane.doe@example.com wants every order. \u00e9\ud83d\ude00 "quoted"`,
+        signature: `EqQBCkgIBxABGAIiQL9vF3pQ2c1nY8kJ0mW4xT7aR5sH6dE2fG9hJ1kL3mN5oP7q${page}==`,
+      },
+      { type: "redacted_thinking" as const, data: `EmwKAhgBEgy3va3pzix/LafPsn4a${page}` },
+      { type: "tool_use" as const, id: `toolu_${page}`, name: "fetch_page", input: { page } },
+    ];
+    const replies: ServerReply[] = [1, 2, 3].map((page) => ({
+      type: "message",
+      message: { content: turn(page) },
+      stream: { chunkChars: 5 },
+    }));
+    replies.push({ type: "message", message: { content: "Done." }, stream: { chunkChars: 5 } });
+    const api = await start(replies);
+    const vault = {
+      tokenize: (text: string) => text.replaceAll("jane.doe@example.com", "<EMAIL_1>"),
+      reveal: <T>(value: T) => value,
+    };
+    const result = await createAgent({
+      model: claudeModel({
+        baseURL: api.url,
+        apiKey: fakeKey,
+        model: "claude-sonnet-5-5",
+        thinking: { type: "adaptive" },
+      }),
+      tools: [fetchPage],
+      vault,
+      redact: (value) => JSON.parse(JSON.stringify(value).replaceAll("jane", "[NAME]")),
+    }).run("Read pages 1 to 3.");
+    expect(result.status).toBe("completed");
+    expect(api.requests[0]!.body.thinking).toEqual({ type: "adaptive" });
+    for (const [index, request] of api.requests.slice(1).entries()) {
+      for (let page = 1; page <= index + 1; page += 1)
+        expect(request.rawBody).toContain(JSON.stringify(turn(page)));
+    }
+  });
+});
+
 describe("claudeModel without an API key", () => {
   it("names ANTHROPIC_API_KEY and the offline alternatives instead of the SDK's message", async () => {
     const saved = { key: process.env.ANTHROPIC_API_KEY, token: process.env.ANTHROPIC_AUTH_TOKEN };
