@@ -24,7 +24,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { McpGuardError } from "./errors.js";
 import { type GuardMcpToolsOptions, guardOptionsOf } from "./guard-mcp-tools.js";
-import { type McpBackedTool, type McpToolDefinition, mcpBackedTool } from "./mcp-tool.js";
+import {
+  type McpBackedTool,
+  type McpToolDefinition,
+  type McpToolFlags,
+  mcpBackedTool,
+} from "./mcp-tool.js";
 
 /** Options of `runMcpProxy`. */
 export interface McpProxyOptions extends Omit<GuardMcpToolsOptions, "onInvalidSchema"> {
@@ -34,6 +39,8 @@ export interface McpProxyOptions extends Omit<GuardMcpToolsOptions, "onInvalidSc
   /** Extra environment for the child (it also gets the proxy's own environment). */
   env?: Record<string, string>;
   cwd?: string;
+  /** Flags every tool gets unless `tools` names it (e.g. a timeout for all). */
+  toolDefaults?: McpToolFlags;
   /** The policy gate (e.g. `loadPolicyFile("policy.json")` from `@loopguard/policy`); runs before `gates`. */
   policy?: Gate;
   /**
@@ -134,7 +141,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
         const backed = mcpBackedTool(
           client,
           definition,
-          options.tools?.[definition.name] ?? {},
+          { ...options.toolDefaults, ...options.tools?.[definition.name] },
           server,
         );
         entries.set(definition.name, { backed, guarded: guardTool(backed.tool, guardOptions) });
