@@ -342,3 +342,76 @@ describe("thinking blocks", () => {
     expect(JSON.stringify(opted.requests[1]!.messages[1]!.content)).toBe(exact);
   });
 });
+
+describe("agent.resumeStream", () => {
+  it("streams a parked run as it continues after approve(..., { resume: false }), without replaying the log", async () => {
+    const askAll = {
+      name: "policy",
+      step: "2" as const,
+      check: () => ({
+        type: "ask" as const,
+        reason: "refund_review",
+        message: "A person must approve lookups.",
+      }),
+    };
+    const store = memoryEventStore();
+    const model = scriptedModel([{ content: [use("toolu_1")] }, { content: answer }], {
+      chunkChars: 6,
+    });
+    const agent = createAgent({
+      model,
+      tools: [lookup],
+      store,
+      gates: [askAll],
+      approval: { durable: true },
+    });
+    const first = agent.stream("Where is A1001?");
+    const before = await collect(first);
+    const parked = await first.result;
+    expect(parked.status).toBe("awaiting_approval");
+    expect(before.find((event) => event.type === "decision")).toMatchObject({
+      decision: "asked",
+      reason: "refund_review",
+    });
+    expect(before.at(-1)).toMatchObject({ type: "run-end", status: "awaiting_approval" });
+
+    await agent.approve(
+      parked.runId,
+      { decision: "approve", approver: "ops@acme" },
+      { resume: false },
+    );
+    const resumed = agent.resumeStream(parked.runId);
+    const after = await collect(resumed);
+    expect((await resumed.result).status).toBe("completed");
+    expect(texts(after)).toBe(answer);
+    expect(after.map((event) => event.type).filter((type) => type !== "text-delta")).toEqual([
+      "decision",
+      "tool-result",
+      "step-end",
+      "run-end",
+    ]);
+    // An ended run streams only its run-end.
+    const again = await collect(agent.resumeStream(parked.runId));
+    expect(again).toEqual([
+      expect.objectContaining({ type: "run-end", status: "completed", answer }),
+    ]);
+  });
+
+  it("a stream whose store cannot record the run-start resolves failed, like run()", async () => {
+    const broken = {
+      ...memoryEventStore(),
+      name: "broken",
+      append: async () => Promise.reject(new Error("disk full")),
+    };
+    const stream = createAgent({
+      model: scriptedModel([{ content: answer }]),
+      tools: [],
+      store: broken,
+    }).stream("Hi");
+    const events = await collect(stream);
+    const result = await stream.result;
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatch(/disk full/);
+    expect(events).toEqual([]);
+  });
+});

@@ -64,6 +64,15 @@ export interface Agent {
    * step that failed mid-stream, and the run's end. `result` is what `run` would return.
    */
   stream(task: string, options?: RunOptions & AgentStreamOptions): AgentStream;
+  /**
+   * Resumes a stored run like `resume`, streaming what happens from here on (events already in
+   * the log are not replayed). After `approve(runId, answer, { resume: false })`, this is how a
+   * chat UI shows the run continue.
+   */
+  resumeStream(
+    runId: string,
+    options?: { signal?: AbortSignal; pauseSignal?: AbortSignal } & AgentStreamOptions,
+  ): AgentStream;
   resume(
     runId: string,
     options?: { signal?: AbortSignal; pauseSignal?: AbortSignal },
@@ -124,12 +133,55 @@ export function createAgent(options: AgentOptions): Agent {
       return drive(loop, writer, runOptions.signal, runOptions.pauseSignal);
     },
     stream(task, streamOptions = {}) {
+      const options = {
+        ...streamOptions,
+        runId: streamOptions.runId ?? `run_${randomBytes(8).toString("hex")}`,
+      };
       return createAgentStream(
         async (sink) => {
-          const writer = await startRun(loop, task, streamOptions, sink);
-          return drive(loop, writer, streamOptions.signal, streamOptions.pauseSignal, sink);
+          let writer: RunWriter;
+          try {
+            writer = await startRun(loop, task, options, sink);
+          } catch (error) {
+            if (InvalidArgumentError.isInstance(error)) throw error;
+            return failedStartResult(options.runId, error);
+          }
+          const result = await drive(loop, writer, options.signal, options.pauseSignal, sink);
+          endStream(loop, writer, result, sink);
+          return result;
         },
         { thinking: streamOptions.thinking === true },
+      );
+    },
+    resumeStream(runId, resumeOptions = {}) {
+      return createAgentStream(
+        (sink) =>
+          withRunLease(
+            loop.store,
+            runId,
+            async () => {
+              const writer = await open(loop, runId, sink);
+              const fold = writer.fold;
+              if (fold.end || fold.status === "awaiting_approval") {
+                // Nothing to run: the host still gets its run-end.
+                const result = resultOf(fold, loop.vault);
+                endStream(loop, writer, result, sink, true);
+                return result;
+              }
+              await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
+              const result = await drive(
+                loop,
+                writer,
+                resumeOptions.signal,
+                resumeOptions.pauseSignal,
+                sink,
+              );
+              endStream(loop, writer, result, sink);
+              return result;
+            },
+            loop.reportError,
+          ),
+        { thinking: resumeOptions.thinking === true },
       );
     },
     resume(runId, resumeOptions = {}) {
@@ -230,6 +282,30 @@ function loopContext(config: ResolvedAgentOptions): LoopContext {
   };
 }
 
+/**
+ * Closes a host stream whose run wrote no `run-end` in this session (it parked on an approval,
+ * paused, or had ended before): the host still gets one `run-end`, tokenised and redacted as
+ * the log's answers are.
+ */
+function endStream(
+  loop: LoopContext,
+  writer: RunWriter,
+  result: RunResult,
+  sink: AgentStreamSink,
+  always = false,
+): void {
+  const fold = writer.fold;
+  if (fold.end && !always) return;
+  const answer = fold.end?.answer ?? fold.lastAssistantText;
+  const redact = loop.config.redact;
+  sink.push({
+    type: "run-end",
+    runId: writer.runId,
+    status: result.status,
+    answer: redact ? String(redact(answer)) : answer,
+  });
+}
+
 /** What streamed text passes through before the host sees it: the vault, then the redactor. */
 function streamingSettings(config: ResolvedAgentOptions): ModelStepContext["streaming"] {
   const { vault, redact } = config;
@@ -318,14 +394,14 @@ async function startRun(
 }
 
 /** Reads a stored run and returns a writer positioned after its last event. */
-async function open(loop: LoopContext, runId: string): Promise<RunWriter> {
+async function open(loop: LoopContext, runId: string, sink?: AgentStreamSink): Promise<RunWriter> {
   const { store } = loop;
   if (typeof runId !== "string" || runId.trim() === "")
     throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
   const events = await store.read(runId);
   if (events.length === 0) throw new RunNotFoundError(runId, `the ${store.name} event store`);
   const where = `run ${runId} (${store.name} store)`;
-  const { options, spans } = writerOptions(loop, runId);
+  const { options, spans } = writerOptions(loop, runId, sink);
   const reveal = options.reveal ? { reveal: options.reveal } : {};
   if (!spans)
     return new RunWriter(store, runId, events.length, options, foldRun(events, where, reveal));
