@@ -24,6 +24,8 @@ import {
   type Keyring,
   openVaultEntry,
   type SealedVaultEntry,
+  type SubjectKeyRecord,
+  type SubjectKeyStore,
   sealVaultEntry,
   VaultDataError,
   VaultForgottenError,
@@ -123,13 +125,13 @@ function readVaultLines(file: string): { line: string; number: number }[] {
   return out;
 }
 
-function parseSealed(file: string, line: string, number: number): SealedVaultEntry | VaultEntry {
+function parseSealed(source: string, line: string, number: number): SealedVaultEntry | VaultEntry {
   let parsed: unknown;
   try {
     parsed = JSON.parse(line);
   } catch (error) {
     throw new VaultDataError(
-      `[redact] the vault file ${file} is damaged at line ${number} (${(error as Error).message}); its run cannot reveal its tokens (the tokens stay tokens). Restore the file from a backup, or delete it to give up those values.`,
+      `[redact] ${source} is damaged at line ${number} (${(error as Error).message}); its run cannot reveal its tokens (the tokens stay tokens). Restore it from a backup, or delete it to give up those values.`,
     );
   }
   if (isSealedVaultEntry(parsed) || (parsed as { gone?: unknown })?.gone !== undefined)
@@ -143,62 +145,61 @@ function parseSealed(file: string, line: string, number: number): SealedVaultEnt
   )
     return clear;
   throw new VaultDataError(
-    `[redact] the vault file ${file} is damaged at line ${number}: not a sealed vault entry. Restore the file from a backup, or delete it to give up those values.`,
+    `[redact] ${source} is damaged at line ${number}: not a sealed vault entry. Restore it from a backup, or delete it to give up those values.`,
   );
 }
 
-/**
- * The PII vault of one run, encrypted at rest: each tokenised value is sealed (AES-256-GCM)
- * with its subject's data key and appended, fsynced, to `<vault dir>/<runId>.jsonl` (0600,
- * directory 0700) before its token can reach the model or the log, so a run that crashes and
- * resumes in a new process reveals every token it wrote. Data keys are wrapped by the master
- * key (`LOOPGUARD_VAULT_KEY`, else `<vault dir>/master.key`) and kept in
- * `<vault dir>/subject-keys.json`: `forgetSubject` deletes one and every value of that subject
- * is gone, in every run file, while logs keep their tokens. A file written in clear by an
- * older version is sealed in place on first open.
- *
- * How it fails: a damaged file, a missing or wrong key are `[redact]` errors here (the run
- * cannot start or resume); revealing a token whose subject was forgotten, or whose value
- * outlived `retentionMs`, throws `VaultForgottenError` (the tool call fails; the token is never
- * sent on as if it were the value). Nothing is written in clear.
- */
-export function runVault(
-  vaultDir: string,
-  runId: string,
-  options: RunVaultOptions = {},
-): SupportVault {
-  const file = vaultFileOf(vaultDir, runId);
-  mkdirSync(vaultDir, { recursive: true, mode: 0o700 });
-  const keyring = vaultKeyring(vaultDir, options.keys ?? vaultKeys(vaultDir));
-  const subject = options.subject ?? runId;
-  const now = options.now ?? Date.now;
+/** What a sealed vault is built from: stored lines, the keys, and where new sealed lines go. */
+interface SealedVaultParts {
+  /** Where the lines come from, for error messages (`<file>` or `<table> of run <id>`). */
+  source: string;
+  lines: readonly { line: string; number: number }[];
+  /** The data key of a subject, or undefined once forgotten. */
+  keyOf: (subject: string) => Uint8Array | undefined;
+  /** The data key new values are sealed with (made on first use). */
+  writeKey: () => Uint8Array;
+  subject: string;
+  /** Receives each new sealed line, synchronously, before its token is handed out. */
+  onSealed: (line: string) => void;
+  /** Receives the lines again when some were written in clear by an older version (now sealed). */
+  onMigrated?: (lines: readonly string[]) => void;
+  retentionMs?: number;
+  now: () => number;
+}
+
+/** Builds a run's vault from sealed lines: the shared core of the file and PostgreSQL vaults. */
+function sealedVault(parts: SealedVaultParts): SupportVault {
+  const { source, keyOf, subject, now } = parts;
   const entries: VaultEntry[] = [];
   const gone = new Map<string, Gone>();
   let migrated = false;
   const lines: string[] = [];
-  for (const { line, number } of readVaultLines(file)) {
-    const stored = parseSealed(file, line, number);
+  for (const { line, number } of parts.lines) {
+    const stored = parseSealed(source, line, number);
     let sealed: SealedVaultEntry | { gone: string; token: string; type: string; subject: string };
     if (!("v" in stored) && !("gone" in stored)) {
       // Written in clear by an older version: seal it now.
-      sealed = sealVaultEntry(keyring.dataKeySync(subject), subject, stored, now());
+      sealed = sealVaultEntry(parts.writeKey(), subject, stored, now());
       migrated = true;
     } else sealed = stored as SealedVaultEntry;
     lines.push(JSON.stringify(sealed));
     if ("gone" in sealed) {
-      gone.set(sealed.token, { token: sealed.token, why: String(sealed.gone) });
+      gone.set(sealed.token, {
+        token: sealed.token,
+        why: "its value outlived the retention period",
+      });
       entries.push({ type: sealed.type, token: sealed.token, value: { gone: sealed.token } });
       continue;
     }
-    const expired = options.retentionMs !== undefined && now() - sealed.at > options.retentionMs;
-    const dataKey = expired ? undefined : keyring.existingKeySync(sealed.subject);
+    const expired = parts.retentionMs !== undefined && now() - sealed.at > parts.retentionMs;
+    const dataKey = expired ? undefined : keyOf(sealed.subject);
     if (dataKey === undefined) {
       // Forgotten or expired: the token keeps its number (so no later value takes it) and
       // can never be revealed.
       gone.set(sealed.token, {
         token: sealed.token,
         why: expired
-          ? `its value outlived the retention of ${Math.round((options.retentionMs ?? 0) / 86_400_000)} days`
+          ? `its value outlived the retention of ${Math.round((parts.retentionMs ?? 0) / 86_400_000)} days`
           : `its subject "${sealed.subject}" was forgotten`,
       });
       entries.push({ type: sealed.type, token: sealed.token, value: { gone: sealed.token } });
@@ -207,18 +208,29 @@ export function runVault(
     try {
       entries.push(openVaultEntry(dataKey, sealed));
     } catch (error) {
-      throw new VaultDataError(`${(error as Error).message} (${file}, line ${number})`, {
+      // By name: the error may come from another copy of @loopguard/redact.
+      if (
+        VaultForgottenError.isInstance(error) &&
+        (error as Error).name === "VaultForgottenError"
+      ) {
+        // Sealed under a key deleted since (the subject was forgotten, then seen again).
+        gone.set(sealed.token, {
+          token: sealed.token,
+          why: `its subject "${sealed.subject}" was forgotten`,
+        });
+        entries.push({ type: sealed.type, token: sealed.token, value: { gone: sealed.token } });
+        continue;
+      }
+      throw new VaultDataError(`${(error as Error).message} (${source}, line ${number})`, {
         cause: error,
       });
     }
   }
-  if (migrated) rewrite(file, lines);
+  if (migrated) parts.onMigrated?.(lines);
   const vault = supportVault({
     entries,
-    onEntry: (entry) => {
-      const sealed = sealVaultEntry(keyring.dataKeySync(subject), subject, entry, now());
-      appendLine(file, JSON.stringify(sealed));
-    },
+    onEntry: (entry) =>
+      parts.onSealed(JSON.stringify(sealVaultEntry(parts.writeKey(), subject, entry, now()))),
   });
   if (gone.size === 0) return vault;
   const tokens = new RegExp(
@@ -248,6 +260,138 @@ export function runVault(
     },
   });
   return guarded;
+}
+
+/**
+ * The PII vault of one run, encrypted at rest: each tokenised value is sealed (AES-256-GCM)
+ * with its subject's data key and appended, fsynced, to `<vault dir>/<runId>.jsonl` (0600,
+ * directory 0700) before its token can reach the model or the log, so a run that crashes and
+ * resumes in a new process reveals every token it wrote. Data keys are wrapped by the master
+ * key (`LOOPGUARD_VAULT_KEY`, else `<vault dir>/master.key`) and kept in
+ * `<vault dir>/subject-keys.json`: `forgetSubject` deletes one and every value of that subject
+ * is gone, in every run file, while logs keep their tokens. A file written in clear by an
+ * older version is sealed in place on first open.
+ *
+ * How it fails: a damaged file, a missing or wrong key are `[redact]` errors here (the run
+ * cannot start or resume); revealing a token whose subject was forgotten, or whose value
+ * outlived `retentionMs`, throws `VaultForgottenError` (the tool call fails; the token is never
+ * sent on as if it were the value). Nothing is written in clear.
+ */
+export function runVault(
+  vaultDir: string,
+  runId: string,
+  options: RunVaultOptions = {},
+): SupportVault {
+  const file = vaultFileOf(vaultDir, runId);
+  mkdirSync(vaultDir, { recursive: true, mode: 0o700 });
+  const keyring = vaultKeyring(vaultDir, options.keys ?? vaultKeys(vaultDir));
+  const subject = options.subject ?? runId;
+  return sealedVault({
+    source: `the vault file ${file}`,
+    lines: readVaultLines(file),
+    keyOf: (owner) => keyring.existingKeySync(owner),
+    writeKey: () => keyring.dataKeySync(subject),
+    subject,
+    onSealed: (line) => appendLine(file, line),
+    onMigrated: (lines) => rewrite(file, lines),
+    ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
+    now: options.now ?? Date.now,
+  });
+}
+
+/** The query method of a `pg` Pool or Client: all the PostgreSQL vault needs. */
+export interface SqlQueryable {
+  query(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: Record<string, unknown>[]; rowCount: number | null }>;
+}
+
+/**
+ * Subjects' wrapped data keys in PostgreSQL: `<schema>.subject_keys` (subject primary key).
+ * `DELETE` of a row is what crypto-shreds a customer for every worker at once. Create the
+ * table with `createSubjectKeysTable` first.
+ */
+export function postgresSubjectKeyStore(pool: SqlQueryable, schema: string): SubjectKeyStore {
+  const table = `"${schema}".subject_keys`;
+  const recordOf = (row: Record<string, unknown>): SubjectKeyRecord => ({
+    subject: String(row.subject),
+    keyId: String(row.key_id),
+    wrapped: String(row.wrapped),
+    createdAt: Number(row.created_at),
+  });
+  return {
+    name: `postgres:${table}`,
+    async get(subject) {
+      const { rows } = await pool.query(`SELECT * FROM ${table} WHERE subject = $1`, [subject]);
+      return rows[0] === undefined ? undefined : recordOf(rows[0]);
+    },
+    async put(record) {
+      await pool.query(
+        `INSERT INTO ${table} (subject, key_id, wrapped, created_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (subject) DO UPDATE SET key_id = EXCLUDED.key_id, wrapped = EXCLUDED.wrapped`,
+        [record.subject, record.keyId, record.wrapped, record.createdAt],
+      );
+    },
+    async delete(subject) {
+      const { rowCount } = await pool.query(`DELETE FROM ${table} WHERE subject = $1`, [subject]);
+      return (rowCount ?? 0) > 0;
+    },
+    async list() {
+      const { rows } = await pool.query(`SELECT * FROM ${table} ORDER BY subject`);
+      return rows.map(recordOf);
+    },
+  };
+}
+
+/** Creates `<schema>.subject_keys` if it does not exist (idempotent). */
+export async function createSubjectKeysTable(pool: SqlQueryable, schema: string): Promise<void> {
+  await pool.query(
+    `CREATE TABLE IF NOT EXISTS "${schema}".subject_keys (subject text PRIMARY KEY, key_id text NOT NULL, wrapped text NOT NULL, created_at bigint NOT NULL)`,
+  );
+}
+
+/** Options of `postgresRunVault`. */
+export interface PostgresRunVaultOptions {
+  keyring: Keyring;
+  runId: string;
+  /** Whose data the run holds (`context.subject`, else the tenant). Default: the run id. */
+  subject?: string;
+  /** The run's stored vault lines, in order (the `entry` column of `<schema>.vault_entries`). */
+  lines: readonly string[];
+  /** Receives each new sealed line, synchronously, to be written before the next append. */
+  onSealed: (line: string) => void;
+  retentionMs?: number;
+  now?: () => number;
+}
+
+/**
+ * A run's vault over PostgreSQL rows, sealed like the file vault: the keys of every subject
+ * in `lines`, and the run subject's data key, are fetched first (a KMS may answer
+ * asynchronously), so tokenising stays synchronous. The worker stores the sealed lines it is
+ * handed instead of entries in clear.
+ */
+export async function postgresRunVault(options: PostgresRunVaultOptions): Promise<SupportVault> {
+  const subject = options.subject ?? options.runId;
+  const keys = new Map<string, Uint8Array | undefined>();
+  const lines = options.lines.map((line, index) => ({ line, number: index + 1 }));
+  for (const { line } of lines) {
+    const owner = (JSON.parse(line) as { subject?: unknown })?.subject;
+    if (typeof owner === "string" && !keys.has(owner))
+      keys.set(owner, await options.keyring.existingKey(owner));
+  }
+  const writeKey = await options.keyring.dataKey(subject);
+  keys.set(subject, writeKey);
+  return sealedVault({
+    source: `vault_entries of run ${options.runId}`,
+    lines,
+    keyOf: (owner) => keys.get(owner),
+    writeKey: () => writeKey,
+    subject,
+    onSealed: options.onSealed,
+    ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
+    now: options.now ?? Date.now,
+  });
 }
 
 /** What `forgetSubject` did. */
@@ -313,7 +457,7 @@ export function pruneVault(vaultDir: string, olderThanMs: number, now = Date.now
     const file = join(vaultDir, name);
     let changed = false;
     const lines = readVaultLines(file).map(({ line, number }) => {
-      const stored = parseSealed(file, line, number);
+      const stored = parseSealed(`the vault file ${file}`, line, number);
       if (isSealedVaultEntry(stored) && now - stored.at > olderThanMs) {
         changed = true;
         removed++;

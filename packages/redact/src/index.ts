@@ -25,6 +25,7 @@ export { createRedactionStream, type RedactionStreamOptions } from "./redaction-
 export { isSensitiveKey } from "./sensitive-key.js";
 export {
   createKeyring,
+  dataKeyId,
   fileSubjectKeyStore,
   isSealedVaultEntry,
   type Keyring,

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
 import {
   closeSync,
   existsSync,
@@ -283,6 +283,19 @@ export interface SealedVaultEntry {
   at: number;
   /** Base64 of IV, ciphertext and tag; the plaintext is `{ "value": … }`. */
   sealed: string;
+  /**
+   * Which data key sealed it: an HMAC fingerprint of the key (reveals nothing of it). A
+   * subject forgotten and seen again gets a new key; its old entries are told apart by this.
+   */
+  kid?: string;
+}
+
+/** A one-way fingerprint of a data key, to tell which key sealed an entry. */
+export function dataKeyId(dataKey: Uint8Array): string {
+  return createHmac("sha256", dataKey)
+    .update("loopguard-vault-data-key-id")
+    .digest("hex")
+    .slice(0, 16);
 }
 
 /** A vault entry in clear: the value behind a token. */
@@ -325,6 +338,7 @@ export function sealVaultEntry(
     type: entry.type,
     at,
     sealed: sealed.toString("base64"),
+    kid: dataKeyId(dataKey),
   };
 }
 
@@ -358,7 +372,8 @@ export function openVaultEntry(
     throw new VaultDataError(
       "[redact] openVaultEntry: not a sealed vault entry (v, subject, token, type, at, sealed).",
     );
-  if (dataKey === undefined)
+  // No key, or a newer key than the one that sealed it: the subject was forgotten since.
+  if (dataKey === undefined || (sealed.kid !== undefined && sealed.kid !== dataKeyId(dataKey)))
     throw new VaultForgottenError(
       `[redact] ${sealed.token} belongs to subject "${sealed.subject}", whose data was forgotten (its key is deleted): the value cannot be revealed; the token stays a token.`,
     );
