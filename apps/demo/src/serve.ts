@@ -82,6 +82,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     onError: (error, where) =>
       options.out(`[serve] ${where}: ${error instanceof Error ? error.message : String(error)}`),
   });
+  await handler.ready;
   server.on("request", (request, response) => {
     handler.handle(request, response).catch((error) => {
       options.out(`[serve] ${error instanceof Error ? error.message : String(error)}`);
@@ -114,6 +115,7 @@ async function demoBackend(options: ServeOptions): Promise<WebBackend> {
     (await demoAgent({ paths: options.paths, runId })).agent;
   return localBackend({
     where: options.paths.runs,
+    watchDir: options.paths.runs,
     store: demo.store,
     freezeStore: fileFreezeStore({ path: options.paths.freeze }),
     redact,
@@ -167,20 +169,18 @@ async function postgresBackend(url: string, schema: string): Promise<WebBackend>
       if (events.some((event) => event.type === "run-end"))
         throw new Error(`run ${runId} has already ended`);
       // Claiming fenced off any worker on the run; the halt is written under the new claim.
-      await store
-        .fenced(runId, epoch)
-        .append(
-          runId,
-          [
-            {
-              type: "run-halt",
-              reason: `operator: ${reason}`,
-              source: `web:${by}`,
-              at: Date.now(),
-            },
-          ],
-          { expectedSeq: events.length },
-        );
+      await store.fenced(runId, epoch).append(
+        runId,
+        [
+          {
+            type: "run-halt",
+            reason: `operator: ${reason}`,
+            source: `web:${by}`,
+            at: Date.now(),
+          },
+        ],
+        { expectedSeq: events.length },
+      );
       await requeue(runId);
       return { status: "queued" };
     },
@@ -239,6 +239,7 @@ async function moduleBackend(specifier: string, options: ServeOptions): Promise<
 /** Answers and resumes runs in this process; a resume after an answer runs in the background. */
 function localBackend(parts: {
   where: string;
+  watchDir?: string;
   store: EventStore;
   freezeStore: FreezeStore;
   redact: (value: unknown) => unknown;
@@ -260,6 +261,7 @@ function localBackend(parts: {
   return {
     kind: "jsonl",
     where: parts.where,
+    ...(parts.watchDir ? { watchDir: parts.watchDir } : {}),
     store: parts.store,
     freezeStore: parts.freezeStore,
     policyDigest: parts.policyDigest,

@@ -112,6 +112,12 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     expect(text).toMatch(/bound to arguments \S+ and policy \S+/);
     expect(text).toMatch(/min left/);
     await expect.poll(() => page.locator("nav .count").textContent()).toBe("4");
+    expect(await page.title()).toBe("(4) Inbox · loopguard");
+
+    // Live: a run that parks while the page is open appears without a reload.
+    ids.live = parked();
+    await expect.poll(() => cards.count(), { timeout: 15_000 }).toBe(5);
+    await expect.poll(() => page.locator(`article[data-run="${ids.live}"]`).count()).toBe(1);
 
     // Approve: the answer is recorded under the signed-in name and the run completes.
     await card.getByRole("textbox", { name: "Reason" }).fill("customer is a long-standing account");
@@ -142,7 +148,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
       .not.toBe("awaiting_approval");
     expect(refundsOf(ids.deny!)).toEqual([]);
     await page.goto(`${base}/runs/${ids.deny}`);
-    await expect.poll(() => page.locator("ul.refusals").textContent()).toMatch(/issue_refund/);
+    await expect.poll(() => page.locator("ul.refusals").textContent(), { timeout: 10_000 }).toMatch(/issue_refund/);
     const trace = page.frameLocator("iframe.trace");
     await expect
       .poll(() => trace.locator("body").textContent(), { timeout: 10_000 })

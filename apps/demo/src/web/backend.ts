@@ -14,6 +14,8 @@ export interface WebBackend {
   /** Where the runs live, for the page header (no secrets). */
   readonly where: string;
   readonly store: EventStore;
+  /** The JSONL runs directory, watched so a refresh re-reads only the runs that changed. */
+  readonly watchDir?: string;
   readonly freezeStore: FreezeStore;
   /** The serving agent's policy digest; approvals bound to another one are stale. */
   readonly policyDigest?: string;
@@ -53,16 +55,10 @@ export interface RunQuery {
 }
 
 /**
- * Lists runs newest first, a page at a time. The cursor is the `updatedAt` and run id of the
- * last row shown, so a run that changes while someone pages moves to the top instead of
- * appearing twice.
+ * One page of runs, newest first. The cursor is the `updatedAt` and run id of the last row
+ * shown, so a run that changes while someone pages moves to the top instead of appearing twice.
  */
-export async function listRuns(store: EventStore, query: RunQuery): Promise<RunPage> {
-  const all = await store.list({
-    ...(query.status ? { status: query.status } : {}),
-    ...(query.agentId ? { agentId: query.agentId } : {}),
-  });
-  const sorted = all.sort((a, b) => b.updatedAt - a.updatedAt || (a.runId < b.runId ? -1 : 1));
+export function pageOf(sorted: readonly RunSummary[], query: RunQuery): RunPage {
   let start = 0;
   if (query.cursor) {
     const [at, id] = decodeCursor(query.cursor);

@@ -117,6 +117,23 @@ function put(...children: Child[]): void {
   );
 }
 
+/** Keeps the Inbox link's count of waiting approvals current. */
+function setCount(waiting: number): void {
+  const link = document.querySelector<HTMLAnchorElement>('header nav a[href="/"]');
+  if (!link) return;
+  let badge = link.querySelector<HTMLElement>(".count");
+  if (waiting === 0) {
+    badge?.remove();
+    return;
+  }
+  if (!badge) {
+    badge = h("span", { class: "count" });
+    link.append(" ", badge);
+  }
+  badge.textContent = String(waiting);
+  badge.setAttribute("aria-label", `${waiting} waiting`);
+}
+
 function ago(ms: number): string {
   const seconds = Math.max(0, Math.round((Date.now() - ms) / 1000));
   if (seconds < 60) return `${seconds}s ago`;
@@ -300,7 +317,9 @@ function renderInbox(data: { pending: Pending[]; fleet: Freeze }): void {
       : h("p", { class: "muted" }, `${data.pending.length} waiting, oldest first.`),
     h("div", { class: "cards" }, ...data.pending.map((item) => approvalCard(item, "h2"))),
   );
-  document.title = `(${data.pending.filter((item) => item.state === "pending").length}) Inbox · loopguard`;
+  const waiting = data.pending.filter((item) => item.state === "pending").length;
+  document.title = `(${waiting}) Inbox · loopguard`;
+  setCount(waiting);
 }
 
 function renderRuns(

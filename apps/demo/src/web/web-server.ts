@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type Span, spansFromEvents } from "@loopguard/core";
+import type { Span } from "@loopguard/core";
+import { spansFromEvents } from "@loopguard/core/plugin";
 import { loadTraceViewer } from "../trace-viewer.js";
-import { freezeState, listRuns, readRun, type WebBackend } from "./backend.js";
+import { freezeState, pageOf, readRun, type WebBackend } from "./backend.js";
 import { escapeHtml, type PageBoot, plainPage, shellPage } from "./page.js";
+import { RunIndex } from "./run-index.js";
 import { type PendingApproval, runView } from "./run-view.js";
 import { type Session, SessionKeeper } from "./session.js";
 
@@ -36,6 +38,8 @@ export interface WebHandler {
   handle(request: IncomingMessage, response: ServerResponse): Promise<void>;
   /** `http://HOST:PORT/?token=...`: printed by `serve` on its first line. */
   readonly signInUrl: string;
+  /** Resolves once every run has been indexed (requests wait for it too). */
+  readonly ready: Promise<void>;
   close(): void;
 }
 
@@ -79,6 +83,9 @@ export function createWebHandler(options: WebOptions): WebHandler {
   const signInHost = displayHost.includes(":") ? `[${displayHost}]` : displayHost;
   const signInUrl = `http://${signInHost}:${options.port}/?token=${sessions.loginToken}`;
   const backend = options.backend;
+  const index = new RunIndex(backend.store, backend.watchDir ? { watchDir: backend.watchDir } : {});
+  const ready = index.start();
+  ready.catch((error) => report(error, "indexing the runs"));
   const locks = new Map<string, Promise<unknown>>();
   const live = new Set<ServerResponse>();
   let liveTimer: ReturnType<typeof setInterval> | undefined;
@@ -117,7 +124,8 @@ export function createWebHandler(options: WebOptions): WebHandler {
     fleet: unknown;
     truncated?: number;
   }> {
-    const waiting = await backend.store.list({ status: "awaiting_approval" });
+    await index.refresh();
+    const waiting = index.filter({ status: "awaiting_approval" });
     const limit = 500;
     const pending: PendingApproval[] = [];
     const views = await Promise.all(
@@ -149,7 +157,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
     });
     if (error) {
       // A corrupt log still shows what the list knows of the run, with the error.
-      const row = (await backend.store.list()).find((item) => item.runId === runId);
+      const row = index.get(runId);
       if (!row) return { ...view, corrupt: error, status: "unreadable" };
       return {
         ...view,
@@ -174,12 +182,11 @@ export function createWebHandler(options: WebOptions): WebHandler {
     const agent = url.searchParams.get("agent") ?? "";
     const cursor = url.searchParams.get("cursor") ?? "";
     try {
-      const page = await listRuns(backend.store, {
-        limit,
-        ...(status ? { status } : {}),
-        ...(agent ? { agentId: agent } : {}),
-        ...(cursor ? { cursor } : {}),
-      });
+      await index.refresh();
+      const page = pageOf(
+        index.filter({ ...(status ? { status } : {}), ...(agent ? { agentId: agent } : {}) }),
+        { limit, ...(cursor ? { cursor } : {}) },
+      );
       return {
         ...page,
         runs: page.runs.map((row) =>
@@ -233,27 +240,28 @@ export function createWebHandler(options: WebOptions): WebHandler {
         requestId,
         ...(note ? { note } : {}),
       });
+      index.touch(runId);
       notify();
       return { status: 200, body: { runId, requestId, decision, approver, status: result.status } };
     });
   }
 
-  function notify(): void {
+  function notify(runId?: string): void {
+    if (runId !== undefined) index.touch(runId);
     lastSignature = "";
     for (const client of live) client.write("event: change\ndata: {}\n\n");
   }
 
   async function signature(): Promise<string> {
-    const rows = await backend.store.list({ limit: 1 });
-    const [pending, fleet] = await Promise.all([
-      backend.store.list({ status: "awaiting_approval" }),
-      freezeState(backend.freezeStore),
-    ]);
+    await index.refresh();
+    const fleet = await freezeState(backend.freezeStore);
+    const newest = index.all()[0];
     return JSON.stringify([
-      rows[0]?.updatedAt,
-      rows[0]?.runId,
-      rows[0]?.status,
-      pending.length,
+      newest?.updatedAt,
+      newest?.runId,
+      newest?.status,
+      index.filter({ status: "awaiting_approval" }).length,
+      index.all().length,
       fleet.frozen,
       fleet.at,
     ]);
@@ -327,6 +335,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
   }
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    await ready.catch(() => undefined);
     const nonce = randomBytes(16).toString("base64");
     const method = request.method ?? "GET";
     let url: URL;
@@ -470,7 +479,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
           }
           if (method === "POST" && parts[3] === "resume" && parts.length === 4) {
             const result = await exclusive(runId, () => backend.resume(runId));
-            notify();
+            notify(runId);
             return send(response, 200, { runId, status: result.status });
           }
           if (method === "POST" && parts[3] === "halt" && parts.length === 4) {
@@ -478,7 +487,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
             const reason = typeof body.reason === "string" ? body.reason.trim().slice(0, 500) : "";
             if (reason === "") throw new HttpError(400, "halting needs a reason");
             const result = await exclusive(runId, () => backend.halt(runId, reason, user));
-            notify();
+            notify(runId);
             return send(response, 200, { runId, status: result.status });
           }
         }
@@ -527,7 +536,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
             { wait: true },
           ),
         );
-        notify();
+        notify(runId);
         return send(response, 200, { runId, status: result.status });
       }
 
@@ -559,8 +568,10 @@ export function createWebHandler(options: WebOptions): WebHandler {
         );
       }
       // A script of earlier releases listed runs as JSON with the secret.
-      if (path === "/runs" && bySecret && !session && !wantsHtmlExplicit(request))
-        return send(response, 200, await backend.store.list());
+      if (path === "/runs" && bySecret && !session && !wantsHtmlExplicit(request)) {
+        await index.refresh();
+        return send(response, 200, index.all());
+      }
 
       const csrf = session?.csrf ?? "";
       const page = async (
@@ -617,7 +628,9 @@ export function createWebHandler(options: WebOptions): WebHandler {
   return {
     handle,
     signInUrl,
+    ready,
     close() {
+      index.close();
       if (liveTimer) clearInterval(liveTimer);
       for (const client of live) client.end();
       live.clear();
