@@ -375,7 +375,7 @@ export function openVaultEntry(
   // No key, or a newer key than the one that sealed it: the subject was forgotten since.
   if (dataKey === undefined || (sealed.kid !== undefined && sealed.kid !== dataKeyId(dataKey)))
     throw new VaultForgottenError(
-      `[redact] ${sealed.token} belongs to subject "${sealed.subject}", whose data was forgotten (its key is deleted): the value cannot be revealed; the token stays a token.`,
+      `[redact] ${sealed.token} belongs to subject "${sealed.subject}", whose data was forgotten (the key that sealed it is deleted): the value cannot be revealed; the token stays a token.`,
     );
   const bytes = Buffer.from(sealed.sealed, "base64");
   try {

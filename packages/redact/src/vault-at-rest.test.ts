@@ -41,7 +41,14 @@ describe("sealed entries", () => {
     expect(() => openVaultEntry(key, { ...sealed, subject: "cust_2" })).toThrow(
       /^\[redact\] the sealed value of <EMAIL_2>|^\[redact\] the sealed value of <EMAIL_1>/,
     );
-    expect(() => openVaultEntry(new Uint8Array(32).fill(2), sealed)).toThrow(/does not open/);
+    // Another key than the one that sealed it: that key is gone (forgotten or replaced).
+    expect(() => openVaultEntry(new Uint8Array(32).fill(2), sealed)).toThrow(VaultForgottenError);
+    // The ciphertext changed: the GCM tag does not check.
+    const bytes = Buffer.from(sealed.sealed, "base64");
+    bytes[14] = bytes[14]! ^ 1;
+    expect(() => openVaultEntry(key, { ...sealed, sealed: bytes.toString("base64") })).toThrow(
+      /does not open: the data was changed/,
+    );
     expect(() => openVaultEntry(undefined, sealed)).toThrow(VaultForgottenError);
   });
 });
