@@ -1,4 +1,4 @@
-import { InvalidArgumentError, sha256, type ToolCall } from "@loopguard/core";
+import { gateMemory, InvalidArgumentError, sha256, type ToolCall } from "@loopguard/core";
 import { normalizeValue } from "./normalize-value.js";
 import { describeValue } from "./predicate.js";
 
@@ -200,7 +200,7 @@ export const ownReasons: ReadonlySet<string> = new Set([
 /** The run as a gate sees it (whatever core hands gates in `call.run`). */
 type GateRun = NonNullable<ToolCall["run"]>;
 
-/** Per-run no-progress state, in `run.scratch`; everything but asks is rebuilt from the run. */
+/** Per-run no-progress state, in the gate's run memory; everything but asks is rebuilt from the run. */
 interface State {
   callsSeen: number;
   outputsSeen: number;
@@ -223,8 +223,6 @@ interface State {
   /** Calls sent to a person for `no_progress`, by tool use id. */
   asked: Set<string>;
 }
-
-const scratchKey = "loopguard.policy.no_progress";
 
 /** A detection: which signal, and how strong. */
 export interface NoProgressFinding {
@@ -249,8 +247,13 @@ export interface NoProgressDetector {
 export function noProgressDetector(settings: Readonly<NoProgressSettings>): NoProgressDetector {
   const tolerance = settings.numberTolerance;
   const gap = settings.numberGap;
+  const watchesCalls = settings.nearRepeats !== false || settings.oscillations !== false;
+  const memoryKey = gateMemory("run_guard.no_progress", () => ({
+    state: undefined as State | undefined,
+  }));
   const stateOf = (run: GateRun): State => {
-    let state = run.scratch.get(scratchKey) as State | undefined;
+    const box = run.memory(memoryKey);
+    let state = box.state;
     if (
       !state ||
       state.callsSeen > run.calls.length ||
@@ -271,7 +274,7 @@ export function noProgressDetector(settings: Readonly<NoProgressSettings>): NoPr
         warnings: 0,
         asked: state?.asked ?? new Set(),
       };
-      run.scratch.set(scratchKey, state);
+      box.state = state;
     }
     if (state.callsSeen < run.calls.length) {
       // An admitted call ends a refusal streak. Between two checks of a sequential run only
@@ -280,8 +283,13 @@ export function noProgressDetector(settings: Readonly<NoProgressSettings>): NoPr
       state.refusalStreak = 0;
       for (; state.callsSeen < run.calls.length; state.callsSeen += 1) {
         const call = run.calls[state.callsSeen]!;
-        const key = state.pending.get(call.toolUseId);
+        // The key the check computed; after a resume, the logged arguments (with a vault they
+        // are tokens, so the first comparison across the resume may not match).
+        let key = state.pending.get(call.toolUseId);
         state.pending.delete(call.toolUseId);
+        const logged = (call as { args?: unknown }).args;
+        if (key === undefined && logged !== undefined && watchesCalls)
+          key = nearKeyOf(call.tool, logged);
         state.nearStreak = near(key, state.last, tolerance, gap) ? state.nearStreak + 1 : 1;
         // A-B-A-B: this call is near the one two back and not near the one before.
         state.alternating =

@@ -4,6 +4,7 @@ import {
   defaultHaltOn,
   digestOf,
   type GateDecision,
+  gateMemory,
   type HaltingGate,
   InvalidArgumentError,
   sha256,
@@ -68,7 +69,7 @@ export interface RunGuardGate extends HaltingGate {
 /** The run as a gate sees it (whatever core hands gates in `call.run`). */
 type GateRun = NonNullable<ToolCall["run"]>;
 
-/** Per-run loop state, kept in `run.scratch` and rebuilt from `run.calls` when missing. */
+/** Per-run loop state, kept in the gate's run memory and rebuilt from `run.calls` when missing. */
 interface LoopState {
   /** How many of `run.calls` are folded in. */
   seen: number;
@@ -119,7 +120,11 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
   const period = settings.maxLoopPeriod;
   const needed = new Int32Array(period + 1);
   for (let p = 1; p <= period; p += 1) needed[p] = p * (settings.loopRepeats - 1);
-  const scratchKey = `loopguard.policy.run_loop:${period}`;
+  // Memory of this gate only (keys compare by identity): a shadow RunGuard beside the live one
+  // keeps its own state.
+  const memoryKey = gateMemory("run_guard.loops", () => ({
+    state: undefined as LoopState | undefined,
+  }));
   const digest = sha256(
     canonicalJson({
       kind: "run_guard",
@@ -131,7 +136,8 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
   const detector = settings.noProgress ? noProgressDetector(settings.noProgress) : undefined;
 
   const stateOf = (run: GateRun): LoopState => {
-    let state = run.scratch.get(scratchKey) as LoopState | undefined;
+    const box = run.memory(memoryKey);
+    let state = box.state;
     if (!state || state.seen > run.calls.length || state.refusalsSeen > run.refusals.length) {
       state = {
         seen: 0,
@@ -141,7 +147,7 @@ export function runGuard(options: RunGuardOptions = {}): RunGuardGate {
         refusalsSeen: 0,
         warned: false,
       };
-      run.scratch.set(scratchKey, state);
+      box.state = state;
     }
     for (; state.seen < run.calls.length; state.seen += 1) {
       const call = run.calls[state.seen]!;
