@@ -1,15 +1,8 @@
 // Gate pipeline cost per tool call under guardTool: `node gates.mjs [calls]`.
 // Prints one JSON line with p50/p99 microseconds for each gate alone and the whole pipeline.
 import { performance } from "node:perf_hooks";
-import {
-  digestOf,
-  guardTool,
-  judgeCall,
-  RunState,
-  sortGates,
-  tool,
-  withRun,
-} from "@loopguard/core";
+import { guardTool, tool, withRun } from "@loopguard/core";
+import { digestOf, judgeCall, RunState, sortGates } from "@loopguard/core/plugin";
 import * as v from "valibot";
 import { measureAdapters } from "./adapters.mjs";
 

@@ -17,8 +17,8 @@ import {
   type Gate,
   type Model,
   type StoredEvent,
-  sleep,
 } from "@loopguard/core";
+import { sleep } from "@loopguard/core/plugin";
 import {
   crashAfter,
   gullibleModel,

@@ -6,10 +6,10 @@ import {
   type Gate,
   type Model,
   type ModelRequest,
-  sleep,
   type Tool,
   type ToolContext,
 } from "@loopguard/core";
+import { sleep } from "@loopguard/core/plugin";
 import {
   gullibleModel,
   loadPackages,

@@ -2,16 +2,16 @@ import { AsyncResource } from "node:async_hooks";
 import {
   type Approver,
   currentRun,
-  formatToolOutput,
   type Gate,
   type GuardOptions,
   guardTool,
-  type Tool as LoopguardTool,
   type RunContextInput,
   type RunHandle,
+  type Tool as LoopguardTool,
   type ToolCall,
   withRun,
 } from "@loopguard/core";
+import { formatToolOutput } from "@loopguard/core/plugin";
 import {
   asSchema,
   type InferToolInput,

@@ -4,10 +4,10 @@ import {
   type ModelPrice,
   type OutputEnvelope,
   priceOf,
-  type RunState,
   type Scanner,
   type ScanResult,
 } from "@loopguard/core";
+import { type RunState } from "@loopguard/core/plugin";
 import type { LanguageModelMiddleware } from "ai";
 import { BudgetExceededError, GuardToolsError } from "./errors.js";
 

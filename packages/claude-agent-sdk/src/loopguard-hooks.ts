@@ -7,25 +7,27 @@ import type {
   PermissionResult,
 } from "@anthropic-ai/claude-agent-sdk";
 import {
-  type ApprovalOutcome,
   type Approver,
   currentRun,
   type DecisionRecord,
-  digestOf,
   type Gate,
   InvalidArgumentError,
-  judgeCall,
   type OutputEnvelope,
   type RunContextInput,
   type RunHandle,
-  readApproverAnswer,
   type Scanner,
   type ScanResult,
-  sortGates,
   type Tool,
   type ToolCall,
   withRun,
 } from "@loopguard/core";
+import {
+  type ApprovalOutcome,
+  digestOf,
+  judgeCall,
+  readApproverAnswer,
+  sortGates,
+} from "@loopguard/core/plugin";
 
 /** Options of `loopguardHooks`. */
 export interface LoopguardHooksOptions {

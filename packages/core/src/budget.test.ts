@@ -4,13 +4,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { claudeModel } from "./anthropic/index.js";
 import type { EventStore } from "./contracts/event-store.js";
 import type { ModelRequest } from "./contracts/model.js";
-import {
-  createAgent,
-  type ModelPrice,
-  requestBytes,
-  tool,
-  UnknownModelPriceError,
-} from "./index.js";
+import { createAgent, type ModelPrice, tool, UnknownModelPriceError } from "./index.js";
+import { requestBytes } from "./pricing.js";
 import {
   type MessagesApiServer,
   memoryEventStore,

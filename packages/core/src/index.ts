@@ -1,19 +1,21 @@
+/**
+ * `@loopguard/core`: the loop (`createAgent`), tools (`tool`), the guard for loops you already
+ * have (`guardTool`, `withRun`, `approveRun`), the contracts every plug-in implements, the
+ * events of a run's log, the errors, prices and budgets. Plug-in authors also need
+ * `@loopguard/core/plugin`; tests need `@loopguard/core/testing`.
+ */
 export type {
   Agent,
   AgentOptions,
   ApprovalAnswer,
   BlockedCall,
-  Redactor,
   RunOptions,
   RunResult,
-  Vault,
 } from "./agent.js";
-export { breakerOf, createAgent } from "./agent.js";
+export { createAgent } from "./agent.js";
 export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
-export type { ApprovalOutcome, ApprovalRequest, Approver, ApproverAnswer } from "./approval.js";
-export { readApproverAnswer } from "./approval.js";
+export type { ApprovalRequest, Approver, ApproverAnswer } from "./contracts/approver.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
-export { CircuitBreaker } from "./circuit-breaker.js";
 export type {
   AppendOptions,
   AppendResult,
@@ -37,7 +39,6 @@ export type {
   ShadowGate,
   ToolCall,
 } from "./contracts/gate.js";
-export { isShadowGate } from "./contracts/gate.js";
 export type {
   BucketSpec,
   CounterSpec,
@@ -66,8 +67,9 @@ export type {
   ToolUseBlock,
   Usage,
 } from "./contracts/model.js";
+export type { Redactor } from "./contracts/redactor.js";
 export type { GateMemoryKey, RunView } from "./contracts/run-view.js";
-export { gateMemory } from "./contracts/run-view.js";
+export type { Vault } from "./contracts/vault.js";
 export type {
   Provenance,
   ScanFinding,
@@ -75,7 +77,6 @@ export type {
   ScanResult,
   ScanVerdict,
 } from "./contracts/scanner.js";
-export { digestOf, sha256 } from "./digest.js";
 export {
   AmbiguousApprovalError,
   AppendConflictError,
@@ -109,11 +110,6 @@ export type {
   ToolCallRefusalEvent,
   ToolCallResultEvent,
 } from "./events.js";
-export { runEventTypes } from "./events.js";
-export type { ExecuteOptions, ToolExecution } from "./execute.js";
-export { executeTool, formatToolOutput } from "./execute.js";
-export type { PendingTurn } from "./fold.js";
-export { foldRun, guardRunModel, RunFold, textOf } from "./fold.js";
 export type { GuardedTool, GuardOptions, GuardOutcome, RunHandle } from "./guard.js";
 export { currentRun, guardTool, withRun } from "./guard.js";
 export type {
@@ -124,50 +120,14 @@ export type {
 } from "./guard-run.js";
 export { approveRun } from "./guard-run.js";
 export type { JsonValue } from "./json.js";
-export { canonicalJson } from "./json.js";
-export { filterSummaries, memoryEventStore } from "./memory-event-store.js";
-export { memoryLimitStore } from "./memory-limit-store.js";
-export type { OutputEnvelope, RecordedScan } from "./output.js";
-export type { HaltingGate, JudgeInput, Judgement } from "./pipeline.js";
-export { defaultHaltOn, judgeCall, sortGates } from "./pipeline.js";
+export type { OutputEnvelope } from "./contracts/output-envelope.js";
+export type { RecordedScan } from "./output.js";
 export type { ModelPrice } from "./pricing.js";
-export {
-  claudePrices,
-  costOf,
-  priceOf,
-  priceTableDate,
-  promptTokenBound,
-  requestBytes,
-  worstCaseCost,
-} from "./pricing.js";
-export type { ResolvedRetryOptions, RetryOptions } from "./retry.js";
-export {
-  backoffDelay,
-  classifyError,
-  resolveRetryOptions,
-  retryAfterFrom,
-  sleep,
-} from "./retry.js";
+export { claudePrices, costOf, priceOf, priceTableDate } from "./pricing.js";
+export type { RetryOptions } from "./retry.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
-export { RunState } from "./run-state.js";
-export type { AttributeValue, Span, SpanEvent, SpanKind } from "./spans.js";
-export { SpanBuilder, spansFromEvents, traceIdOf } from "./spans.js";
-export type {
-  AssemblerUpdate,
-  MessageAssembler,
-  MessageEventsOptions,
-} from "./stream/assemble-message.js";
-export {
-  assembleMessage,
-  createMessageAssembler,
-  messageEvents,
-  StreamProtocolError,
-} from "./stream/assemble-message.js";
-export { attachStream } from "./stream/attach-stream.js";
-export type { DeltaFilter, DeltaFilterOptions, TextTransform } from "./stream/delta-filter.js";
-export { createDeltaFilter, defaultHoldBack } from "./stream/delta-filter.js";
-export type { StreamAttemptOptions, StreamAttemptOutcome } from "./stream/stream-attempt.js";
-export { StreamIdleError, streamAttempt } from "./stream/stream-attempt.js";
-export { summarize } from "./summary.js";
+export type { AttributeValue, Span, SpanEvent, SpanKind } from "./contracts/span.js";
+export { StreamProtocolError } from "./stream/assemble-message.js";
+export { StreamIdleError } from "./stream/stream-attempt.js";
 export type { ObjectSchema, ParseResult, Tool, ToolContext, ToolOptions } from "./tool.js";
 export { tool } from "./tool.js";

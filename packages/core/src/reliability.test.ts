@@ -1,8 +1,9 @@
 import * as v from "valibot";
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeModel } from "./anthropic/index.js";
+import { breakerOf } from "./breakers.js";
 import type { ModelRequest } from "./contracts/model.js";
-import { breakerOf, createAgent, ToolError, tool } from "./index.js";
+import { createAgent, ToolError, tool } from "./index.js";
 import {
   faultyModel,
   faultyTool,

@@ -1,4 +1,5 @@
-import { type EventStore, type Span, type StoredEvent, spansFromEvents } from "@loopguard/core";
+import { type EventStore, type Span, type StoredEvent } from "@loopguard/core";
+import { spansFromEvents } from "@loopguard/core/plugin";
 import type { RecordingExporter } from "@loopguard/core/testing";
 
 /** Everything a scenario exposed to observability: what an operator or a vendor could read. */

@@ -2,7 +2,7 @@
 //   node --expose-gc bench/taint-state.mjs [MB]
 // Prints figures; asserts nothing about time.
 import { performance } from "node:perf_hooks";
-import { RunState } from "@loopguard/core";
+import { RunState } from "@loopguard/core/plugin";
 
 const { taintGate } = await import("../dist/index.js");
 const megabytes = Number(process.argv[2] ?? 1);

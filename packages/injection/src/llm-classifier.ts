@@ -1,5 +1,6 @@
 import type { Model, Provenance, Scanner, ScanResult } from "@loopguard/core";
-import { InvalidArgumentError, sha256 } from "@loopguard/core";
+import { InvalidArgumentError } from "@loopguard/core";
+import { sha256 } from "@loopguard/core/plugin";
 
 /** Options of {@link llmClassifier}. */
 export interface LlmClassifierOptions {

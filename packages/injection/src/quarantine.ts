@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import type { OutputEnvelope, Provenance, ScanResult } from "@loopguard/core";
-import { InvalidArgumentError, sha256 } from "@loopguard/core";
+import { InvalidArgumentError } from "@loopguard/core";
+import { sha256 } from "@loopguard/core/plugin";
 import { detectorView, segmentText } from "./learned-features.js";
 import { normalizeText } from "./normalize-text.js";
 import { findTagLike } from "./tag-skeleton.js";

@@ -1,5 +1,7 @@
-import type { ModelRequest, RunState, ToolCall } from "@loopguard/core";
-import { createAgent, guardTool, RunState as RunStateClass, tool, withRun } from "@loopguard/core";
+import type { ModelRequest, ToolCall } from "@loopguard/core";
+import type { RunState } from "@loopguard/core/plugin";
+import { createAgent, guardTool, tool, withRun } from "@loopguard/core";
+import { RunState as RunStateClass } from "@loopguard/core/plugin";
 import { memoryEventStore, type ScriptedReply, scriptedModel } from "@loopguard/core/testing";
 import fc from "fast-check";
 import * as v from "valibot";

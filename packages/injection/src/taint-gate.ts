@@ -1,12 +1,7 @@
-import type {
-  Gate,
-  GateDecision,
-  RunState,
-  ScanVerdict,
-  SeenOutput,
-  ToolCall,
-} from "@loopguard/core";
-import { digestOf, InvalidArgumentError } from "@loopguard/core";
+import type { Gate, GateDecision, ScanVerdict, SeenOutput, ToolCall } from "@loopguard/core";
+import type { RunState } from "@loopguard/core/plugin";
+import { InvalidArgumentError } from "@loopguard/core";
+import { digestOf } from "@loopguard/core/plugin";
 import { normalizeText } from "./normalize-text.js";
 import { flaggedSpanTag } from "./quarantine.js";
 import {

@@ -1,4 +1,5 @@
-import { approveRun, foldRun } from "@loopguard/core";
+import { approveRun } from "@loopguard/core";
+import { foldRun } from "@loopguard/core/plugin";
 import { memoryEventStore } from "@loopguard/core/testing";
 import { heuristicScanner, quarantine, taintGate } from "@loopguard/injection";
 import { allow, argGt, ask, deny, policy, runGuard } from "@loopguard/policy";

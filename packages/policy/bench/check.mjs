@@ -2,7 +2,7 @@
 // Run from packages/policy: `npx tsc -p tsconfig.build.json && node bench/check.mjs [calls]`.
 // Prints figures; asserts nothing about time.
 import { performance } from "node:perf_hooks";
-import { digestOf, RunState } from "@loopguard/core";
+import { digestOf, RunState } from "@loopguard/core/plugin";
 import {
   allow,
   argDomainNotIn,

@@ -4,7 +4,7 @@
 // Run from packages/policy: `pnpm build && node bench/no-progress-thresholds.mjs [runs]`.
 // The runs are generated (seeded), not recorded traffic: what each generator does is written
 // beside it. Prints figures; asserts nothing.
-import { digestOf, RunState } from "@loopguard/core";
+import { digestOf, RunState } from "@loopguard/core/plugin";
 import { runGuard } from "../dist/index.js";
 
 const runsPerKind = Number(process.argv[2] ?? 400);

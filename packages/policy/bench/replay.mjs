@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { digestOf } from "@loopguard/core";
+import { digestOf } from "@loopguard/core/plugin";
 import { jsonlEventStore } from "../../checkpoint/dist/index.js";
 import { replayRuns } from "../dist/index.js";
 

@@ -1,11 +1,5 @@
-import {
-  canonicalJson,
-  type Gate,
-  type GateDecision,
-  InvalidArgumentError,
-  sha256,
-  type ToolCall,
-} from "@loopguard/core";
+import { type Gate, type GateDecision, InvalidArgumentError, type ToolCall } from "@loopguard/core";
+import { canonicalJson, sha256 } from "@loopguard/core/plugin";
 import type { FreezeStore } from "./freeze-store.js";
 
 /** Options of `killSwitch()`. */

@@ -1,4 +1,5 @@
-import { digestOf, type GateDecision, type RunState } from "@loopguard/core";
+import { type GateDecision } from "@loopguard/core";
+import { digestOf, type RunState } from "@loopguard/core/plugin";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { callOf, runOf } from "./__fixtures__/calls.js";

@@ -1,4 +1,5 @@
-import { gateMemory, InvalidArgumentError, sha256, type ToolCall } from "@loopguard/core";
+import { InvalidArgumentError, type ToolCall } from "@loopguard/core";
+import { gateMemory, sha256 } from "@loopguard/core/plugin";
 import { normalizeValue } from "./normalize-value.js";
 import { describeValue } from "./predicate.js";
 

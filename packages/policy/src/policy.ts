@@ -1,14 +1,13 @@
 import {
   type AllowDecision,
   type AskDecision,
-  canonicalJson,
   type DenyDecision,
   type Gate,
   InvalidArgumentError,
   type JsonValue,
-  sha256,
   type ToolCall,
 } from "@loopguard/core";
+import { canonicalJson, sha256 } from "@loopguard/core/plugin";
 import { PolicyFrozenError } from "./errors.js";
 import { describeValue } from "./predicate.js";
 import { type CompiledRule, type Effect, type Rule, type RuleInput, toRule } from "./rule.js";

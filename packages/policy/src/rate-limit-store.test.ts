@@ -1,4 +1,5 @@
-import { type LimitStore, memoryLimitStore, type ToolCall } from "@loopguard/core";
+import { type LimitStore, type ToolCall } from "@loopguard/core";
+import { memoryLimitStore } from "@loopguard/core/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { callOf, runOf } from "./__fixtures__/calls.js";

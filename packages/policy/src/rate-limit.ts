@@ -1,15 +1,14 @@
 import {
   type CallOutcome,
-  canonicalJson,
   type DenyDecision,
   type Gate,
   type GateDecision,
   InvalidArgumentError,
   type JsonValue,
   type LimitStore,
-  sha256,
   type ToolCall,
 } from "@loopguard/core";
+import { canonicalJson, sha256 } from "@loopguard/core/plugin";
 import { compileGlobs, type GlobMatcher } from "./glob.js";
 import { describeValue } from "./predicate.js";
 

@@ -6,11 +6,10 @@ import {
   type Gate,
   InvalidArgumentError,
   type JsonValue,
-  RunState,
   type StoredEvent,
-  sortGates,
   type ToolCall,
 } from "@loopguard/core";
+import { RunState, sortGates } from "@loopguard/core/plugin";
 import { type LoadedPolicy, loadPolicy } from "./load-policy.js";
 import { describeValue } from "./predicate.js";
 

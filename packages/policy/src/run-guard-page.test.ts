@@ -3,7 +3,8 @@
  * sentence, through a real loop or `guardTool`/`withRun` (issue 22, item 1). Each test quotes
  * the sentence it checks.
  */
-import { createAgent, digestOf, guardTool, type StoredEvent, tool, withRun } from "@loopguard/core";
+import { createAgent, guardTool, type StoredEvent, tool, withRun } from "@loopguard/core";
+import { digestOf } from "@loopguard/core/plugin";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
 import fc from "fast-check";
 import * as v from "valibot";

@@ -1,12 +1,5 @@
-import {
-  createAgent,
-  type DenyDecision,
-  digestOf,
-  guardTool,
-  RunState,
-  tool,
-  withRun,
-} from "@loopguard/core";
+import { createAgent, type DenyDecision, guardTool, tool, withRun } from "@loopguard/core";
+import { digestOf, RunState } from "@loopguard/core/plugin";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
 import fc from "fast-check";
 import * as v from "valibot";

@@ -1,15 +1,17 @@
 import {
-  canonicalJson,
   type DenyDecision,
-  defaultHaltOn,
-  digestOf,
   type GateDecision,
-  gateMemory,
-  type HaltingGate,
   InvalidArgumentError,
-  sha256,
   type ToolCall,
 } from "@loopguard/core";
+import {
+  canonicalJson,
+  defaultHaltOn,
+  digestOf,
+  gateMemory,
+  type HaltingGate,
+  sha256,
+} from "@loopguard/core/plugin";
 import { compileGlobs, type GlobMatcher } from "./glob.js";
 import {
   type NoProgressFinding,

@@ -3,9 +3,9 @@ import {
   type Gate,
   type GateDecision,
   InvalidArgumentError,
-  sha256,
   type ToolCall,
 } from "@loopguard/core";
+import { sha256 } from "@loopguard/core/plugin";
 import { describeValue } from "./predicate.js";
 
 /** Options of `shadow()`. */

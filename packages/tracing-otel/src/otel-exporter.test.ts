@@ -1,5 +1,6 @@
 import type { Span } from "@loopguard/core";
-import { InvalidArgumentError, traceIdOf } from "@loopguard/core";
+import { InvalidArgumentError } from "@loopguard/core";
+import { traceIdOf } from "@loopguard/core/plugin";
 import { recordingExporter } from "@loopguard/core/testing";
 import {
   BasicTracerProvider,

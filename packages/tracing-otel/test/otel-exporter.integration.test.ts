@@ -1,4 +1,5 @@
-import { type Span, traceIdOf } from "@loopguard/core";
+import { type Span } from "@loopguard/core";
+import { traceIdOf } from "@loopguard/core/plugin";
 import { recordingExporter } from "@loopguard/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { otelExporter, otlpTracing, TraceExportError } from "../src/index.js";

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type Span, spansFromEvents } from "@loopguard/core";
+import { type Span } from "@loopguard/core";
+import { spansFromEvents } from "@loopguard/core/plugin";
 import { supportDefences } from "@loopguard/evals";
 import type { Command } from "commander";
 import { type CliShared, pathsOf, withDir } from "../cli-context.js";

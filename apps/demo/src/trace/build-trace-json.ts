@@ -1,9 +1,5 @@
-import {
-  InvalidArgumentError,
-  type Span,
-  type StoredEvent,
-  spansFromEvents,
-} from "@loopguard/core";
+import { InvalidArgumentError, type Span, type StoredEvent } from "@loopguard/core";
+import { spansFromEvents } from "@loopguard/core/plugin";
 
 /** What the viewer shows about the run besides its spans. */
 export interface TraceMeta {

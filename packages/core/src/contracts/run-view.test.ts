@@ -1,6 +1,7 @@
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { createAgent, type Gate, gateMemory, RunState, tool } from "../index.js";
+import { createAgent, type Gate, tool } from "../index.js";
+import { gateMemory, RunState } from "../plugin/index.js";
 import { scriptedModel } from "../testing/index.js";
 
 describe("gateMemory", () => {

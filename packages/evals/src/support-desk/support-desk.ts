@@ -1,4 +1,5 @@
-import { InvalidArgumentError, sleep, type Tool, ToolError, tool } from "@loopguard/core";
+import { InvalidArgumentError, type Tool, tool, ToolError } from "@loopguard/core";
+import { sleep } from "@loopguard/core/plugin";
 import * as v from "valibot";
 import { type SupportDeskFixtures, supportDeskFixtures } from "./fixtures.js";
 import { type SideEffectLedger, sideEffectLedger } from "./side-effect-ledger.js";

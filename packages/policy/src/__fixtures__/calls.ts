@@ -1,4 +1,5 @@
-import { RunState, type ToolCall } from "@loopguard/core";
+import { type ToolCall } from "@loopguard/core";
+import { RunState } from "@loopguard/core/plugin";
 
 let counter = 0;
 

@@ -3,7 +3,8 @@
  * a planted injection and markup that tries to close the page's script, a refund, an email the
  * policy refuses, and an answer. The clock is fake, so the timeline is the same every time.
  */
-import { type Gate, type Scanner, type StoredEvent, createAgent, memoryEventStore, tool } from "@loopguard/core";
+import { createAgent, type Gate, type Scanner, type StoredEvent, tool } from "@loopguard/core";
+import { memoryEventStore } from "@loopguard/core/testing";
 import { scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 
