@@ -14,8 +14,8 @@ export type {
 } from "./agent.js";
 export { createAgent } from "./agent.js";
 export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
-export type { ApprovalRequest, Approver, ApproverAnswer } from "./contracts/approver.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
+export type { ApprovalRequest, Approver, ApproverAnswer } from "./contracts/approver.js";
 export type {
   AppendOptions,
   AppendResult,
@@ -67,9 +67,9 @@ export type {
   ToolUseBlock,
   Usage,
 } from "./contracts/model.js";
+export type { OutputEnvelope } from "./contracts/output-envelope.js";
 export type { Redactor } from "./contracts/redactor.js";
 export type { GateMemoryKey, RunView } from "./contracts/run-view.js";
-export type { Vault } from "./contracts/vault.js";
 export type {
   Provenance,
   ScanFinding,
@@ -77,6 +77,8 @@ export type {
   ScanResult,
   ScanVerdict,
 } from "./contracts/scanner.js";
+export type { AttributeValue, Span, SpanEvent, SpanKind } from "./contracts/span.js";
+export type { Vault } from "./contracts/vault.js";
 export {
   AmbiguousApprovalError,
   AppendConflictError,
@@ -120,13 +122,11 @@ export type {
 } from "./guard-run.js";
 export { approveRun } from "./guard-run.js";
 export type { JsonValue } from "./json.js";
-export type { OutputEnvelope } from "./contracts/output-envelope.js";
 export type { RecordedScan } from "./output.js";
 export type { ModelPrice } from "./pricing.js";
 export { claudePrices, costOf, priceOf, priceTableDate } from "./pricing.js";
 export type { RetryOptions } from "./retry.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
-export type { AttributeValue, Span, SpanEvent, SpanKind } from "./contracts/span.js";
 export { StreamProtocolError } from "./stream/assemble-message.js";
 export { StreamIdleError } from "./stream/stream-attempt.js";
 export type { ObjectSchema, ParseResult, Tool, ToolContext, ToolOptions } from "./tool.js";
