@@ -22,6 +22,7 @@ import {
   validateConnection,
 } from "./postgres-pool.js";
 import { assertRunId } from "./run-id.js";
+import { validateFilter } from "./validate-filter.js";
 
 /** Options of `postgresEventStore`: a pool or a connection string, and a schema name. */
 export type PostgresEventStoreOptions = PostgresConnectionOptions;
@@ -339,6 +340,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         `[checkpoint] postgresEventStore.list: limit must be a non-negative integer, got ${JSON.stringify(filter.limit)}`,
       );
     }
+    validateFilter(filter);
     const pool = await ready();
     const conditions = ["summary IS NOT NULL"];
     const values: unknown[] = [];
@@ -354,6 +356,13 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
       values.push(filter.updatedAfter);
       conditions.push(`updated_at > $${values.length}`);
     }
+    const oldest = filter.order === "oldest";
+    if (filter.after !== undefined) {
+      values.push(filter.after.updatedAt, filter.after.runId);
+      conditions.push(
+        `(updated_at ${oldest ? ">" : "<"} $${values.length - 1} OR (updated_at = $${values.length - 1} AND run_id COLLATE "C" > $${values.length}))`,
+      );
+    }
     let limit = "";
     if (filter.limit !== undefined) {
       values.push(filter.limit);
@@ -361,7 +370,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     }
     // ORDER BY run_id COLLATE "C" matches JavaScript's code-unit order for ties.
     const { rows } = await pool.query(
-      `SELECT summary FROM ${s}.runs WHERE ${conditions.join(" AND ")} ORDER BY updated_at DESC, run_id COLLATE "C" ${limit}`,
+      `SELECT summary FROM ${s}.runs WHERE ${conditions.join(" AND ")} ORDER BY updated_at ${oldest ? "ASC" : "DESC"}, run_id COLLATE "C" ${limit}`,
       values,
     );
     return rows.map((row) => JSON.parse(row.summary as string) as RunSummary);

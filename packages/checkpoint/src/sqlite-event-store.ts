@@ -476,7 +476,12 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
         clauses.push("updated_at > ?");
         parameters.push(filter.updatedAfter);
       }
-      let sql = `SELECT summary FROM loopguard_runs${clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""} ORDER BY updated_at DESC, run_id`;
+      const oldest = filter.order === "oldest";
+      if (filter.after !== undefined) {
+        clauses.push(`(updated_at ${oldest ? ">" : "<"} ? OR (updated_at = ? AND run_id > ?))`);
+        parameters.push(filter.after.updatedAt, filter.after.updatedAt, filter.after.runId);
+      }
+      let sql = `SELECT summary FROM loopguard_runs${clauses.length > 0 ? ` WHERE ${clauses.join(" AND ")}` : ""} ORDER BY updated_at ${oldest ? "ASC" : "DESC"}, run_id`;
       if (filter.limit !== undefined) {
         sql += " LIMIT ?";
         parameters.push(filter.limit);

@@ -5,7 +5,7 @@ import { InvalidArgumentError } from "@loopguard/core";
 export function validateFilter(filter: ListFilter): void {
   if (typeof filter !== "object" || filter === null)
     throw new InvalidArgumentError("[checkpoint] list(filter): filter must be an object");
-  const { status, agentId, updatedAfter, limit } = filter;
+  const { status, agentId, updatedAfter, limit, order, after } = filter;
   if (
     status !== undefined &&
     typeof status !== "string" &&
@@ -25,6 +25,21 @@ export function validateFilter(filter: ListFilter): void {
       "[checkpoint] list(filter): updatedAfter must be a time in milliseconds since the epoch",
     );
   }
+  if (order !== undefined && order !== "newest" && order !== "oldest")
+    throw new InvalidArgumentError(
+      `[checkpoint] list(filter): order must be "newest" or "oldest", got ${JSON.stringify(order)}`,
+    );
+  if (
+    after !== undefined &&
+    (typeof after !== "object" ||
+      after === null ||
+      typeof after.runId !== "string" ||
+      typeof after.updatedAt !== "number" ||
+      !Number.isFinite(after.updatedAt))
+  )
+    throw new InvalidArgumentError(
+      "[checkpoint] list(filter): after must be the last row of the previous page, { updatedAt, runId }",
+    );
   if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0))
     throw new InvalidArgumentError(
       "[checkpoint] list(filter): limit must be a non-negative integer",

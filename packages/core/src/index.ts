@@ -20,6 +20,7 @@ export type {
   AppendOptions,
   AppendResult,
   EventStore,
+  ListCursor,
   ListFilter,
   RunLease,
   RunSummary,

@@ -2,6 +2,7 @@ import type {
   AppendOptions,
   AppendResult,
   EventStore,
+  ListCursor,
   ListFilter,
   RunSummary,
   StoredEvent,
@@ -60,7 +61,7 @@ export function memoryEventStore(): EventStore & { readonly size: number } {
   };
 }
 
-/** Applies a ListFilter to summaries, newest update first. */
+/** Applies a ListFilter to summaries: filters, `order` (newest first by default), `after`, `limit`. */
 export function filterSummaries(
   summaries: readonly RunSummary[],
   filter: ListFilter = {},
@@ -69,12 +70,32 @@ export function filterSummaries(
     filter.status === undefined
       ? undefined
       : new Set(typeof filter.status === "string" ? [filter.status] : filter.status);
+  const oldest = filter.order === "oldest";
+  const after = filter.after;
   const out = summaries
     .filter((summary) => (statuses ? statuses.has(summary.status) : true))
     .filter((summary) => (filter.agentId === undefined ? true : summary.agentId === filter.agentId))
     .filter((summary) =>
       filter.updatedAfter === undefined ? true : summary.updatedAt > filter.updatedAfter,
     )
-    .sort((a, b) => b.updatedAt - a.updatedAt || a.runId.localeCompare(b.runId));
+    .filter((summary) => (after === undefined ? true : comesAfter(summary, after, oldest)))
+    .sort((a, b) =>
+      a.updatedAt !== b.updatedAt
+        ? oldest
+          ? a.updatedAt - b.updatedAt
+          : b.updatedAt - a.updatedAt
+        : a.runId < b.runId
+          ? -1
+          : a.runId > b.runId
+            ? 1
+            : 0,
+    );
   return filter.limit === undefined ? out : out.slice(0, filter.limit);
+}
+
+/** Whether a row comes strictly after the cursor in the list's order. */
+function comesAfter(summary: RunSummary, cursor: ListCursor, oldest: boolean): boolean {
+  if (summary.updatedAt !== cursor.updatedAt)
+    return oldest ? summary.updatedAt > cursor.updatedAt : summary.updatedAt < cursor.updatedAt;
+  return summary.runId > cursor.runId;
 }

@@ -50,12 +50,30 @@ export interface RunSummary {
   error?: string;
 }
 
+/** A position in a `list`: the last row of the previous page (its `updatedAt` and `runId`). */
+export interface ListCursor {
+  updatedAt: number;
+  runId: string;
+}
+
 /** What `list` filters on; every field is optional. */
 export interface ListFilter {
   status?: string | readonly string[];
   agentId?: string;
   updatedAfter?: number;
   limit?: number;
+  /**
+   * `newest` (the default): most recently updated first; `oldest`: least recently updated
+   * first. Ties go by run id (code-unit order) in both, so the order is total and pages are
+   * stable.
+   */
+  order?: "newest" | "oldest";
+  /**
+   * Keyset pagination: only the rows that come strictly after this one in `order`. Pass the
+   * last row of the previous page with the same filter and `limit`. A run updated while
+   * someone pages moves ahead of the cursor (newest first) instead of appearing twice.
+   */
+  after?: ListCursor;
 }
 
 /**
@@ -74,7 +92,7 @@ export interface EventStore {
   ): Promise<AppendResult>;
   /** Reads a run's events in order; an unknown run gives `[]`. */
   read(runId: string): Promise<StoredEvent[]>;
-  /** Lists runs, newest update first. */
+  /** Lists runs, newest update first (or `order: "oldest"`), a page at a time with `after` and `limit`. */
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /** Releases resources; safe to call twice. */
   close?(): Promise<void>;

@@ -554,6 +554,58 @@ function listCases(suite: Suite): void {
       expect(await store.list({ limit: 0 })).toEqual([]);
     });
 
+    it("orders oldest first on request and pages with an `after` cursor in either order", async () => {
+      const store = await create();
+      const { expected, mine } = await populate(store);
+      expect(await mine({ order: "oldest" })).toEqual(
+        filterSummaries(expected, { order: "oldest" }),
+      );
+      expect((await mine({ order: "oldest" })).map((summary) => summary.updatedAt)).toEqual([
+        10_003, 20_002, 30_003, 40_003, 50_003, 60_002,
+      ]);
+      for (const order of ["newest", "oldest"] as const) {
+        for (const agentId of [undefined, "billing"]) {
+          const filter = { order, ...(agentId ? { agentId } : {}) };
+          const whole = await mine(filter);
+          // Page through the rows of this suite two at a time: the pages add up to the whole.
+          const paged: RunSummary[] = [];
+          let after: { updatedAt: number; runId: string } | undefined;
+          for (let page = 0; page < 10; page += 1) {
+            const rows = await mine({ ...filter, ...(after ? { after } : {}) });
+            const next = rows.slice(0, 2);
+            if (next.length === 0) break;
+            paged.push(...next);
+            const last = next.at(-1)!;
+            after = { updatedAt: last.updatedAt, runId: last.runId };
+          }
+          expect(paged, JSON.stringify(filter)).toEqual(whole);
+        }
+      }
+      // The cursor excludes its own row and everything before it.
+      const newest = await mine();
+      const cursor = { updatedAt: newest[2]!.updatedAt, runId: newest[2]!.runId };
+      expect(await mine({ after: cursor })).toEqual(newest.slice(3));
+      expect(await mine({ after: cursor, order: "oldest" })).toEqual(
+        [...newest].reverse().slice(newest.length - 2),
+      );
+    });
+
+    it("breaks ties by run id, in code-unit order, the same way in every store", async () => {
+      const store = await create();
+      const at = 700_000 + Math.floor(Math.random() * 1_000);
+      const ids = ["run_tie_B", "run_tie_a", "run_tie_A", "run_tie_b"].map((id) => newRunId(id));
+      for (const runId of ids)
+        await store.append(runId, [{ ...smallRun(runId, at)[0]!, at }], { expectedSeq: 0 });
+      const listed = (await store.list({ updatedAfter: at - 1 }))
+        .filter((summary) => ids.includes(summary.runId))
+        .map((summary) => summary.runId);
+      expect(listed).toEqual([...ids].sort());
+      const oldest = (await store.list({ updatedAfter: at - 1, order: "oldest" }))
+        .filter((summary) => ids.includes(summary.runId))
+        .map((summary) => summary.runId);
+      expect(oldest).toEqual([...ids].sort());
+    });
+
     it("updates a summary as its run advances", async () => {
       const store = await create();
       const runId = newRunId("advance");
