@@ -120,7 +120,9 @@ class CallJudgement {
 
   constructor(input: JudgeInput) {
     this.#input = input;
-    this.#gates = [...input.gates];
+    // A shadow gate never enforces (its check allows anyway): callers that hand the pipeline
+    // every gate, such as adapters, get no `passed` entry for it.
+    this.#gates = input.gates.filter((gate) => !isShadowGate(gate));
   }
 
   async judge(): Promise<Judgement> {
