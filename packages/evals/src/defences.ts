@@ -210,16 +210,29 @@ export function supportDefences(
   let scanner: Scanner | undefined;
   let envelope: OutputEnvelope | undefined;
   if (injection) {
-    if (!sabotage.has("taint_gate")) {
-      gates.push(injection.taintGate());
-      active.push("taint gate");
-    }
-    if (!sabotage.has("scanner")) {
-      scanner = injection.heuristicScanner();
-      active.push("heuristic scanner");
-    }
     envelope = quarantineEnvelope(injection);
     active.push("quarantine envelope");
+    if (!sabotage.has("taint_gate")) {
+      // Provenance (issue 14): the refund's order and the email's recipient must come from the
+      // task or a trusted tool, whatever the scanner said; with the sealed envelope, detection
+      // taints only the flagged spans.
+      const sealed = typeof (envelope as { verify?: unknown }).verify === "function";
+      gates.push(
+        injection.taintGate({
+          ...(sealed ? { envelope } : {}),
+          sinks: [
+            { tool: "send_email", args: ["to"], require: "trusted" },
+            { tool: "issue_refund", args: ["order_id"], require: "trusted" },
+          ],
+        }),
+      );
+      active.push("taint gate (with provenance)");
+    }
+    if (!sabotage.has("scanner")) {
+      const recommended = typeof injection.defaultScanner === "function";
+      scanner = recommended ? injection.defaultScanner() : injection.heuristicScanner();
+      active.push(recommended ? "default scanner (rules + learned)" : "heuristic scanner");
+    }
   } else {
     missing.push(packages.missing.injection ?? "@loopguard/injection is not available");
   }
