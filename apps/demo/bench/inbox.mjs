@@ -92,4 +92,5 @@ console.log(`| run list, first page (/runs) | ${list.server.toFixed(0)} ms | ${l
 console.log(`\npage script: ${(script.length / 1024).toFixed(1)} KB, ${(gzipSync(script).length / 1024).toFixed(1)} KB gzipped`);
 await browser.close();
 child.kill("SIGTERM");
-rmSync(dir, { recursive: true, force: true });
+if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+else console.log(`kept ${runs}`);

@@ -585,7 +585,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
             ? (data as { pending: PendingApproval[] }).pending.filter(
                 (item) => item.state === "pending",
               ).length
-            : (await backend.store.list({ status: "awaiting_approval" })).length;
+            : index.filter({ status: "awaiting_approval" }).length;
         return html(
           response,
           status,
