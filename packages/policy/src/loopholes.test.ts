@@ -120,6 +120,14 @@ describe("policy values are compared normalised (no list bypass)", () => {
       }),
       { numRuns: 200 },
     );
+    // The ASCII fast paths agree with the full folding.
+    fc.assert(
+      fc.property(fc.stringMatching(/^[\x20-\x7e]{0,40}$/), (text) => {
+        const reference = text.normalize("NFKC").toLowerCase().replace(/\s+/g, " ").trim();
+        return normalizeValue(text) === reference && normalizeValue(`\u00a0${text}`) === reference;
+      }),
+      { numRuns: 300 },
+    );
     expect(normalizeValue("ＥＮＴＥＲＰＲＩＳＥ\u3000")).toBe("enterprise");
     expect(normalizeValue("Enter\u200bprise ")).toBe("enterprise");
     expect(normalizeValue("  Café  Noir ")).toBe("cafe noir");

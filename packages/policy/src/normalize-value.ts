@@ -12,6 +12,7 @@ const invisible =
 const latinAccents = /[\u0300-\u036f]/g;
 const spaces = /[\s\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
 const plainAscii = /^[\x21-\x7e]*$/;
+const spacedAscii = /^[\x20-\x7e]*$/;
 
 /**
  * The comparison form of a string: NFKC (full-width and other compatibility forms folded), no
@@ -22,6 +23,8 @@ const plainAscii = /^[\x21-\x7e]*$/;
 export function normalizeValue(text: string): string {
   // Most values are short printable ASCII without spaces: only case can differ.
   if (plainAscii.test(text)) return text.toLowerCase();
+  // Printable ASCII with spaces: NFKC changes nothing there, so only case and spacing.
+  if (spacedAscii.test(text)) return text.toLowerCase().replace(/ {2,}/g, " ").trim();
   // Lower-casing can produce new compatibility forms (rarely): fold once more after it.
   return foldText(foldText(text).toLowerCase());
 }
