@@ -93,8 +93,8 @@ const SPELLED_RUN = new RegExp(
 const SPELLED_WORD = new RegExp(NUMBER_WORDS, "gi");
 const OBFUSCATED_HINT = /%40|[([{] ?(?:at|dot) ?[)\]}]/i;
 const OBFUSCATED = /[ \t]*(?:[([{][ \t]*(at|dot)[ \t]*[)\]}])[ \t]*|%40/gi;
-// Anything outside printable ASCII and the usual whitespace.
-const NOT_PLAIN = /[^\t\n\r\x20-\x7e]/;
+// Anything outside ASCII (the fallback where Buffer is missing).
+const NOT_PLAIN = /[^\x00-\x7f]/;
 
 /**
  * The normalised view of `text`. Plain ASCII text without `(at)`, `%40` or spelled digits is
@@ -102,7 +102,11 @@ const NOT_PLAIN = /[^\t\n\r\x20-\x7e]/;
  * @internal
  */
 export function normalizedView(text: string): NormalizedView {
-  const unicode = NOT_PLAIN.test(text);
+  // Byte length equals length only for ASCII: a native count, far faster than a regex scan.
+  const unicode =
+    typeof Buffer === "undefined"
+      ? NOT_PLAIN.test(text)
+      : Buffer.byteLength(text, "utf8") !== text.length;
   const obfuscated = OBFUSCATED_HINT.test(text);
   const spelled = SPELLED_HINT.test(text);
   if (!unicode && !obfuscated && !spelled) {
@@ -243,29 +247,39 @@ function rewrite(
     edits.push({ start: match.index, end: match.index + match[0].length, parts });
   }
   edits.sort((left, right) => left.start - right.start);
-  let out = "";
-  const newStarts: number[] = [];
-  const newEnds: number[] = [];
+  // Every edit shortens the text ("(at)" to "@", "five" to "5"), so its length bounds the view.
+  const newStarts = new Int32Array(text.length + 1);
+  const newEnds = new Int32Array(text.length + 1);
+  const parts: string[] = [];
+  let length = 0;
   let last = 0;
   const copy = (from: number, to: number) => {
-    out += text.slice(from, to);
-    for (let at = from; at < to; at++) {
-      newStarts.push(startOf(at));
-      newEnds.push(endOf(at));
+    if (from >= to) return;
+    parts.push(text.slice(from, to));
+    if (starts === undefined || ends === undefined) {
+      for (let at = from; at < to; at++) {
+        newStarts[length] = at;
+        newEnds[length++] = at + 1;
+      }
+    } else {
+      newStarts.set(starts.subarray(from, to), length);
+      newEnds.set(ends.subarray(from, to), length);
+      length += to - from;
     }
   };
   for (const edit of edits) {
     if (edit.start < last) continue;
     copy(last, edit.start);
     for (const part of edit.parts) {
-      out += part.text;
+      parts.push(part.text);
       for (let unit = 0; unit < part.text.length; unit++) {
-        newStarts.push(startOf(part.from));
-        newEnds.push(endOf(part.to - 1));
+        newStarts[length] = startOf(part.from);
+        newEnds[length++] = endOf(part.to - 1);
       }
     }
     last = edit.end;
   }
   copy(last, text.length);
-  return { text: out, starts: Int32Array.from(newStarts), ends: Int32Array.from(newEnds) };
+  const out = parts.join("");
+  return { text: out, starts: newStarts.subarray(0, length), ends: newEnds.subarray(0, length) };
 }
