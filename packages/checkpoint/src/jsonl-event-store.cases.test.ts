@@ -3,6 +3,7 @@ import {
   constants,
   existsSync,
   fstatSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -196,19 +197,31 @@ describe("jsonlEventStore: torn tails and damage", () => {
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 0, max: original.length }), async (cut) => {
         round += 1;
-        const runId = `run_cut_${round}`;
-        const file = join(dir, `${runId}.jsonl`);
+        // The same run id in a directory per round: a log's hash chain starts from its run id,
+        // so a log copied under another id would (rightly) fail its first link.
+        const runId = "run_cut";
+        const roundDir = join(dir, `round-${round}`);
+        mkdirSync(roundDir);
+        const file = join(roundDir, `${runId}.jsonl`);
         writeFileSync(file, original.subarray(0, cut));
-        const store = jsonlEventStore({ dir });
+        const store = jsonlEventStore({ dir: roundDir });
         try {
-          const kept = lineEnds.filter((end) => end <= cut).length;
-          const read = await store.read(runId);
-          expect(read).toHaveLength(kept);
-          expect(read.map((event) => event.seq)).toEqual([...Array(kept).keys()]);
+          // A line cut exactly before its newline is whole: kept (the next append adds the
+          // newline); any shorter cut is a torn write, cut off.
+          const kept = lineEnds.filter((end) => end <= cut || end === cut + 1).length;
+          if (kept === 0) {
+            // No complete event: said plainly, never read as "no such run".
+            const error = await rejection(store.read(runId));
+            expect(error.message).toMatch(/holds no complete event/);
+          } else {
+            const read = await store.read(runId);
+            expect(read).toHaveLength(kept);
+            expect(read.map((event) => event.seq)).toEqual([...Array(kept).keys()]);
+          }
           await store.append(runId, kept === 0 ? [start(runId)] : [retry(999)], {
             expectedSeq: kept,
           });
-          const again = await jsonlEventStore({ dir }).read(runId);
+          const again = await jsonlEventStore({ dir: roundDir }).read(runId);
           expect(again).toHaveLength(kept + 1);
           expect(readFileSync(file, "utf8").endsWith("\n")).toBe(true);
         } finally {

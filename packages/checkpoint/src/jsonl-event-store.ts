@@ -31,6 +31,14 @@ import {
   sharedDescriptorBudget,
 } from "./descriptor-budget.js";
 import { acquireFileLock, type FileLock } from "./file-lock.js";
+import {
+  type ChainCursor,
+  chainSettings,
+  chainStart,
+  link,
+  type VerifyResult,
+  withChain,
+} from "./hash-chain.js";
 import { encodeStored, lineAt, parseLog, storedEvent } from "./jsonl-log.js";
 import { assertRunId, isValidRunId } from "./run-id.js";
 import { RunLockedError, StoreClosedError, StoreWriteError } from "./store-errors.js";
@@ -59,6 +67,14 @@ export interface JsonlEventStoreOptions {
    * half the soft limit (`ulimit -n`), between 16 and 4 096.
    */
   maxOpenFiles?: number;
+  /**
+   * The key of the log's HMAC chain. Default: `LOOPGUARD_LOG_KEY` from the environment; without
+   * either, the chain is plain SHA-256 (catches corruption and edits that do not rewrite the
+   * chain; with a key, any edit, deletion, reorder or forged line).
+   */
+  logKey?: string | Buffer;
+  /** Chains new events (default true). `false` only to measure what the chain costs. */
+  hashChain?: boolean;
 }
 
 /** The JSONL event store: an EventStore with the directory it writes to. */
@@ -69,6 +85,12 @@ export interface JsonlEventStore extends EventStore {
    * on the host, gets `RunLockedError` (after `lockTimeoutMs`) before it executes anything.
    */
   acquireRun(runId: string): Promise<RunLease>;
+  /**
+   * Checks a run's log end to end: every line's JSON and seq, the hash chain (each link, with
+   * the key when one is set), and the head kept in the run's summary file (a log cut short).
+   * Never throws for a damaged log: the result names the first bad seq and why.
+   */
+  verify(runId: string): Promise<VerifyResult>;
   readonly name: "jsonl";
   /** The absolute directory of the logs. */
   readonly dir: string;
@@ -112,6 +134,8 @@ interface RunLog {
   releasing: Promise<void> | undefined;
   /** Held by `acquireRun` (a resume in progress): the lease is kept however long the run idles. */
   pinned: boolean;
+  /** The hash chain as of the last event this instance knows. */
+  cursor: ChainCursor;
 }
 
 interface Lease {
@@ -135,6 +159,8 @@ interface SummaryFile {
   /** The log bytes (complete lines) the summary covers. */
   bytes: number;
   summary: RunSummary;
+  /** The chain value of the last event it covers (`summary.events` of them), when the log is chained. */
+  head?: string;
 }
 
 /** Events after which a run's summary file is rewritten at once: they change its status. */
@@ -199,6 +225,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     maxOpenFiles === undefined ? sharedDescriptorBudget() : new DescriptorBudget(maxOpenFiles);
   const brief = <T>(what: string, work: () => Promise<T>): Promise<T> => budget.brief(what, work);
   const summaryIntervalMs = options.summaryIntervalMs ?? 1_000;
+  const chain = chainSettings(options, "jsonlEventStore");
   if (!Number.isFinite(summaryIntervalMs) || summaryIntervalMs < 0) {
     throw new InvalidArgumentError(
       `[checkpoint] jsonlEventStore: summaryIntervalMs must be a non-negative number of milliseconds, got ${String(options.summaryIntervalMs)}`,
@@ -285,6 +312,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         lease: undefined,
         releasing: undefined,
         pinned: false,
+        cursor: chainStart(runId, chain.key),
       };
       runs.set(runId, log);
     }
@@ -302,15 +330,21 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     if (fileSize === log.size) return;
     const buffer = Buffer.allocUnsafe(fileSize - log.size);
     await readFully(fd, buffer, log.size);
-    const parsed = parseLog(buffer, log.file, log.nextSeq);
+    const parsed = parseLog(buffer, log.file, log.nextSeq, log.cursor);
     if (parsed.events.length > 0) {
       log.summary = summarize(log.summary, log.runId, parsed.events);
       log.nextSeq += parsed.events.length;
       log.size += parsed.completeBytes;
     }
-    // We hold the lock, so no live writer is mid-write: torn bytes are a write that died (its
-    // append never resolved). Cut them off before writing after them.
-    if (parsed.tornBytes > 0) await logFiles.truncate(fd, log.size);
+    if (parsed.unterminated) {
+      // The last event is whole but lacks its newline: complete it rather than lose it.
+      await writeFully(fd, Buffer.from("\n"), fileSize);
+      log.size = fileSize + 1;
+    } else if (parsed.tornBytes > 0) {
+      // We hold the lock, so no live writer is mid-write: torn bytes are a write that died
+      // (its append never resolved). Cut them off before writing after them.
+      await logFiles.truncate(fd, log.size);
+    }
     // Sync what we found before building on it: a writer that died between its write and its
     // sync left lines that a crash of the machine could still lose, and an O_DSYNC write syncs
     // only its own bytes (a whole-file fdatasync after it would have covered them).
@@ -449,6 +483,13 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
     let seq = log.nextSeq;
     let text = "";
     let changedStatus = false;
+    // A new log is chained (unless the chain is off); one written before the chain stays as it is.
+    const chained = log.cursor.chained ?? chain.enabled;
+    if (chained && log.cursor.key === undefined && log.cursor.head?.startsWith("hmac:"))
+      throw new StoreWriteError(
+        `[checkpoint] ${log.file} is chained with an HMAC key, and this store has none: set LOOPGUARD_LOG_KEY (or logKey) to the key the run was written with before appending to it`,
+      );
+    let head = log.cursor.head;
     for (const append of batch) {
       if (append.expectedSeq !== seq) {
         append.reject(new AppendConflictError(log.runId, append.expectedSeq, seq));
@@ -460,7 +501,12 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         const event = events[index]!;
         (event as { seq: number }).seq = seq;
         if (statusEvents.has(event.type)) changedStatus = true;
-        text += lineAt(seq, bodies[index]!);
+        const line = lineAt(seq, bodies[index]!);
+        if (chained) {
+          const covered = line.slice(0, -1);
+          head = link(head!, covered, chain.key);
+          text += `${withChain(covered, head)}\n`;
+        } else text += line;
         seq += 1;
       }
     }
@@ -507,6 +553,8 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       }
       log.size += bytes.length;
       log.nextSeq = seq;
+      log.cursor.chained = chained;
+      log.cursor.head = chained ? head : undefined;
     }
     for (const append of batch)
       if (append.expectedSeq !== -1 && append.events.length > 0)
@@ -522,7 +570,12 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   /** Rewrites a run's summary file (derived data: written atomically, never fsynced, checked on read). */
   const writeSummary = async (log: RunLog): Promise<void> => {
     if (!log.summary || log.summaryBytes === log.size) return;
-    const content: SummaryFile = { version: 1, bytes: log.size, summary: log.summary };
+    const content: SummaryFile = {
+      version: 1,
+      bytes: log.size,
+      summary: log.summary,
+      ...(log.cursor.chained && log.cursor.head ? { head: log.cursor.head } : {}),
+    };
     const target = summaryFileOf(log.runId);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
@@ -714,8 +767,87 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         throw error;
       }
       // A torn tail (or another process's write in flight) is not part of the log; the next
-      // append cuts it off under the lock.
-      return parseLog(buffer, fileOf(runId), 0).events;
+      // append cuts it off under the lock. The chain is checked on every read: resume refuses
+      // a log that was tampered with.
+      const parsed = parseLog(buffer, fileOf(runId), 0, chainStart(runId, chain.key));
+      if (parsed.events.length === 0) throw emptyLog(fileOf(runId));
+      return parsed.events;
+    },
+
+    async verify(runId: string): Promise<VerifyResult> {
+      assertRunId(runId, "jsonlEventStore.verify");
+      checkOpen();
+      await runs.get(runId)?.flushing;
+      const file = fileOf(runId);
+      let buffer: Buffer;
+      try {
+        buffer = await brief(`reading ${file}`, () => readFile(file));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT")
+          return { ok: false, runId, firstBadSeq: 0, events: 0, reason: `no log: ${file} does not exist` };
+        throw error;
+      }
+      const cursor = chainStart(runId, chain.key);
+      let parsed: ReturnType<typeof parseLog>;
+      try {
+        parsed = parseLog(buffer, file, 0, cursor, true);
+      } catch (error) {
+        const seq = (error as { seq?: number }).seq ?? 0;
+        return { ok: false, runId, firstBadSeq: seq, events: seq, reason: (error as Error).message };
+      }
+      const events = parsed.events.length;
+      if (events === 0)
+        return { ok: false, runId, firstBadSeq: 0, events: 0, reason: emptyLog(file).message };
+      const notes: string[] = [];
+      if (parsed.unterminated)
+        notes.push(
+          `the last line (seq ${events - 1}) is whole but lacks its newline: accepted as written; the next append adds the newline`,
+        );
+      else if (parsed.tornBytes > 0)
+        notes.push(
+          `${parsed.tornBytes} bytes after the last line are a torn write (an append that never completed): not part of the log; the next append removes them`,
+        );
+      // The summary file keeps the head: a log cut short (with its chain intact) shows here.
+      let saved: SummaryFile | undefined;
+      try {
+        saved = JSON.parse(await brief("reading a summary", () => readFile(summaryFileOf(runId), "utf8")));
+      } catch {
+        notes.push("no summary file: a log cut short cannot be told from a whole one");
+      }
+      const savedEvents = saved?.summary?.events;
+      if (typeof savedEvents === "number" && saved?.head !== undefined) {
+        if (savedEvents > events)
+          return {
+            ok: false,
+            runId,
+            firstBadSeq: events,
+            events,
+            reason: `the log was cut short: its summary records ${savedEvents} events ending in ${saved.head}, but the log holds ${events}; events ${events} to ${savedEvents - 1} were removed`,
+          };
+        if (savedEvents > 0 && parsed.chains?.[savedEvents - 1] !== saved.head)
+          return {
+            ok: false,
+            runId,
+            firstBadSeq: savedEvents - 1,
+            events,
+            reason: `event ${savedEvents - 1} is not the one the summary recorded (head ${saved.head}): the log was rewritten from there on`,
+          };
+      }
+      const last = parsed.chains?.at(-1);
+      return {
+        ok: true,
+        runId,
+        events,
+        ...(last ? { head: last } : {}),
+        chain: !cursor.chained
+          ? "none"
+          : last?.startsWith("hmac:")
+            ? chain.key
+              ? "hmac"
+              : "hmac-unchecked"
+            : "sha256",
+        notes,
+      };
     },
 
     async list(filter: ListFilter = {}): Promise<RunSummary[]> {
@@ -784,6 +916,13 @@ function unreadableSummary(runId: string, error: unknown, changedAt: number): Ru
     updatedAt: changedAt,
     error: error instanceof Error ? error.message : String(error),
   };
+}
+
+/** The error for a log file that holds no complete event. */
+function emptyLog(file: string): CorruptLogError {
+  return new CorruptLogError(
+    `[checkpoint] ${file} holds no complete event: the run's first write never finished (a crash as it started, or the file was emptied), so nothing of it ran. Start the run again with the same id (its first append replaces the file), or delete the file`,
+  );
 }
 
 /** Runs a step that opens and closes one descriptor under the store's budget. */

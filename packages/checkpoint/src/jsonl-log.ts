@@ -5,6 +5,7 @@
  */
 import type { StoredEvent, StoredEventInput } from "@loopguard/core";
 import { CorruptLogError, InvalidArgumentError } from "@loopguard/core";
+import { advance, type ChainCursor, splitChain } from "./hash-chain.js";
 
 const newline = 0x0a;
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -93,6 +94,14 @@ export interface ParsedLog {
   completeBytes: number;
   /** Bytes after the last newline: a torn tail, or a write in flight. */
   tornBytes: number;
+  /**
+   * The bytes after the last newline are one whole event, valid in every way (seq, JSON, hash
+   * chain), missing only its newline: it is in `events` (last), and a writer must add the
+   * newline before appending rather than cut the event off.
+   */
+  unterminated: boolean;
+  /** The chain value of each event in `events`, when the log is chained. */
+  chains?: Array<string | undefined>;
 }
 
 /**
@@ -100,10 +109,37 @@ export interface ParsedLog {
  * `firstSeq`. Throws `CorruptLogError` naming `file:line` for a line that is not one JSON event
  * with the next seq: a damaged event is an error, never skipped.
  */
-export function parseLog(buffer: Buffer, file: string, firstSeq: number): ParsedLog {
+export function parseLog(
+  buffer: Buffer,
+  file: string,
+  firstSeq: number,
+  cursor?: ChainCursor,
+  collectChains = false,
+): ParsedLog {
   const completeBytes = buffer.lastIndexOf(newline) + 1;
   const events: StoredEvent[] = [];
-  if (completeBytes === 0) return { events, completeBytes, tornBytes: buffer.length };
+  const chains: Array<string | undefined> | undefined = collectChains ? [] : undefined;
+  const parsed = (): ParsedLog => {
+    const result: ParsedLog = {
+      events,
+      completeBytes,
+      tornBytes: buffer.length - completeBytes,
+      unterminated: false,
+    };
+    if (chains) result.chains = chains;
+    // The tail is a whole event missing only its newline (an editor that dropped the final
+    // newline, or a write cut exactly there): it is kept, not cut off as a torn write.
+    if (result.tornBytes > 0) {
+      const tail = tailEvent(buffer.subarray(completeBytes), file, firstSeq + events.length, cursor);
+      if (tail) {
+        events.push(tail.event);
+        chains?.push(tail.chain);
+        result.unterminated = true;
+      }
+    }
+    return result;
+  };
+  if (completeBytes === 0) return parsed();
   let text: string;
   try {
     // One decode of every complete line: much faster than a decode per line.
@@ -121,18 +157,58 @@ export function parseLog(buffer: Buffer, file: string, firstSeq: number): Parsed
   let start = 0;
   for (let seq = firstSeq; start < text.length; seq += 1) {
     const end = text.indexOf("\n", start);
-    events.push(parseLine(text.slice(start, end), file, seq));
+    const line = text.slice(start, end);
+    if (cursor) {
+      const { text: covered, chain } = splitChain(line);
+      // The line's own damage (JSON, seq) is named first; then whether it follows the chain.
+      const event = parseLine(covered, file, seq);
+      const broken = advance(cursor, covered, chain);
+      if (broken) throw failure(file, seq, broken);
+      events.push(event);
+      chains?.push(chain);
+    } else events.push(parseLine(line, file, seq));
     start = end + 1;
   }
-  return { events, completeBytes, tornBytes: buffer.length - completeBytes };
+  return parsed();
+}
+
+/** The tail after the last newline as an event, when it is one whole valid event; else undefined. */
+function tailEvent(
+  bytes: Buffer,
+  file: string,
+  seq: number,
+  cursor: ChainCursor | undefined,
+): { event: StoredEvent; chain: string | undefined } | undefined {
+  let line: string;
+  try {
+    line = decoder.decode(bytes);
+  } catch {
+    return undefined;
+  }
+  const { text, chain } = cursor ? splitChain(line) : { text: line, chain: undefined };
+  let event: StoredEvent;
+  try {
+    event = parseLine(text, file, seq);
+  } catch {
+    return undefined;
+  }
+  if (cursor) {
+    // Checked on a copy: a tail that breaks the chain is a torn write, not an event.
+    const probe = { ...cursor };
+    if (advance(probe, text, chain) !== undefined) return undefined;
+    Object.assign(cursor, probe);
+  }
+  return { event, chain };
 }
 
 function failure(file: string, seq: number, what: string, cause?: unknown): CorruptLogError {
   const line = seq + 1;
-  return new CorruptLogError(
+  const error = new CorruptLogError(
     `[checkpoint] ${file}:${line}: ${what}; loopguard never skips a damaged event: restore the file from a backup or repair line ${line} by hand (each line is one JSON event {"seq","at","type",...})`,
     cause === undefined ? undefined : { cause },
   );
+  // The first bad event, for verifyLog.
+  return Object.assign(error, { seq });
 }
 
 function decodeLine(bytes: Buffer, file: string, seq: number): string {
