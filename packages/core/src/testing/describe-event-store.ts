@@ -15,6 +15,7 @@ import { AppendConflictError, CorruptLogError, LoopguardError } from "../errors.
 import type { RunStatus } from "../events.js";
 import { filterSummaries } from "../memory-event-store.js";
 import { summarize } from "../summary.js";
+import { eventBuilders as build, smallRun } from "./event-builders.js";
 import { loadSuite } from "./load-suite.js";
 
 /** What `describeEventStore` needs to know about a store under test. */
@@ -58,105 +59,6 @@ let runCounter = 0;
 function newRunId(label: string): string {
   runCounter += 1;
   return `run_${label}_${process.pid}_${runCounter}_${Math.random().toString(36).slice(2, 8)}`;
-}
-
-/** Builders of realistic events for the suite (a run's log as the agent would write it). */
-const build = {
-  start(
-    runId: string,
-    at: number,
-    options: { agentId?: string; task?: string } = {},
-  ): StoredEventInput {
-    return {
-      type: "run-start",
-      runId,
-      agentId: options.agentId ?? "support",
-      task: options.task ?? "Order A1001 arrived broken, refund please",
-      model: "claude-sonnet-5-5",
-      maxTokens: 1024,
-      budget: { maxUsd: 0.5, maxSteps: 15 },
-      policyDigest: "policy-digest",
-      toolDigest: "tool-digest",
-      at,
-    };
-  },
-  request(step: number, at: number): StoredEventInput {
-    return {
-      type: "model-request",
-      step,
-      maxTokens: 1024,
-      estimateUsd: 0.01,
-      requestDigest: `digest-${step}`,
-      at,
-    };
-  },
-  response(step: number, at: number, text: string, costUsd = 0.0031): StoredEventInput {
-    return {
-      type: "model-response",
-      step,
-      response: {
-        id: `msg_${step}`,
-        type: "message",
-        role: "assistant",
-        model: "claude-sonnet-5-5",
-        content: [{ type: "text", text }],
-        stop_reason: "end_turn",
-        stop_sequence: null,
-        usage: {
-          input_tokens: 120,
-          output_tokens: 30,
-          cache_creation_input_tokens: 0,
-          cache_read_input_tokens: 0,
-        },
-      },
-      costUsd,
-      latencyMs: 840,
-      attempts: 1,
-      at,
-    };
-  },
-  result(step: number, at: number, content: string): StoredEventInput {
-    return {
-      type: "tool-call-result",
-      step,
-      toolUseId: `toolu_${step}`,
-      tool: "lookup_order",
-      status: "ok",
-      content,
-      isError: false,
-      durationMs: 12,
-      attempts: 1,
-      at,
-    };
-  },
-  end(status: Exclude<RunStatus, "running">, at: number, answer = "Done."): StoredEventInput {
-    return {
-      type: "run-end",
-      status,
-      answer,
-      why: status === "completed" ? "end_turn" : "budget",
-      at,
-    };
-  },
-};
-
-/** A complete small run: start, one model exchange, end. */
-function smallRun(
-  runId: string,
-  at: number,
-  options: {
-    agentId?: string;
-    task?: string;
-    status?: Exclude<RunStatus, "running">;
-    costUsd?: number;
-  } = {},
-): StoredEventInput[] {
-  return [
-    build.start(runId, at, options),
-    build.request(1, at + 1),
-    build.response(1, at + 2, "Your refund is on its way.", options.costUsd ?? 0.0031),
-    build.end(options.status ?? "completed", at + 3, "Your refund is on its way."),
-  ];
 }
 
 function stored(events: readonly StoredEventInput[], fromSeq = 0): StoredEvent[] {

@@ -2,7 +2,19 @@ export { memoryEventStore } from "../memory-event-store.js";
 export { memoryLimitStore } from "../memory-limit-store.js";
 export { describeEventStore, type EventStoreSuiteOptions } from "./describe-event-store.js";
 export { describeExporter, type ExporterSuiteOptions, sampleSpans } from "./describe-exporter.js";
+export {
+  describeFreezeStore,
+  type FreezeStoreSuiteOptions,
+} from "./describe-freeze-store.js";
+export {
+  decisionProblem,
+  describeGate,
+  type GateSuiteCall,
+  type GateSuiteOptions,
+} from "./describe-gate.js";
 export { describeLimitStore, type LimitStoreSuiteOptions } from "./describe-limit-store.js";
+export { describeScanner, type ScannerSuiteOptions, scanProblem } from "./describe-scanner.js";
+export { eventBuilders, runStateOf, smallRun, toolCallOf } from "./event-builders.js";
 export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from "./faulty-model.js";
 export { faultyModel } from "./faulty-model.js";
 export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";

@@ -29,3 +29,15 @@ export async function loadSuite(
     );
   }
 }
+
+/** Loads fast-check for a suite's property cases, saying what to install when it is missing. */
+export async function loadFastCheck(suite: string): Promise<typeof import("fast-check").default> {
+  try {
+    return (await import("fast-check")).default;
+  } catch (error) {
+    throw new Error(
+      `[core] ${suite} needs fast-check for its property cases: install it as a devDependency (pnpm add -D fast-check)`,
+      { cause: error },
+    );
+  }
+}
