@@ -216,7 +216,10 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(bad.stderr).toContain("[loopguard] unknown command 'frobnicate'");
   });
 
-  it("--help of every command prints its usage and runs nothing; --version prints the version", () => {
+  // Some thirty CLI processes: slow on a loaded machine, so a longer timeout than the default.
+  it("--help of every command prints its usage and runs nothing; --version prints the version", {
+    timeout: 120_000,
+  }, () => {
     const root = join(dir, "f");
     const runs = join(root, "runs");
     const top = run(["--help"]);
