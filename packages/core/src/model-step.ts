@@ -237,6 +237,9 @@ async function callWithRetries(
 }
 
 function usageFields(usage: Usage, context: ModelStepContext): { usage: Usage; costUsd: number } {
+  // A failed attempt's reported usage that cannot be counted is not spend (and never lowers it).
+  if (usageProblem(usage as unknown as Record<string, unknown>))
+    return { usage: { input_tokens: 0, output_tokens: 0 }, costUsd: 0 };
   const clean: Usage = {
     input_tokens: usage.input_tokens ?? 0,
     output_tokens: usage.output_tokens ?? 0,
@@ -408,7 +411,44 @@ function validateResponse(response: unknown): asserts response is ModelResponse 
     }
   }
   const usage = record.usage as Record<string, unknown> | undefined;
-  if (!usage || typeof usage.input_tokens !== "number" || typeof usage.output_tokens !== "number") {
-    throw new MalformedResponseError("usage.input_tokens and usage.output_tokens must be numbers");
-  }
+  if (!usage || typeof usage !== "object")
+    throw new MalformedResponseError("usage must be an object with input_tokens and output_tokens");
+  const problem = usageProblem(usage);
+  if (problem) throw new MalformedResponseError(problem);
+}
+
+/**
+ * Why a usage block cannot be counted as spend, or `undefined` when it can. A negative,
+ * fractional, non-finite or missing count would lower the run's spend (a budget switched off
+ * by a broken model, adapter or proxy), so it is a malformed response, never spend.
+ */
+export function usageProblem(usage: Record<string, unknown>): string | undefined {
+  const count = (value: unknown, name: string, required: boolean): string | undefined => {
+    if (value === undefined || value === null)
+      return required
+        ? `usage.${name} is missing: a response must report its token counts`
+        : undefined;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0)
+      return `usage.${name} must be a non-negative whole number of tokens, got ${typeof value === "number" ? String(value) : JSON.stringify(value)}`;
+    return undefined;
+  };
+  const creation = usage.cache_creation as Record<string, unknown> | undefined | null;
+  return (
+    count(usage.input_tokens, "input_tokens", true) ??
+    count(usage.output_tokens, "output_tokens", true) ??
+    count(usage.cache_creation_input_tokens, "cache_creation_input_tokens", false) ??
+    count(usage.cache_read_input_tokens, "cache_read_input_tokens", false) ??
+    (creation !== undefined && creation !== null && typeof creation === "object"
+      ? (count(
+          creation.ephemeral_5m_input_tokens,
+          "cache_creation.ephemeral_5m_input_tokens",
+          false,
+        ) ??
+        count(
+          creation.ephemeral_1h_input_tokens,
+          "cache_creation.ephemeral_1h_input_tokens",
+          false,
+        ))
+      : undefined)
+  );
 }
