@@ -1,6 +1,6 @@
 import type { Gate, GateDecision, ScanVerdict, SeenOutput, ToolCall } from "@loopguard/core";
-import type { RunState } from "@loopguard/core/plugin";
 import { InvalidArgumentError } from "@loopguard/core";
+import type { RunState } from "@loopguard/core/plugin";
 import { digestOf } from "@loopguard/core/plugin";
 import { normalizeText } from "./normalize-text.js";
 import { flaggedSpanTag } from "./quarantine.js";
@@ -75,9 +75,30 @@ export interface TaintGateOptions {
    * URL, the account number inside a tainted IBAN. Default `true`.
    */
   derive?: boolean;
+  /**
+   * Free-text argument names that detection taint does not check unless a sink names them in
+   * `args` (a summary quoting a link or an amount from a flagged page is not a steered action).
+   * Default `body`, `subject`, `reason`, `summary`, `message`, `note`, `notes`, `comment`,
+   * `description`, `text`, `content`; `[]` checks every argument.
+   */
+  freeText?: readonly string[];
   /** The gate's name in decision records. Default `taint`. */
   name?: string;
 }
+
+const defaultFreeText = [
+  "body",
+  "subject",
+  "reason",
+  "summary",
+  "message",
+  "note",
+  "notes",
+  "comment",
+  "description",
+  "text",
+  "content",
+];
 
 /** Where a tainted value came from. */
 interface TaintSource {
@@ -266,6 +287,14 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     );
   }
   const derive = options.derive ?? true;
+  if (
+    options.freeText !== undefined &&
+    (!Array.isArray(options.freeText) || options.freeText.some((arg) => typeof arg !== "string"))
+  )
+    throw new InvalidArgumentError(
+      "[injection] taintGate({ freeText }): freeText must be an array of argument names",
+    );
+  const freeText = new Set(options.freeText ?? defaultFreeText);
   const provenanceSinks = sinks.some((sink) => sink.require === "trusted");
   const trusted = options.trusted ?? ((call: ToolCall) => attributeStrings(call.run));
   const name = options.name ?? "taint";
@@ -278,6 +307,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     sensitiveTools,
     envelope: envelopeTag ?? null,
     derive,
+    freeText: [...freeText].sort(),
   };
   // Two taint gates with different settings on one run keep separate caches.
   const scratchKey = `@loopguard/injection:${name}:${digestOf(settings)}`;
@@ -368,13 +398,15 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
 
   /** Which arguments of the call are checked, or `undefined` when the call is no sink. */
   const checkedArguments = (call: ToolCall): string[] | undefined => {
-    const all = Object.keys(call.args ?? {});
-    if (sensitiveTools && call.sensitive) return all;
     const matching = sinks.filter((sink) => sink.pattern.test(call.tool));
+    const named = new Set(matching.flatMap((sink) => sink.args ?? []));
+    // Free text (a summary's body, a refund's reason) may quote a flagged page: only arguments
+    // a sink names explicitly are checked among them.
+    const all = Object.keys(call.args ?? {}).filter((arg) => !freeText.has(arg) || named.has(arg));
+    if (sensitiveTools && call.sensitive) return all;
     if (matching.length === 0) return undefined;
     if (matching.some((sink) => !sink.args)) return all;
-    const names = new Set(matching.flatMap((sink) => sink.args ?? []));
-    return all.filter((arg) => names.has(arg));
+    return all.filter((arg) => named.has(arg));
   };
 
   /** The arguments of the call that must have trusted provenance. */

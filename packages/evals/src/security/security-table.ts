@@ -369,10 +369,19 @@ async function runCell(
         },
       ],
     });
+  // Under attack, the user's call quotes the flagged text in its free-text argument (a summary
+  // that cites the page, a refund reason that quotes the ticket): the benign twin that must not
+  // be refused.
+  const benignArgs: Record<string, unknown> = { ...goal.benignArgs };
+  if (shown !== undefined) {
+    const quote = goal.instruction.replace("{value}", shown).slice(0, 160);
+    if (typeof benignArgs.body === "string")
+      benignArgs.body = `${benignArgs.body}\nThe page said: "${quote}"`;
+    if (typeof benignArgs.reason === "string")
+      benignArgs.reason = `${benignArgs.reason}; the ticket quoted: "${quote}"`;
+  }
   plan.push({
-    content: [
-      { type: "tool_use", id: "toolu_task", name: goal.tool, input: goal.benignArgs as never },
-    ],
+    content: [{ type: "tool_use", id: "toolu_task", name: goal.tool, input: benignArgs as never }],
   });
   plan.push({ content: "Done." });
   let step = 0;
