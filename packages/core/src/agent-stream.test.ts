@@ -415,3 +415,34 @@ describe("agent.resumeStream", () => {
     expect(events).toEqual([]);
   });
 });
+
+describe("agent.stream and the host", () => {
+  it("a host that aborts mid-answer stops the run (cancelled); nothing more is streamed", async () => {
+    const model = scriptedModel([{ content: answer.repeat(4), eventDelayMs: 5 }], {
+      chunkChars: 4,
+    });
+    const controller = new AbortController();
+    const stream = createAgent({ model, tools: [] }).stream("Hi", { signal: controller.signal });
+    const events: AgentStreamEvent[] = [];
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === "text-delta" && events.length === 3) controller.abort();
+    }
+    const result = await stream.result;
+    expect(result.status).toBe("stopped");
+    expect(result.why).toBe("cancelled");
+    expect(texts(events).length).toBeLessThan(answer.length);
+    expect(events.at(-1)).toMatchObject({ type: "run-end", status: "stopped" });
+  });
+
+  it("a host that stops reading early does not stop the run: result still resolves", async () => {
+    const model = scriptedModel([{ content: [use("toolu_1")] }, { content: answer }], {
+      chunkChars: 3,
+    });
+    const stream = createAgent({ model, tools: [lookup] }).stream("Where is A1001?");
+    for await (const event of stream) if (event.type === "tool-call") break;
+    const result = await stream.result;
+    expect(result.status).toBe("completed");
+    expect(result.answer).toBe(answer);
+  });
+});
