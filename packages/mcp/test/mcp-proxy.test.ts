@@ -177,12 +177,24 @@ describe("runMcpProxy over stdio, in front of a real MCP server", () => {
       run: { runId: "run_proxy", store, approval: { durable: true } },
     });
     open.push(host);
-    const parked = await host.callTool({ name: "issue_refund", arguments: { order_id: "A1", amount: 300 } });
+    const parked = await host.callTool({
+      name: "issue_refund",
+      arguments: { order_id: "A1", amount: 300 },
+    });
     expect(parked.isError).toBe(true);
-    expect(textOfResult(parked)).toMatch(/^Refused by loopguard \(approval_pending\): A person must approve this call first/);
-    const { requestId } = await approveRun({ store, runId: "run_proxy", answer: { decision: "approve", approver: "maria" } });
+    expect(textOfResult(parked)).toMatch(
+      /^Refused by loopguard \(approval_pending\): A person must approve this call first/,
+    );
+    const { requestId } = await approveRun({
+      store,
+      runId: "run_proxy",
+      answer: { decision: "approve", approver: "maria" },
+    });
     expect(textOfResult(parked)).toContain(requestId);
-    const admitted = await host.callTool({ name: "issue_refund", arguments: { order_id: "A1", amount: 300 } });
+    const admitted = await host.callTool({
+      name: "issue_refund",
+      arguments: { order_id: "A1", amount: 300 },
+    });
     expect(textOfResult(admitted)).toBe("refunded 300 on A1");
     await proxy.close();
     const events = await store.read("run_proxy");
