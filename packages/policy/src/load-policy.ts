@@ -1,5 +1,11 @@
 import { readFile } from "node:fs/promises";
-import { type Gate, InvalidArgumentError, type JsonValue, LoopguardError } from "@loopguard/core";
+import {
+  type Gate,
+  InvalidArgumentError,
+  type JsonValue,
+  type LimitStore,
+  LoopguardError,
+} from "@loopguard/core";
 import * as v from "valibot";
 import { findDuplicateKey } from "./duplicate-keys.js";
 import { PolicyValidationError } from "./errors.js";
@@ -17,7 +23,12 @@ import {
   not,
   type Predicate,
 } from "./predicate.js";
-import { type RateLimit, type RateLimitGate, rateLimit } from "./rate-limit.js";
+import {
+  type RateLimit,
+  type RateLimitGate,
+  rateLimit,
+  type StoredRateLimitGate,
+} from "./rate-limit.js";
 import { type Rule, toRule } from "./rule.js";
 import {
   type RunGuardGate,
@@ -194,6 +205,12 @@ export type PolicyDocument = v.InferOutput<typeof policyDocumentSchema>;
 export interface LoadPolicyOptions {
   /** The clock (epoch ms) for time windows and rate limits. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Where the document's rate limits keep their buckets (a `LimitStore`, shared by a fleet).
+   * Default: the process's memory. Replay and shadow never pass one: they judge against
+   * buckets of their own.
+   */
+  limitStore?: LimitStore;
 }
 
 /** A loaded policy: its gates, ready for `createAgent({ gates })` or `guardTool`. */
@@ -202,7 +219,7 @@ export interface LoadedPolicy {
   readonly gates: readonly Gate[];
   /** The policy gate (frozen); its `digest()` covers the whole document. */
   readonly policy: PolicyGate;
-  readonly rateLimit?: RateLimitGate;
+  readonly rateLimit?: RateLimitGate | StoredRateLimitGate;
   readonly runGuard?: RunGuardGate;
   /** SHA-256 of the document's canonical JSON, defaults filled in. */
   readonly digest: string;
@@ -268,10 +285,15 @@ export function loadPolicy(input: string | object, options: LoadPolicyOptions = 
     });
     const rateLimitGate =
       document.rateLimits && document.rateLimits.length > 0
-        ? rateLimit(
-            document.rateLimits as readonly RateLimit[],
-            options.now ? { now: options.now } : {},
-          )
+        ? options.limitStore
+          ? rateLimit(document.rateLimits as readonly RateLimit[], {
+              ...(options.now ? { now: options.now } : {}),
+              store: options.limitStore,
+            })
+          : rateLimit(
+              document.rateLimits as readonly RateLimit[],
+              options.now ? { now: options.now } : {},
+            )
         : undefined;
     const guard = document.runGuard ? runGuard(document.runGuard as never) : undefined;
     const extra = (): Record<string, JsonValue> => ({

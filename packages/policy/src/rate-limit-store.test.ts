@@ -1,8 +1,9 @@
-import { type LimitStore, type ToolCall } from "@loopguard/core";
+import type { LimitStore, ToolCall } from "@loopguard/core";
 import { memoryLimitStore } from "@loopguard/core/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { callOf, runOf } from "./__fixtures__/calls.js";
+import { loadPolicy } from "./load-policy.js";
 import { type RateLimit, rateLimit } from "./rate-limit.js";
 
 const limits: RateLimit[] = [
@@ -72,6 +73,28 @@ describe("rateLimit(limits, { store })", () => {
       ),
     );
     expect(decisions.filter((decision) => decision.type === "allow")).toHaveLength(3);
+  });
+
+  it("loadPolicy(document, { limitStore }) puts the document's rate limits in the store", async () => {
+    const store = memoryLimitStore();
+    const document = {
+      version: 1,
+      default: "allow",
+      rules: [],
+      rateLimits: [{ tool: "send_email", capacity: 2, refillPerSecond: 0.001 }],
+    };
+    // Two workers load the same document: together they admit the bucket's capacity.
+    const workers = [1, 2].map(() => loadPolicy(document, { now: () => 0, limitStore: store }));
+    const run = runOf();
+    const admitted = [];
+    for (let index = 0; index < 4; index += 1)
+      admitted.push(
+        (await workers[index % 2]!.rateLimit!.check(callOf("send_email", {}, run))).type,
+      );
+    expect(admitted).toEqual(["allow", "allow", "deny", "deny"]);
+    // Without a store each keeps its own buckets, as before.
+    const alone = loadPolicy(document, { now: () => 0 });
+    expect((await alone.rateLimit!.check(callOf("send_email", {}, run))).type).toBe("allow");
   });
 
   it("charges a call all or nothing across the limits that cover it", async () => {
