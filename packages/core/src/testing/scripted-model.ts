@@ -160,15 +160,23 @@ export function fillReply(
       : (reply.content ?? [{ type: "text", text: "" }]);
   const hasToolUse = content.some((block) => block.type === "tool_use");
   const contentBytes = Buffer.byteLength(JSON.stringify(content));
-  let output = reply.usage?.output_tokens ?? Math.max(1, Math.ceil(contentBytes / 4));
+  // Counts the script gives are reported as given, even ones no API would send (a test of how
+  // the loop treats bad usage needs them verbatim); only counts left out are filled in.
+  const given = (reply.usage ?? {}) as Record<string, unknown>;
+  const has = (key: keyof Usage) => Object.hasOwn(given, key) && given[key] !== undefined;
+  let output = has("output_tokens")
+    ? (given.output_tokens as number)
+    : Math.max(1, Math.ceil(contentBytes / 4));
   let stop =
     reply.stop_reason !== undefined ? reply.stop_reason : hasToolUse ? "tool_use" : "end_turn";
-  if (output > request.max_tokens) {
+  if (Number.isFinite(output) && output > request.max_tokens) {
     // A real model cannot write past max_tokens: the reply is cut there.
     output = request.max_tokens;
     stop = "max_tokens";
   }
-  const input = reply.usage?.input_tokens ?? Math.ceil(requestBytes(request) / 4);
+  const input = has("input_tokens")
+    ? (given.input_tokens as number)
+    : Math.ceil(requestBytes(request) / 4);
   return {
     id: reply.id ?? `msg_scripted_${call}`,
     type: "message",
@@ -180,8 +188,12 @@ export function fillReply(
     usage: {
       input_tokens: input,
       output_tokens: output,
-      cache_creation_input_tokens: reply.usage?.cache_creation_input_tokens ?? 0,
-      cache_read_input_tokens: reply.usage?.cache_read_input_tokens ?? 0,
+      cache_creation_input_tokens: has("cache_creation_input_tokens")
+        ? (given.cache_creation_input_tokens as number | null)
+        : 0,
+      cache_read_input_tokens: has("cache_read_input_tokens")
+        ? (given.cache_read_input_tokens as number | null)
+        : 0,
     },
   };
 }
