@@ -395,7 +395,8 @@ export function recordCall(
         tool: event.tool,
         argsDigest: event.argsDigest,
         toolUseId: event.toolUseId,
-        args: event.args,
+        // Gates compare real values (outputs are revealed too); the log keeps tokens.
+        args: reveal ? (revealStrings(event.args, reveal) as typeof event.args) : event.args,
         outputsBefore: state.outputs.length,
         ...(event.decision?.passed ? { passed: event.decision.passed } : {}),
       });
@@ -425,6 +426,17 @@ export function recordCall(
           : {}),
       });
   }
+}
+
+/** A JSON value with every string passed through `reveal` (the vault's tokens made real). */
+function revealStrings(value: unknown, reveal: (text: string) => string): unknown {
+  if (typeof value === "string") return reveal(value);
+  if (Array.isArray(value)) return value.map((item) => revealStrings(item, reveal));
+  if (value && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, revealStrings(item, reveal)]),
+    );
+  return value;
 }
 
 function chain(previous: string, json: string): string {
