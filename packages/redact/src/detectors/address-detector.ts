@@ -76,6 +76,7 @@ const STREET_PREFIX = new RegExp(
   `(?:Am|An der|Auf dem|Im|Zum|Zur)[ ]${W}[ ]\\d{1,4}[a-zA-Z]?(?![\\w])`,
   "g",
 );
+const STREET_PREFIX_WORDS = ["Am ", "An der ", "Auf dem ", "Im ", "Zum ", "Zur "];
 const POSTCODE_TAIL = new RegExp(
   `(?:,[ ]?|\\n[ \\t]*|[ ])(?:\\d{5}|\\d{3}[ ]\\d{2}|\\d{4})[ ]${W}(?:[ ](?:${W}|im|am|an|der|bei)){0,3}`,
   "y",
@@ -126,11 +127,18 @@ function startsWord(text: string, index: number): boolean {
   );
 }
 
+// Each letter-first pattern runs only when one of its words is in the text (indexOf is far
+// cheaper than a regex scan of text that holds none of them).
+const GATES = new Map<RegExp, readonly string[]>();
+const gate = (pattern: RegExp, words: readonly string[]) => GATES.set(pattern, words);
 const PATTERNS: [RegExp, string][] = [
   [UK_FLAT, "uk-flat"],
   [MILITARY, "military"],
   [PO_BOX, "po-box"],
 ];
+gate(UK_FLAT, ["Flat ", "Apartment ", "Unit "]);
+gate(MILITARY, ["PSC ", "Unit ", "UNIT ", "CMR "]);
+gate(PO_BOX, ["Box ", "BOX ", "Postfach "]);
 
 /** Whether the text has a digit: every Latin-script pattern needs a house or box number. */
 const HAS_DIGIT = /\d/;
@@ -158,6 +166,8 @@ export function addressDetector(): Detector {
       };
       if (HAS_DIGIT.test(text)) {
         for (const [pattern, rule] of PATTERNS) {
+          const words = GATES.get(pattern);
+          if (words !== undefined && !words.some((word) => text.includes(word))) continue;
           pattern.lastIndex = 0;
           for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
             if (startsWord(text, match.index))
@@ -207,7 +217,8 @@ export function addressDetector(): Detector {
             DIGIT_RUN.lastIndex = end + tail[0].length;
           }
         }
-        STREET_PREFIX.lastIndex = 0;
+        if (STREET_PREFIX_WORDS.some((word) => text.includes(word))) STREET_PREFIX.lastIndex = 0;
+        else STREET_PREFIX.lastIndex = text.length;
         for (
           let match = STREET_PREFIX.exec(text);
           match !== null;

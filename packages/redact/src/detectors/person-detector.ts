@@ -258,6 +258,46 @@ function wordsBefore(
   return { words, separator };
 }
 
+/** Every word that can end a cue: greetings, honorifics, verbs, the last word of a phrase. */
+const CUE_LAST_WORDS = new Set<string>([
+  ...[...GREETING_PHRASES, ...SELF_PHRASES, ...WEAK_SELF_PHRASES].map(
+    (phrase) => phrase.split(" ").pop()!,
+  ),
+  ...HONORIFICS,
+  ...ACTION_WORDS,
+  ...ACTION_PARTICLES,
+  ...AFTER_NAME,
+  ...NAME_VERBS,
+]);
+
+/**
+ * A cheap first look before `cueBefore`: most capitals in running text follow an ordinary
+ * word ("the European Union"), and that word alone rules every cue out. Whether the full
+ * look is needed: a line start, a separator or quote, a bullet, or a word some cue ends with.
+ */
+function mayHaveCue(text: string, at: number): boolean {
+  let index = at - 1;
+  while (index >= 0) {
+    const code = text.charCodeAt(index);
+    if (code === 32 || code === 9 || code === 44 || code === 0xa0) index--;
+    else break;
+  }
+  if (index < 0) return true;
+  const code = text.charCodeAt(index);
+  const letter = (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || code === 39;
+  // A separator, quote, line break, bullet or a letter of another script: look fully.
+  if (!letter) return true;
+  const end = index + 1;
+  while (index >= 0 && end - index <= 16) {
+    const unit = text.charCodeAt(index);
+    if ((unit >= 97 && unit <= 122) || (unit >= 65 && unit <= 90) || unit === 39) index--;
+    else break;
+  }
+  // A non-ASCII letter before the word ("heiße", "Привет"): let the full look decide.
+  if (index >= 0 && text.charCodeAt(index) >= 128) return true;
+  return CUE_LAST_WORDS.has(text.slice(index + 1, end).toLowerCase());
+}
+
 /** What stands before a candidate at `at` on its line: the reason to read it as a name. */
 /** Whether the word ending at the dot at `dot` is short (`Dr.`, `Ms.`, `M.`): maybe an honorific. */
 function shortWordBefore(text: string, dot: number): boolean {
@@ -395,6 +435,15 @@ export function personDetector(): Detector {
       for (let match = CAPITAL_START.exec(text); match !== null; match = CAPITAL_START.exec(text)) {
         const at = match.index;
         if (at < lastEnd || !startsWord(text, at)) continue;
+        // A capitalised common word ("The", "Customers", "Order") starts no name: skip it
+        // before reading any context. One lower-cased slice and a set lookup.
+        let wordEnd = at + 1;
+        while (wordEnd < text.length && wordEnd - at < 16) {
+          const code = text.charCodeAt(wordEnd);
+          if (!((code >= 97 && code <= 122) || (code >= 65 && code <= 90))) break;
+          wordEnd++;
+        }
+        if (NOT_NAME_WORDS.has(text.slice(at, wordEnd).toLowerCase())) continue;
         // Fast path: a capital after the end of a sentence ("... Union. Customers may") has no
         // cue; unless the lexicon knows a capitalised run there, it is not a name.
         let before = at - 1;
@@ -418,7 +467,7 @@ export function personDetector(): Detector {
           }
           continue;
         }
-        const cue = cueBefore(text, at, lastEnd);
+        const cue = mayHaveCue(text, at) ? cueBefore(text, at, lastEnd) : "none";
         if (cue === "strong" || cue === "weak-self") {
           const name = nameAt(text, at);
           if (name === undefined || name.end <= name.start) continue;
