@@ -76,9 +76,9 @@ await describeFreezeStore({
   create: () => fileFreezeStore({ path: freezePath(), cacheMs: 50 }),
   second: (first) =>
     fileFreezeStore({
-      path: (first as { path: string }).path,
+      path: (first as unknown as { path: string }).path,
       cacheMs: 50,
     } as FileFreezeStoreOptions),
   propagationMs: 50,
-  corrupt: (store) => writeFileSync((store as { path: string }).path, '{"version":1,"frozen":'),
+  corrupt: (store) => writeFileSync((store as unknown as { path: string }).path, '{"version":1,"frozen":'),
 });

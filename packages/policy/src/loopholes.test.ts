@@ -13,6 +13,25 @@ const fullWidth = (text: string) =>
 const invisibles = ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad"];
 const spaces = [" ", "  ", "\t", "\u00a0", "\u3000", "\n"];
 
+// Characters normalisation has to get right: ASCII, spaces of every kind, full-width and other
+// compatibility forms, invisible characters, combining accents, Cyrillic, lone surrogates.
+const interesting = fc.oneof(
+  fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: 1 }),
+  fc.constantFrom(
+    " ",
+    "\t",
+    "\n",
+    "\u00a0",
+    "\u3000",
+    "\u2028",
+    "\u200b",
+    "\u200d",
+    "\ufeff",
+    "\u00ad",
+  ),
+  fc.constantFrom("Ａ", "ｚ", "０", "＠", "ﬁ", "Ⅻ", "ℌ", "①", "\u0301", "\u0308", "é", "ß", "İ"),
+  fc.constantFrom("а", "е", "о", "Д", "ж", "ο", "Ω", "\ud800", "\udc00", "😀"),
+);
 const word = fc.stringMatching(/^[a-z][a-z0-9_-]{2,14}$/);
 const variant = (value: string) =>
   fc
@@ -114,7 +133,7 @@ describe("policy values are compared normalised (no list bypass)", () => {
 
   it("normalisation is idempotent and folds the forms above", () => {
     fc.assert(
-      fc.property(fc.string({ unit: "binary", maxLength: 40 }), (text) => {
+      fc.property(fc.string({ unit: interesting, maxLength: 40 }), (text) => {
         const once = normalizeValue(text);
         return normalizeValue(once) === once;
       }),
@@ -122,7 +141,7 @@ describe("policy values are compared normalised (no list bypass)", () => {
     );
     // The ASCII fast paths agree with the full folding.
     fc.assert(
-      fc.property(fc.stringMatching(/^[\x20-\x7e]{0,40}$/), (text) => {
+      fc.property(fc.string({ unit: "grapheme-ascii", maxLength: 40 }), (text) => {
         const reference = text.normalize("NFKC").toLowerCase().replace(/\s+/g, " ").trim();
         return normalizeValue(text) === reference && normalizeValue(`\u00a0${text}`) === reference;
       }),
@@ -144,6 +163,81 @@ describe("policy values are compared normalised (no list bypass)", () => {
     expect(allowPlan.check(callOf("set", { plan: "basic" })).type).toBe("allow");
     for (const plan of ["basic ", "basic\u200b", ["basic", "enterprise"]])
       expect(allowPlan.check(callOf("set", { plan })).type).toBe("deny");
+  });
+});
+
+describe("Cyrillic and Greek look-alikes", () => {
+  const latinToLookAlike: Record<string, string[]> = {
+    a: ["а", "α"],
+    e: ["е"],
+    o: ["о", "ο"],
+    p: ["р", "ρ"],
+    c: ["с"],
+    x: ["х"],
+    i: ["і"],
+    s: ["ѕ"],
+  };
+  const spoofable = fc
+    .stringMatching(/^[a-z]{3,12}$/)
+    .filter((value) => [...value].some((char) => char in latinToLookAlike));
+  const spoof = (value: string) =>
+    fc
+      .array(fc.nat(), { minLength: value.length, maxLength: value.length })
+      .map((picks) => {
+        const chars = [...value];
+        // Swap every other spoofable letter (at least one), keeping some Latin letters.
+        let swapped = 0;
+        for (let index = 0; index < chars.length; index += 1) {
+          const options = latinToLookAlike[chars[index]!];
+          if (options && (swapped === 0 || picks[index]! % 2 === 0)) {
+            chars[index] = options[picks[index]! % options.length]!;
+            swapped += 1;
+          }
+        }
+        return chars.join("");
+      })
+      .filter((text) => text !== value && /[a-z]/.test(text));
+
+  it("a deny list refuses a listed word spelled with look-alikes; an allow list does not admit it", () => {
+    fc.assert(
+      fc.property(
+        spoofable,
+        fc.context(),
+        (word, context) =>
+          fc.assert(
+            fc.property(spoof(word), (value) => {
+              context.log(value);
+              const denyGate = policy([deny("change_plan", { when: argIn("plan", [word]) })]);
+              const allowGate = policy([allow("change_plan", { when: argIn("plan", [word]) })], {
+                default: "deny",
+              });
+              return (
+                denyGate.check(callOf("change_plan", { plan: value })).type === "deny" &&
+                allowGate.check(callOf("change_plan", { plan: value })).type === "deny" &&
+                allowGate.check(callOf("change_plan", { plan: word })).type === "allow"
+              );
+            }),
+            { numRuns: 10 },
+          ) === undefined,
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("text wholly in another script is left as it is", () => {
+    expect(argIn("city", ["москва"]).test({ city: "Москва" }, callOf("t"))).toBe(true);
+    expect(argIn("word", ["copy"]).test({ word: "сору" }, callOf("t"))).toBe(false);
+    expect(() => argIn("word", ["copy"]).test({ word: "cору" }, callOf("t"))).toThrow(/look-alike/);
+    expect(() =>
+      policy([deny("run_sql", { when: argMatches("query", /\bdrop\b/i) })]).check(
+        callOf("run_sql", { query: "drор table x" }),
+      ),
+    ).not.toThrow();
+    expect(
+      policy([deny("run_sql", { when: argMatches("query", /\bdrop\b/i) })]).check(
+        callOf("run_sql", { query: "drор table x" }),
+      ).type,
+    ).toBe("deny");
   });
 });
 

@@ -45,6 +45,78 @@ export function foldText(text: string): string {
     .trim();
 }
 
+/**
+ * Cyrillic and Greek letters that look like Latin ones: the taint gate's table
+ * (`@loopguard/injection`, normalize-text), folded only inside words that also hold Latin
+ * letters, so Russian or Greek text keeps its meaning.
+ */
+const homoglyphs: Readonly<Record<string, string>> = {
+  а: "a",
+  в: "b",
+  е: "e",
+  ё: "e",
+  к: "k",
+  м: "m",
+  н: "h",
+  о: "o",
+  р: "p",
+  с: "c",
+  т: "t",
+  у: "y",
+  х: "x",
+  і: "i",
+  ї: "i",
+  ј: "j",
+  ѕ: "s",
+  ԁ: "d",
+  ԛ: "q",
+  ԝ: "w",
+  һ: "h",
+  ӏ: "l",
+  ɡ: "g",
+  ɑ: "a",
+  ο: "o",
+  α: "a",
+  ι: "i",
+  ν: "v",
+  κ: "k",
+  ρ: "p",
+  τ: "t",
+  υ: "u",
+  ε: "e",
+  β: "b",
+  η: "n",
+  μ: "u",
+  χ: "x",
+  γ: "y",
+  ζ: "z",
+  ω: "w",
+  ϲ: "c",
+  ϳ: "j",
+};
+const lookAlike = new RegExp(`[${Object.keys(homoglyphs).join("")}]`, "i");
+const words = /[\p{L}\p{N}]+/gu;
+const latinLetter = /[a-z]/i;
+
+/**
+ * Folds Cyrillic and Greek look-alikes to the Latin letters they imitate, inside words that
+ * also hold Latin letters (`"еnterprise"` with a Cyrillic `е` gives `"enterprise"`); other text
+ * is returned as it is. Case is kept (`"Е"` folds to `"E"`).
+ */
+export function foldLookAlikes(text: string): string {
+  if (!lookAlike.test(text)) return text;
+  return text.replace(words, (word) => {
+    if (!latinLetter.test(word) || !lookAlike.test(word)) return word;
+    let out = "";
+    for (const char of word) {
+      const lower = char.toLowerCase();
+      const latin = homoglyphs[lower];
+      out += latin === undefined ? char : lower === char ? latin : latin.toUpperCase();
+    }
+    return out;
+  });
+}
+
 const decimal = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?$/;
 
 /**

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type JsonValue, type ToolCall } from "@loopguard/core";
 import { type ArgPath, argPath } from "./arg-path.js";
-import { foldText, scalarKeys } from "./normalize-value.js";
+import { foldLookAlikes, foldText, scalarKeys } from "./normalize-value.js";
 
 const predicateBrand = Symbol.for("loopguard.policy.predicate");
 
@@ -207,18 +207,28 @@ function membership(path: string, value: unknown, keys: ReadonlySet<string>): bo
   if (scalars === undefined) return undefined;
   let inside = 0;
   for (const scalar of scalars) {
-    for (const key of scalarKeys(scalar)) {
-      if (keys.has(key)) {
-        inside += 1;
-        break;
-      }
+    const found = listed(scalar, keys);
+    if (typeof scalar === "string") {
+      const folded = foldLookAlikes(scalar);
+      // A value that only looks like a listed one (or only looks unlike it) cannot be judged:
+      // a deny list must not miss it, an allow list must not admit it.
+      if (folded !== scalar && listed(folded, keys) !== found)
+        throw new PredicateUndecidable(
+          `the value at "${path}" differs from a listed value only by look-alike letters, so the condition cannot decide`,
+        );
     }
+    if (found) inside += 1;
   }
   if (inside === scalars.length) return true;
   if (inside === 0) return false;
   throw new PredicateUndecidable(
     `some values at "${path}" are in the list and some are not, so the condition cannot decide`,
   );
+}
+
+function listed(scalar: Scalar, keys: ReadonlySet<string>): boolean {
+  for (const key of scalarKeys(scalar)) if (keys.has(key)) return true;
+  return false;
 }
 
 function keySet(list: readonly Scalar[]): ReadonlySet<string> {
@@ -232,8 +242,9 @@ function keySet(list: readonly Scalar[]): ReadonlySet<string> {
  * Values are compared the way the taint gate compares them: strings after NFKC, without
  * invisible characters or Latin accents, lower case, whitespace collapsed and trimmed
  * (`"ＥＮＴＥＲＰＲＩＳＥ "` is `"enterprise"`); a number equals its decimal text (`500` is
- * `"500"`). An array is judged by its elements: all in the list holds, none does not, a mix
- * cannot decide (the rule fails closed). A missing value is not in the list; an object or a
+ * `"500"`). A value that matches a listed one only once Cyrillic or Greek look-alikes are
+ * folded (`"еnterprise"`) cannot decide. An array is judged by its elements: all in the list
+ * holds, none does not, a mix cannot decide (the rule fails closed). A missing value is not in the list; an object or a
  * non-finite number cannot decide.
  *
  * @example
@@ -271,8 +282,8 @@ export function argNotIn(path: string, values: Iterable<Scalar>): Predicate {
 
 /**
  * Holds when the string (or number) at `path` matches `pattern`. The text is tried as given and
- * folded (NFKC, no invisible characters or Latin accents, whitespace collapsed and trimmed;
- * case is left to the pattern's `i` flag): when the two disagree (`"ＤＲＯＰ"` for `/drop/i`,
+ * folded (NFKC, no invisible characters or Latin accents, Cyrillic and Greek look-alikes
+ * folded, whitespace collapsed and trimmed; case is left to the pattern's `i` flag): when the two disagree (`"ＤＲＯＰ"` for `/drop/i`,
  * `"basic "` for `/^basic$/`) the condition cannot decide and the rule fails closed. An array
  * is judged by its elements (all match, none match, or cannot decide). Any other value cannot
  * be matched: the rule fails closed. The `g` and `y` flags are dropped so the test has no
@@ -301,7 +312,7 @@ export function argMatches(path: string, pattern: RegExp): Predicate {
     if (text === undefined)
       throw new PredicateUndecidable(`expected a string at "${path}", got ${describeValue(item)}`);
     const raw = regex.test(text);
-    const folded = foldText(text);
+    const folded = foldText(foldLookAlikes(text));
     if (folded === text || regex.test(folded) === raw) return raw;
     throw new PredicateUndecidable(
       `the text at "${path}" matches only in one of its raw and folded forms, so the condition cannot decide`,
