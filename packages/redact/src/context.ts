@@ -80,24 +80,75 @@ export function wordBefore(text: string, start: number): string {
 
 // Words and keys that name an identifier that is not personal (a book, a parcel, a product,
 // an order), and those that name the personal kinds digits can be.
-const IDENTIFIER_CONTEXT =
-  /(?:^|[^a-z])(?:isbn(?:-1[03])?|issn|ean|upc|gtin|sku|barcode|asin|tracking|track|trk|shipment|parcel|awb|waybill|order|orders|invoice|inv|ticket|case|ref|reference|part|pn|serial|sn|item|product|article|model|lot|batch|version|build|release|firmware)(?:[\s_-]?(?:no|nr|num|number|code|id|#))?[\s:=#."']*$/;
+const IDENTIFIER_WORDS = new Set(
+  `isbn isbn-10 isbn-13 isbn10 isbn13 issn ean upc gtin sku barcode asin tracking track trk
+  shipment parcel awb waybill order orders invoice inv ticket case ref reference part pn serial
+  sn item product article model lot batch version build release firmware`.split(/\s+/),
+);
+const NUMBER_WORDS = new Set(["no", "nr", "num", "number", "code", "id"]);
+const IDENTIFIER_KEY =
+  /(?:^|[^a-z])(?:isbn(?:-1[03])?|issn|ean|upc|gtin|sku|barcode|asin|tracking|track|trk|shipment|parcel|awb|waybill|order|orders|invoice|inv|ticket|case|ref|reference|part|pn|serial|sn|item|product|article|model|lot|batch|version|build|release|firmware)(?:[\s_-]?(?:no|nr|num|number|code|id|#))?$/;
 const PERSONAL_CONTEXT =
   /(?:card|visa|master\s?card|amex|credit|debit|pan|cc|phone|tel|telephone|mobile|cell|fax|call|whatsapp|sms|ssn|social\s+security|account|iban|bank)/;
 
+/** The last two words before `start` (skipping `: = # . " '` and spaces), lower case. */
+function wordsBeforeValue(text: string, start: number): [string, string] {
+  let index = start - 1;
+  const floor = Math.max(0, start - 28);
+  const words: string[] = [];
+  while (words.length < 2 && index >= floor) {
+    while (index >= floor) {
+      const code = text.charCodeAt(index);
+      // space, tab, : = # . " '
+      if (
+        code === 32 ||
+        code === 9 ||
+        code === 58 ||
+        code === 61 ||
+        code === 35 ||
+        code === 46 ||
+        code === 34 ||
+        code === 39
+      )
+        index--;
+      else break;
+    }
+    const end = index + 1;
+    while (index >= floor) {
+      const code = text.charCodeAt(index);
+      if (
+        (code >= 97 && code <= 122) ||
+        (code >= 65 && code <= 90) ||
+        (code >= 48 && code <= 57) ||
+        code === 45
+      )
+        index--;
+      else break;
+    }
+    if (end - index - 1 <= 0) break;
+    words.push(text.slice(index + 1, end).toLowerCase());
+    if (
+      text.charCodeAt(index) === 10 ||
+      text.charCodeAt(index) === 44 ||
+      text.charCodeAt(index) === 59
+    )
+      break;
+  }
+  return [words[0] ?? "", words[1] ?? ""];
+}
+
 /**
  * Whether the digits at `start` are labelled as a book, parcel, product or order identifier
- * (`ISBN 978-…`, `tracking=…`, `"sku": "…"`, `Order #…`), with no word for a card, phone or
- * SSN between the label and the value.
+ * (`ISBN 978-…`, `tracking=…`, `"sku": "…"`, `Order #…`, `tracking number …`), with no word
+ * for a card, phone or SSN as that label. Looks at the key and the two words before: O(1).
  */
 export function identifierContext(text: string, start: number): boolean {
   const key = keyBefore(text, start);
   if (key !== undefined) {
     if (PERSONAL_CONTEXT.test(key)) return false;
-    if (IDENTIFIER_CONTEXT.test(key)) return true;
+    if (IDENTIFIER_KEY.test(key)) return true;
   }
-  const before = textBefore(text, start, 28);
-  const cut = Math.max(before.lastIndexOf("\n"), before.lastIndexOf(","), before.lastIndexOf(";"));
-  const near = cut === -1 ? before : before.slice(cut + 1);
-  return IDENTIFIER_CONTEXT.test(near) && !PERSONAL_CONTEXT.test(near);
+  const [last, previous] = wordsBeforeValue(text, start);
+  if (IDENTIFIER_WORDS.has(last)) return true;
+  return NUMBER_WORDS.has(last) && IDENTIFIER_WORDS.has(previous);
 }
