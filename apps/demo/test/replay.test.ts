@@ -96,9 +96,10 @@ describe("loopguard replay", () => {
   it("--max-denied fails the deploy check when too many calls would be denied", async () => {
     const over = await cli(["replay", "--policy", candidate, "--dir", runs, "--max-denied", "10"]);
     expect(over.code).toBe(1);
-    expect(over.lines.at(-1)).toMatch(
+    expect(over.lines.at(-2)).toMatch(
       /50\.00% of the calls would be denied, over --max-denied 10%/,
     );
+    expect(over.lines.at(-1)).toMatch(/^2 calls re-judged: 1 allowed → denied/);
     const under = await cli([
       "replay",
       "--policy",

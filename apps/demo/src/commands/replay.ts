@@ -82,6 +82,9 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
       } finally {
         await store.close?.();
       }
+      const deniedShare = report.calls === 0 ? 0 : (report.allowedToDenied / report.calls) * 100;
+      const overLimit =
+        maxDenied !== undefined && deniedShare > maxDenied ? deniedShare : undefined;
       if (options.json) {
         out(JSON.stringify({ ...report, summary: replaySummaryLine(report) }, null, 2));
       } else {
@@ -111,20 +114,16 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
               `${report.unjudgeable} refused calls could not be re-judged: their arguments are not in the log`,
             ),
           );
+        if (overLimit !== undefined)
+          out(
+            colors.red(
+              `${overLimit.toFixed(2)}% of the calls would be denied, over --max-denied ${maxDenied}%`,
+            ),
+          );
+        // The counts stay the last line: a script reads it.
         out(replaySummaryLine(report));
       }
-      if (maxDenied !== undefined) {
-        const share = report.calls === 0 ? 0 : (report.allowedToDenied / report.calls) * 100;
-        if (share > maxDenied) {
-          if (!options.json)
-            out(
-              colors.red(
-                `${share.toFixed(2)}% of the calls would be denied, over --max-denied ${maxDenied}%`,
-              ),
-            );
-          exit(1);
-        }
-      }
+      if (overLimit !== undefined) exit(1);
     },
   );
 }
