@@ -53,11 +53,7 @@ export function chainSettings(
       `[checkpoint] ${where}: LOOPGUARD_LOG_KEY is set but shorter than 16 characters; use a long random secret (e.g. openssl rand -base64 32)`,
     );
   const key =
-    logKey !== undefined
-      ? Buffer.from(logKey)
-      : fromEnv
-        ? Buffer.from(fromEnv, "utf8")
-        : undefined;
+    logKey !== undefined ? Buffer.from(logKey) : fromEnv ? Buffer.from(fromEnv, "utf8") : undefined;
   return { key, enabled: hashChain !== false };
 }
 
@@ -68,7 +64,8 @@ export function genesis(runId: string): string {
 
 /** The chain value of an event: over the previous value and this event's stored text. */
 export function link(previous: string, text: string, key: Buffer | undefined): string {
-  if (key) return `hmac:${createHmac("sha256", key).update(previous).update("\n").update(text).digest("hex")}`;
+  if (key)
+    return `hmac:${createHmac("sha256", key).update(previous).update("\n").update(text).digest("hex")}`;
   return `sha256:${createHash("sha256").update(previous).update("\n").update(text).digest("hex")}`;
 }
 
@@ -116,7 +113,11 @@ export function chainStart(runId: string, key: Buffer | undefined): ChainCursor 
  * chain, or undefined when it holds. A log whose first event has no chain is unchained (one
  * written before the chain existed): accepted without a key, refused with one.
  */
-export function advance(cursor: ChainCursor, text: string, chain: string | undefined): string | undefined {
+export function advance(
+  cursor: ChainCursor,
+  text: string,
+  chain: string | undefined,
+): string | undefined {
   if (cursor.chained === undefined) {
     cursor.chained = chain !== undefined;
     if (!cursor.chained) {

@@ -1,3 +1,4 @@
+export type { VerifyResult } from "./hash-chain.js";
 export type { JsonlEventStore, JsonlEventStoreOptions } from "./jsonl-event-store.js";
 export { jsonlEventStore } from "./jsonl-event-store.js";
 export type { MissingPeerErrorOptions } from "./missing-peer-error.js";
@@ -36,6 +37,7 @@ export {
   StoreClosedError,
   StoreWriteError,
 } from "./store-errors.js";
+export { verifyRun } from "./verify-run.js";
 export type {
   AgentFactory,
   SliceContext,

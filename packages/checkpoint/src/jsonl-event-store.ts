@@ -784,7 +784,13 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         buffer = await brief(`reading ${file}`, () => readFile(file));
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT")
-          return { ok: false, runId, firstBadSeq: 0, events: 0, reason: `no log: ${file} does not exist` };
+          return {
+            ok: false,
+            runId,
+            firstBadSeq: 0,
+            events: 0,
+            reason: `no log: ${file} does not exist`,
+          };
         throw error;
       }
       const cursor = chainStart(runId, chain.key);
@@ -793,7 +799,13 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
         parsed = parseLog(buffer, file, 0, cursor, true);
       } catch (error) {
         const seq = (error as { seq?: number }).seq ?? 0;
-        return { ok: false, runId, firstBadSeq: seq, events: seq, reason: (error as Error).message };
+        return {
+          ok: false,
+          runId,
+          firstBadSeq: seq,
+          events: seq,
+          reason: (error as Error).message,
+        };
       }
       const events = parsed.events.length;
       if (events === 0)
@@ -810,7 +822,9 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       // The summary file keeps the head: a log cut short (with its chain intact) shows here.
       let saved: SummaryFile | undefined;
       try {
-        saved = JSON.parse(await brief("reading a summary", () => readFile(summaryFileOf(runId), "utf8")));
+        saved = JSON.parse(
+          await brief("reading a summary", () => readFile(summaryFileOf(runId), "utf8")),
+        );
       } catch {
         notes.push("no summary file: a log cut short cannot be told from a whole one");
       }

@@ -130,7 +130,12 @@ export function parseLog(
     // The tail is a whole event missing only its newline (an editor that dropped the final
     // newline, or a write cut exactly there): it is kept, not cut off as a torn write.
     if (result.tornBytes > 0) {
-      const tail = tailEvent(buffer.subarray(completeBytes), file, firstSeq + events.length, cursor);
+      const tail = tailEvent(
+        buffer.subarray(completeBytes),
+        file,
+        firstSeq + events.length,
+        cursor,
+      );
       if (tail) {
         events.push(tail.event);
         chains?.push(tail.chain);

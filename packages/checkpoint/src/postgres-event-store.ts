@@ -11,7 +11,15 @@ import {
   type StoredEventInput,
 } from "@loopguard/core";
 import { summarize } from "@loopguard/core/plugin";
-import { FencedError } from "./postgres-errors.js";
+import {
+  advance,
+  chainSettings,
+  chainStart,
+  genesis,
+  link,
+  type VerifyResult,
+} from "./hash-chain.js";
+import { FencedError, PostgresStoreError } from "./postgres-errors.js";
 import { migrate } from "./postgres-migrations.js";
 import {
   openPool,
@@ -24,8 +32,13 @@ import {
 import { assertRunId } from "./run-id.js";
 import { validateFilter } from "./validate-filter.js";
 
-/** Options of `postgresEventStore`: a pool or a connection string, and a schema name. */
-export type PostgresEventStoreOptions = PostgresConnectionOptions;
+/** Options of `postgresEventStore`: a pool or a connection string, a schema name, the log key. */
+export interface PostgresEventStoreOptions extends PostgresConnectionOptions {
+  /** The key of the log's HMAC chain. Default: `LOOPGUARD_LOG_KEY`; without either, SHA-256. */
+  logKey?: string | Buffer;
+  /** Chains new events (default true). `false` only to measure what the chain costs. */
+  hashChain?: boolean;
+}
 
 /** Options of one append to the PostgreSQL store. */
 export interface PostgresAppendOptions extends AppendOptions {
@@ -77,6 +90,12 @@ export interface PostgresEventStore extends EventStore {
   epochOf(runId: string): Promise<number>;
   /** A view of the store whose appends to `runId` are fenced by `epoch`. */
   fenced(runId: string, epoch: number): FencedEventStore;
+  /**
+   * Checks a run's log end to end: every row's seq and JSON, the hash chain (each link, with
+   * the key when one is set), and the head kept in the run's row (a log cut short). Never
+   * throws for a damaged log: the result names the first bad seq and why.
+   */
+  verify(runId: string): Promise<VerifyResult>;
   /** Ends the pool when the store opened it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -95,22 +114,31 @@ export interface PostgresEventStore extends EventStore {
 export function postgresEventStore(options: PostgresEventStoreOptions): PostgresEventStore {
   const where = "postgresEventStore";
   const { schema, quoted: s } = validateConnection(options, where);
+  const chain = chainSettings(options, where);
   let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
   let closed = false;
   // The statements of every slice are prepared once per connection (named), so PostgreSQL
   // parses and plans the append's CTE once, not on every append.
   const names = {
-    append: statementName("append", schema),
+    append: statementName("append_v2", schema),
     claim: statementName("claim", schema),
-    claimRead: statementName("claim_read", schema),
-    read: statementName("read", schema),
-    runRow: statementName("run_row", schema),
+    claimRead: statementName("claim_read_v2", schema),
+    read: statementName("read_v2", schema),
+    runRow: statementName("run_row_v2", schema),
   };
   // The last summary this process wrote per run, so an append usually needs one round trip.
-  const summaries = new Map<string, { nextSeq: number; summary: RunSummary }>();
-  const remember = (runId: string, nextSeq: number, summary: RunSummary) => {
+  const summaries = new Map<
+    string,
+    { nextSeq: number; summary: RunSummary; head: string | undefined }
+  >();
+  const remember = (
+    runId: string,
+    nextSeq: number,
+    summary: RunSummary,
+    head: string | undefined,
+  ) => {
     summaries.delete(runId);
-    summaries.set(runId, { nextSeq, summary });
+    summaries.set(runId, { nextSeq, summary, head });
     if (summaries.size > 10_000) summaries.delete(summaries.keys().next().value as string);
   };
 
@@ -223,18 +251,33 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     // The summary is a function of the log's prefix, so the one cached (or read) at
     // next_seq = expectedSeq is the right base whenever the guarded write below succeeds.
     let previous: RunSummary | undefined;
+    // The chain continues from the run's head (none: a log from before the chain).
+    let head: string | undefined = chain.enabled ? genesis(runId) : undefined;
     if (expectedSeq > 0) {
       const cached = summaries.get(runId);
-      if (cached?.nextSeq === expectedSeq) previous = cached.summary;
-      else {
+      if (cached?.nextSeq === expectedSeq) {
+        previous = cached.summary;
+        head = cached.head;
+      } else {
         const { rows } = await pool.query({
           name: names.runRow,
-          text: `SELECT next_seq, summary FROM ${s}.runs WHERE run_id = $1`,
+          text: `SELECT next_seq, summary, head FROM ${s}.runs WHERE run_id = $1`,
           values: [runId],
         });
         if (Number(rows[0]?.next_seq ?? 0) === expectedSeq && typeof rows[0]?.summary === "string")
           previous = JSON.parse(rows[0].summary) as RunSummary;
+        // Read with next_seq: the guarded write below fails unless it is still the head.
+        head = typeof rows[0]?.head === "string" ? rows[0].head : undefined;
       }
+    }
+    if (head?.startsWith("hmac:") && !chain.key)
+      throw new PostgresStoreError(
+        `[checkpoint] run ${runId} (schema ${schema}) is chained with an HMAC key, and this store has none: set LOOPGUARD_LOG_KEY (or logKey) to the key the run was written with before appending to it`,
+      );
+    const chains: Array<string | null> = [];
+    for (const [index, body] of bodies.entries()) {
+      if (head !== undefined) head = link(head, chainText(expectedSeq + index, body), chain.key);
+      chains.push(head ?? null);
     }
     const summary = summarize(previous, runId, stored);
     const nextSeq = expectedSeq + events.length;
@@ -244,22 +287,22 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     const { rows } = await pool.query({
       name: names.append,
       text: `WITH guard AS (
-         INSERT INTO ${s}.runs AS r (run_id, next_seq, status, agent_id, created_at, updated_at, summary)
-         SELECT $1, $7, $8, $9, $10, $11, $12 WHERE $13::integer = 0 AND $2::bigint IS NULL
+         INSERT INTO ${s}.runs AS r (run_id, next_seq, status, agent_id, created_at, updated_at, summary, head)
+         SELECT $1, $7, $8, $9, $10, $11, $12, $15 WHERE $13::integer = 0 AND $2::bigint IS NULL
          ON CONFLICT (run_id) DO UPDATE SET next_seq = excluded.next_seq, status = excluded.status, agent_id = excluded.agent_id,
-           created_at = excluded.created_at, updated_at = excluded.updated_at, summary = excluded.summary
+           created_at = excluded.created_at, updated_at = excluded.updated_at, summary = excluded.summary, head = excluded.head
          WHERE r.next_seq = $13 AND ($2::bigint IS NULL OR r.epoch = $2)
          RETURNING r.epoch
        ), fenced_update AS (
-         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12
+         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12, head = $15
          WHERE run_id = $1 AND NOT ($13::integer = 0 AND $2::bigint IS NULL) AND next_seq = $13 AND ($2::bigint IS NULL OR epoch = $2)
          RETURNING epoch
        ), written AS (
          SELECT epoch FROM guard UNION ALL SELECT epoch FROM fenced_update
        ), inserted AS (
-         INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body)
-         SELECT $1, input.seq, (SELECT epoch FROM written LIMIT 1), input.at, input.type, input.body
-         FROM unnest($3::integer[], $4::bigint[], $5::text[], $6::text[]) AS input(seq, at, type, body)
+         INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body, chain)
+         SELECT $1, input.seq, (SELECT epoch FROM written LIMIT 1), input.at, input.type, input.body, input.chain
+         FROM unnest($3::integer[], $4::bigint[], $5::text[], $6::text[], $14::text[]) AS input(seq, at, type, body, chain)
          WHERE EXISTS (SELECT 1 FROM written)
        )
        SELECT epoch FROM written`,
@@ -277,6 +320,8 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         Math.round(summary.updatedAt),
         JSON.stringify(summary),
         expectedSeq,
+        chains,
+        head ?? null,
       ],
     });
     if (rows.length === 0) {
@@ -290,7 +335,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         throw new FencedError(runId, epoch, currentEpoch, expectedSeq, actual);
       throw new AppendConflictError(runId, expectedSeq, actual);
     }
-    remember(runId, nextSeq, summary);
+    remember(runId, nextSeq, summary, head);
     return { nextSeq };
   };
 
@@ -299,14 +344,34 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     const pool = await ready();
     const { rows } = await pool.query({
       name: names.read,
-      text: `SELECT seq, body FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
+      text: `SELECT seq, body, chain FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
       values: [runId],
     });
     return parseRows(runId, rows);
   };
 
-  const parseRows = (runId: string, rows: Record<string, unknown>[]): StoredEvent[] =>
-    rows.map((row, index) => {
+  const parseRows = (runId: string, rows: Record<string, unknown>[]): StoredEvent[] => {
+    // The chain is checked on every read: resume refuses a log that was tampered with.
+    const cursor = chainStart(runId, chain.key);
+    let index = 0;
+    try {
+      return rows.map((row, position) => {
+        index = position;
+        return parseRow(runId, row, position, cursor);
+      });
+    } catch (error) {
+      // The position of the first bad event, for verify.
+      throw Object.assign(error as Error, { seq: index });
+    }
+  };
+
+  const parseRow = (
+    runId: string,
+    row: Record<string, unknown>,
+    index: number,
+    cursor: ReturnType<typeof chainStart>,
+  ): StoredEvent => {
+    {
       const seq = Number(row.seq);
       let body: unknown;
       try {
@@ -327,8 +392,81 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
           `[checkpoint] run ${runId} event ${seq} (table ${schema}.events) is not an event at position ${index}: the row was damaged outside loopguard; restore it from a backup`,
         );
       }
+      const broken = advance(
+        cursor,
+        chainText(seq, row.body as string),
+        typeof row.chain === "string" ? row.chain : undefined,
+      );
+      if (broken)
+        throw new CorruptLogError(
+          `[checkpoint] run ${runId} event ${seq} (table ${schema}.events): ${broken}; loopguard never skips a damaged event: restore the run from a backup`,
+        );
       return { ...(body as StoredEventInput), seq } as StoredEvent;
+    }
+  };
+
+  const verify = async (runId: string): Promise<VerifyResult> => {
+    checkRunId(runId, "verify");
+    const pool = await ready();
+    const { rows } = await pool.query({
+      name: names.read,
+      text: `SELECT seq, body, chain FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
+      values: [runId],
     });
+    try {
+      parseRows(runId, rows);
+    } catch (error) {
+      const seq = (error as { seq?: number }).seq ?? 0;
+      return { ok: false, runId, firstBadSeq: seq, events: seq, reason: (error as Error).message };
+    }
+    if (rows.length === 0)
+      return {
+        ok: false,
+        runId,
+        firstBadSeq: 0,
+        events: 0,
+        reason: `no log: run ${runId} has no events in ${schema}.events`,
+      };
+    const run = (
+      await pool.query(`SELECT next_seq, head FROM ${s}.runs WHERE run_id = $1`, [runId])
+    ).rows[0];
+    const recorded = Number(run?.next_seq ?? 0);
+    if (recorded !== rows.length)
+      return {
+        ok: false,
+        runId,
+        firstBadSeq: Math.min(recorded, rows.length),
+        events: rows.length,
+        reason:
+          recorded > rows.length
+            ? `the log was cut short: its run row records ${recorded} events, the table holds ${rows.length}; events ${rows.length} to ${recorded - 1} were removed`
+            : `the table holds ${rows.length} events but the run row records ${recorded}: events from ${recorded} on were added outside loopguard`,
+      };
+    const last =
+      typeof rows.at(-1)?.chain === "string" ? (rows.at(-1)!.chain as string) : undefined;
+    if ((typeof run?.head === "string" ? run.head : undefined) !== last)
+      return {
+        ok: false,
+        runId,
+        firstBadSeq: rows.length - 1,
+        events: rows.length,
+        reason: `the last event's link is not the head its run row records (${String(run?.head)}): the log was rewritten`,
+      };
+    return {
+      ok: true,
+      runId,
+      events: rows.length,
+      ...(last ? { head: last } : {}),
+      chain: !last
+        ? "none"
+        : last.startsWith("hmac:")
+          ? chain.key
+            ? "hmac"
+            : "hmac-unchecked"
+          : "sha256",
+      notes: [],
+    };
+  };
 
   const list = async (filter: ListFilter = {}): Promise<RunSummary[]> => {
     if (filter === null || typeof filter !== "object")
@@ -400,7 +538,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
          ON CONFLICT (run_id) DO UPDATE SET epoch = ${s}.runs.epoch + 1
          RETURNING epoch, next_seq
        )
-       SELECT claimed.epoch, claimed.next_seq, e.seq, e.body
+       SELECT claimed.epoch, claimed.next_seq, e.seq, e.body, e.chain
        FROM claimed LEFT JOIN ${s}.events e ON e.run_id = $1
        ORDER BY e.seq`,
       values: [runId],
@@ -433,6 +571,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     claim,
     claimAndRead,
     epochOf,
+    verify,
     fenced(runId, epoch) {
       checkRunId(runId, "fenced");
       if (!Number.isInteger(epoch) || epoch < 1) {
@@ -482,6 +621,11 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     },
   };
   return store;
+}
+
+/** The text an event's chain link covers: its stored body with its seq in front, as in a JSONL line. */
+function chainText(seq: number, body: string): string {
+  return `{"seq":${seq},${body.slice(1)}`;
 }
 
 function checkRunId(runId: unknown, method: string): asserts runId is string {

@@ -50,6 +50,15 @@ const migrations: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 2,
+    name: "hash chain",
+    statements: (s) => [
+      // Each event's link in the run's hash chain, and the run's last link (its head).
+      `ALTER TABLE ${s}.events ADD COLUMN chain text`,
+      `ALTER TABLE ${s}.runs ADD COLUMN head text`,
+    ],
+  },
 ];
 
 /** The newest schema version this package knows. */

@@ -14,10 +14,19 @@ import { AppendConflictError, CorruptLogError, InvalidArgumentError } from "@loo
 import { filterSummaries, summarize } from "@loopguard/core/plugin";
 import type BetterSqlite3 from "better-sqlite3";
 import { holderIsGone, markHeld, newHolder } from "./file-lock.js";
+import {
+  advance,
+  type ChainSettings,
+  chainSettings,
+  chainStart,
+  genesis,
+  link,
+  type VerifyResult,
+} from "./hash-chain.js";
 import { encodeEventBody, lineOf } from "./jsonl-log.js";
 import { assertRunId } from "./run-id.js";
 import { loadSqliteDriver } from "./sqlite-driver.js";
-import { RunLockedError, StoreClosedError } from "./store-errors.js";
+import { RunLockedError, StoreClosedError, StoreWriteError } from "./store-errors.js";
 import { validateFilter } from "./validate-filter.js";
 
 /** The part of a better-sqlite3 `Database` the store uses (so these types need no `@types` package). */
@@ -40,12 +49,18 @@ export type SqliteEventStoreOptions =
       busyTimeoutMs?: number;
       /** How long `acquireRun` waits for another resumer of the same run. Default 10 000 ms. */
       leaseTimeoutMs?: number;
+      /** The key of the log's HMAC chain. Default: `LOOPGUARD_LOG_KEY`; without either, SHA-256. */
+      logKey?: string | Buffer;
+      /** Chains new events (default true). `false` only to measure what the chain costs. */
+      hashChain?: boolean;
     }
   | {
       /** A better-sqlite3 database you opened; the store never closes it. */
       database: SqliteDatabase;
       busyTimeoutMs?: number;
       leaseTimeoutMs?: number;
+      logKey?: string | Buffer;
+      hashChain?: boolean;
     };
 
 /** The SQLite event store. */
@@ -58,6 +73,12 @@ export interface SqliteEventStore extends EventStore {
    * on this host is replaced.
    */
   acquireRun(runId: string): Promise<RunLease>;
+  /**
+   * Checks a run's log end to end: every row's seq and JSON, the hash chain (each link, with
+   * the key when one is set), and the head kept in the run's `loopguard_runs` row (a log cut
+   * short). Never throws for a damaged log: the result names the first bad seq and why.
+   */
+  verify(runId: string): Promise<VerifyResult>;
   /** Closes the database if the store opened it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -68,7 +89,9 @@ interface Prepared {
   where: string;
   /** Commits a batch of appends in one transaction; each settles on its own (a conflict fails only itself). */
   commit: (batch: PendingAppend[]) => void;
-  readRows: BetterSqlite3.Statement<[string], { seq: number; body: string }>;
+  readRows: BetterSqlite3.Statement<[string], { seq: number; body: string; chain: string | null }>;
+  /** The run's row: its summary and the chain value of its last event. */
+  runRow: BetterSqlite3.Statement<[string], { summary: string; head: string | null }>;
   /** Takes a run's lease for `holder` unless a live holder has it (then returns that holder). */
   takeLease: (runId: string, holder: string) => { taken: true } | { taken: false; holder: string };
   releaseLease: (runId: string, holder: string) => void;
@@ -168,6 +191,7 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       `[checkpoint] sqliteEventStore: leaseTimeoutMs must be a non-negative number of milliseconds, got ${String(options.leaseTimeoutMs)}`,
     );
   }
+  const chain: ChainSettings = chainSettings(options, "sqliteEventStore");
   const busyTimeoutMs = options.busyTimeoutMs ?? 5_000;
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new InvalidArgumentError(
@@ -196,6 +220,20 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       db.pragma("journal_mode = WAL");
       db.pragma("synchronous = FULL");
       db.exec(schema);
+      // The hash chain's columns, added to databases made before them.
+      for (const [table, column] of [
+        ["loopguard_events", "chain"],
+        ["loopguard_runs", "head"],
+      ] as const) {
+        const columns = db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>;
+        if (columns.some((row) => row.name === column)) continue;
+        try {
+          db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} TEXT`);
+        } catch (error) {
+          // Another connection added it meanwhile.
+          if (!/duplicate column/i.test((error as Error).message)) throw error;
+        }
+      }
     } catch (error) {
       if (ownsDatabase) db.close();
       throw error;
@@ -203,18 +241,24 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
     const nextSeqOf = db.prepare<[string], { next: number }>(
       "SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM loopguard_events WHERE run_id = ?",
     );
-    const insert = db.prepare<[string, number, number, string, string]>(
-      "INSERT INTO loopguard_events (run_id, seq, at, type, body) VALUES (?, ?, ?, ?, ?)",
+    const insert = db.prepare<[string, number, number, string, string, string | null]>(
+      "INSERT INTO loopguard_events (run_id, seq, at, type, body, chain) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    const chainAt = db.prepare<[string, number], { chain: string | null }>(
+      "SELECT chain FROM loopguard_events WHERE run_id = ? AND seq = ?",
     );
     const summaryOf = db.prepare<[string], { summary: string }>(
       "SELECT summary FROM loopguard_runs WHERE run_id = ?",
     );
-    const upsert = db.prepare<[string, string | null, string, number, string]>(
-      "INSERT INTO loopguard_runs (run_id, agent_id, status, updated_at, summary) VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, updated_at = excluded.updated_at, summary = excluded.summary",
+    const upsert = db.prepare<[string, string | null, string, number, string, string | null]>(
+      "INSERT INTO loopguard_runs (run_id, agent_id, status, updated_at, summary, head) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET agent_id = excluded.agent_id, status = excluded.status, updated_at = excluded.updated_at, summary = excluded.summary, head = excluded.head",
     );
-    // Summaries this connection wrote last, by run (checked against the log's length before use,
-    // so another connection's appends are never missed).
-    const summaries = new Map<string, { nextSeq: number; summary: RunSummary }>();
+    // Summaries and chain heads this connection wrote last, by run (checked against the log's
+    // length before use, so another connection's appends are never missed).
+    const summaries = new Map<
+      string,
+      { nextSeq: number; summary: RunSummary; head: string | undefined }
+    >();
     const appendOne = (append: PendingAppend, lengths: Map<string, number>) => {
       const { runId, expectedSeq, bodies, events } = append;
       const length = lengths.get(runId) ?? nextSeqOf.get(runId)!.next;
@@ -228,14 +272,29 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
         lengths.set(runId, length);
         return;
       }
+      const cached = summaries.get(runId);
+      // The chain continues from the last event's link (none: the log predates the chain).
+      let head: string | undefined;
+      if (length === 0) head = chain.enabled ? genesis(runId) : undefined;
+      else if (cached?.nextSeq === length) head = cached.head;
+      else head = chainAt.get(runId, length - 1)?.chain ?? undefined;
+      if (head?.startsWith("hmac:") && !chain.key) {
+        append.outcome = {
+          error: new StoreWriteError(
+            `[checkpoint] run ${runId} in ${where} is chained with an HMAC key, and this store has none: set LOOPGUARD_LOG_KEY (or logKey) to the key the run was written with before appending to it`,
+          ),
+        };
+        lengths.set(runId, length);
+        return;
+      }
       const stored: StoredEvent[] = [];
       for (let index = 0; index < bodies.length; index += 1) {
         const event = events[index]!;
-        const line = lineOf(length + index, bodies[index]!);
-        insert.run(runId, length + index, event.at, event.type, line.slice(0, -1));
+        const text = lineOf(length + index, bodies[index]!).slice(0, -1);
+        if (head !== undefined) head = link(head, text, chain.key);
+        insert.run(runId, length + index, event.at, event.type, text, head ?? null);
         stored.push({ ...event, seq: length + index } as StoredEvent);
       }
-      const cached = summaries.get(runId);
       let previous: RunSummary | undefined;
       if (cached?.nextSeq === length) previous = cached.summary;
       else if (length > 0) {
@@ -249,12 +308,13 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
         summary.status,
         summary.updatedAt,
         JSON.stringify(summary),
+        head ?? null,
       );
       const nextSeq = length + bodies.length;
       lengths.set(runId, nextSeq);
       append.outcome = { nextSeq };
       summaries.delete(runId);
-      summaries.set(runId, { nextSeq, summary });
+      summaries.set(runId, { nextSeq, summary, head });
       if (summaries.size > 10_000) summaries.delete(summaries.keys().next().value as string);
     };
     const leaseOf = db.prepare<[string], { holder: string }>(
@@ -300,8 +360,11 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
           throw error;
         }
       },
-      readRows: db.prepare<[string], { seq: number; body: string }>(
-        "SELECT seq, body FROM loopguard_events WHERE run_id = ? ORDER BY seq",
+      readRows: db.prepare<[string], { seq: number; body: string; chain: string | null }>(
+        "SELECT seq, body, chain FROM loopguard_events WHERE run_id = ? ORDER BY seq",
+      ),
+      runRow: db.prepare<[string], { summary: string; head: string | null }>(
+        "SELECT summary, head FROM loopguard_runs WHERE run_id = ?",
       ),
       takeLease: (runId, holder) => takeLeaseInTransaction.immediate(runId, holder),
       releaseLease: (runId, holder) => {
@@ -358,7 +421,7 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
     return ready;
   };
 
-  return {
+  const self: SqliteEventStore = {
     name: "sqlite",
 
     async append(
@@ -423,16 +486,80 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       };
     },
 
+    async verify(runId: string): Promise<VerifyResult> {
+      const events = await self.read(runId).catch((error: unknown) => error);
+      if (!Array.isArray(events)) {
+        const seq = (events as { seq?: number }).seq ?? 0;
+        return {
+          ok: false,
+          runId,
+          firstBadSeq: seq,
+          events: seq,
+          reason: (events as Error).message,
+        };
+      }
+      if (events.length === 0)
+        return {
+          ok: false,
+          runId,
+          firstBadSeq: 0,
+          events: 0,
+          reason: `no log: run ${runId} has no events`,
+        };
+      const store = await open();
+      const rows = store.readRows.all(runId);
+      const row = store.runRow.get(runId);
+      const recorded = row ? (JSON.parse(row.summary) as RunSummary).events : undefined;
+      if (recorded !== undefined && recorded !== events.length)
+        return {
+          ok: false,
+          runId,
+          firstBadSeq: Math.min(recorded, events.length),
+          events: events.length,
+          reason:
+            recorded > events.length
+              ? `the log was cut short: its run row records ${recorded} events, the table holds ${events.length}; events ${events.length} to ${recorded - 1} were removed`
+              : `the table holds ${events.length} events but the run row records ${recorded}: events from ${recorded} on were added outside loopguard`,
+        };
+      const last = rows.at(-1)?.chain ?? undefined;
+      if (row && (row.head ?? undefined) !== last)
+        return {
+          ok: false,
+          runId,
+          firstBadSeq: events.length - 1,
+          events: events.length,
+          reason: `the last event's link is not the head its run row records (${row.head}): the log was rewritten`,
+        };
+      return {
+        ok: true,
+        runId,
+        events: events.length,
+        ...(last ? { head: last } : {}),
+        chain: !last
+          ? "none"
+          : last.startsWith("hmac:")
+            ? chain.key
+              ? "hmac"
+              : "hmac-unchecked"
+            : "sha256",
+        notes: [],
+      };
+    },
+
     async read(runId: string): Promise<StoredEvent[]> {
       assertRunId(runId, "sqliteEventStore.read");
       const store = await open();
       const rows = store.readRows.all(runId);
+      // The chain is checked on every read: resume refuses a log that was tampered with.
+      const cursor = chainStart(runId, chain.key);
       return rows.map((row, index) => {
         const fail = (what: string, cause?: unknown): never => {
-          throw new CorruptLogError(
+          const error = new CorruptLogError(
             `[checkpoint] ${store.where}: run ${runId} event ${row.seq} (table loopguard_events): ${what}; loopguard never skips a damaged event: restore the database from a backup or repair the row by hand`,
             cause === undefined ? undefined : { cause },
           );
+          // The position of the first bad event, for verify.
+          throw Object.assign(error, { seq: index });
         };
         if (row.seq !== index) fail(`expected event ${index} here: the log has a gap`);
         let event: unknown;
@@ -453,6 +580,8 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
             "the stored body is not an event with this seq, a string type and a number at",
           );
         }
+        const broken = advance(cursor, row.body, row.chain ?? undefined);
+        if (broken) fail(broken);
         return record as unknown as StoredEvent;
       });
     },
@@ -503,4 +632,5 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       if (store?.ownsDatabase && store.db.open) store.db.close();
     },
   };
+  return self;
 }

@@ -14,6 +14,7 @@ import fc from "fast-check";
 import pg from "pg";
 import * as v from "valibot";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { link } from "../../src/hash-chain.js";
 import { FencedError } from "../../src/postgres-errors.js";
 import { type PostgresEventStore, postgresEventStore } from "../../src/postgres-event-store.js";
 import { postgresFreezeStore } from "../../src/postgres-freeze-store.js";
@@ -240,11 +241,19 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
       const writer = new pg.Client({ connectionString: databaseUrl! });
       await writer.connect();
       const s = `"${store.schema}"`;
+      // The other writer chains its event as the store would (an unchained row is tampering).
+      const previous = await writer.query(
+        `SELECT chain FROM ${s}.events WHERE run_id = 'cr2' AND seq = 0`,
+      );
+      const body = JSON.stringify(end(2_000));
+      const chain = link(previous.rows[0].chain, `{"seq":1,${body.slice(1)}`, undefined);
       await writer.query("BEGIN");
-      await writer.query(`UPDATE ${s}.runs SET next_seq = 2 WHERE run_id = 'cr2'`);
+      await writer.query(`UPDATE ${s}.runs SET next_seq = 2, head = $1 WHERE run_id = 'cr2'`, [
+        chain,
+      ]);
       await writer.query(
-        `INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body) VALUES ('cr2', 1, 1, 2000, 'run-end', $1)`,
-        [JSON.stringify(end(2_000))],
+        `INSERT INTO ${s}.events (run_id, seq, epoch, at, type, body, chain) VALUES ('cr2', 1, 1, 2000, 'run-end', $1, $2)`,
+        [body, chain],
       );
       const claiming = store.claimAndRead("cr2");
       // Commit only once the claim is waiting for the row lock (its snapshot taken before).
@@ -332,7 +341,10 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
         const { rows } = await client.query(
           `SELECT version, name FROM "${schema}".migrations ORDER BY version`,
         );
-        expect(rows).toEqual([{ version: 1, name: "runs, events, freeze" }]);
+        expect(rows).toEqual([
+          { version: 1, name: "runs, events, freeze" },
+          { version: 2, name: "hash chain" },
+        ]);
       } finally {
         await client.end();
       }

@@ -140,15 +140,23 @@ describe.skipIf(!databaseUrl)("workers on pg-boss, across processes", () => {
     const plain = Array.from({ length: 14 }, (_, index) => `run-${index}`);
     const approvals = Array.from({ length: 4 }, (_, index) => `refund-${index}`);
     const target = { store, leaseMs: LEASE_MS };
+    // The last run is submitted twice at once, while its first job is still queued (the
+    // workers poll every 0.5 s): the queue's singleton key absorbs the second.
+    const last = approvals.at(-1)!;
     for (const runId of [...plain, ...approvals]) {
       const task = runId.startsWith("refund")
         ? `please refund order ${runId}`
         : `charge order ${runId}`;
-      const submitted = await submitRun(target, task, { runId });
+      const [submitted, again] = await Promise.all([
+        submitRun(target, task, { runId }),
+        runId === last ? submitRun(target, task, { runId }) : undefined,
+      ]);
+      if (again) {
+        expect([submitted.jobId, again.jobId].filter((jobId) => jobId === null)).toHaveLength(1);
+        continue;
+      }
       expect(submitted).toEqual({ runId, jobId: expect.any(String) });
     }
-    // A second submit of a queued run is absorbed by the queue's singleton key.
-    expect((await submitRun(target, "charge order run-0", { runId: "run-0" })).jobId).toBeNull();
 
     // Answer parked approvals from this process (not a worker), as they appear.
     const answered = new Set<string>();
