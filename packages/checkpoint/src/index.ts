@@ -18,6 +18,13 @@ export type {
 } from "./postgres-freeze-store.js";
 export { postgresFreezeStore } from "./postgres-freeze-store.js";
 export type {
+  LimitBucketRow,
+  LimitCounterRow,
+  PostgresLimitStore,
+  PostgresLimitStoreOptions,
+} from "./postgres-limit-store.js";
+export { postgresLimitStore } from "./postgres-limit-store.js";
+export type {
   PgClient,
   PgPool,
   PgQueryable,
