@@ -5,9 +5,9 @@ import {
   type Gate,
   type GuardOptions,
   guardTool,
+  type Tool as LoopguardTool,
   type RunContextInput,
   type RunHandle,
-  type Tool as LoopguardTool,
   type ToolCall,
   withRun,
 } from "@loopguard/core";

@@ -7,7 +7,7 @@ import {
   type Scanner,
   type ScanResult,
 } from "@loopguard/core";
-import { type RunState } from "@loopguard/core/plugin";
+import type { RunState } from "@loopguard/core/plugin";
 import type { LanguageModelMiddleware } from "ai";
 import { BudgetExceededError, GuardToolsError } from "./errors.js";
 

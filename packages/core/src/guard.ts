@@ -18,7 +18,7 @@ import {
 } from "./guard-run.js";
 import type { OutputEnvelope, RecordedScan } from "./output.js";
 import { defaultHaltOn, policyDigestOf, sortGates } from "./pipeline.js";
-import { type RunContextInput, RunState } from "./run-state.js";
+import { RunState } from "./run-state.js";
 import { tool as declareTool, type Tool } from "./tool.js";
 import { type CallScope, ToolCallPath, type ToolPathOptions } from "./tool-call.js";
 
