@@ -11,7 +11,7 @@ import {
 } from "@loopguard/core/testing";
 import { heuristicScanner, taintGate } from "@loopguard/injection";
 import { allow, argGt, ask, deny, policy } from "@loopguard/policy";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { loopguardHooks } from "../src/index.js";
 
