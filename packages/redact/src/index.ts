@@ -22,6 +22,7 @@ export {
 export type { Placeholder, RedactOptions, RedactResult } from "./redaction-engine.js";
 export { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
 export { createRedactionStream, type RedactionStreamOptions } from "./redaction-stream.js";
+export { openSealedVault, SealedVault, type SealedVaultOptions } from "./sealed-vault.js";
 export { isSensitiveKey } from "./sensitive-key.js";
 export {
   createKeyring,

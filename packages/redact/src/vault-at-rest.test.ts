@@ -4,6 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { RedactError, VaultDataError, VaultForgottenError, VaultKeyError } from "./redact-error.js";
+import { openSealedVault } from "./sealed-vault.js";
 import {
   createKeyring,
   fileSubjectKeyStore,
@@ -127,7 +128,7 @@ describe("the keyring", () => {
       store,
     });
     expect(await both.rotate()).toBe(2);
-    expect(store.list().map((record) => record.keyId)).toEqual(["k2", "k2"]);
+    expect((await store.list()).map((record) => record.keyId)).toEqual(["k2", "k2"]);
     const onlyNew = createKeyring({
       keys: envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: k2 } }),
       store,
@@ -152,5 +153,74 @@ describe("the keyring", () => {
     expect(() => fileSubjectKeyStore({ path }).get("x")).toThrow(
       /^\[redact\] the subject key file .*broken\.json is damaged/,
     );
+  });
+});
+
+describe("openSealedVault", () => {
+  const keyringFor = (store = memorySubjectKeyStore()) =>
+    createKeyring({
+      keys: envKeyProvider({ env: { LOOPGUARD_VAULT_KEY: generateVaultKey("k1") } }),
+      store,
+    });
+
+  it("seals each new value before its token is handed out, and replays into the same tokens", async () => {
+    const keyring = keyringFor();
+    const stored: import("./subject-keys.js").SealedVaultEntry[] = [];
+    const vault = await openSealedVault({
+      keyring,
+      subject: "cust_42",
+      onSealed: (entry) => stored.push(entry),
+    });
+    const text = vault.tokenize("Maya Lindqvist, jane@acme.io, born 12 March 1984");
+    expect(text).toBe("<PERSON_1>, <EMAIL_1>, born <DATE_OF_BIRTH_1>");
+    expect(stored).toHaveLength(3);
+    expect(JSON.stringify(stored)).not.toMatch(/Maya|jane@|1984/);
+    const again = await openSealedVault({ keyring, subject: "cust_42", sealed: stored });
+    expect(again.reveal(text)).toBe("Maya Lindqvist, jane@acme.io, born 12 March 1984");
+    expect(again.tokenize("mail jane@acme.io")).toBe("mail <EMAIL_1>");
+  });
+
+  it("forget(subject) makes its tokens unrevealable here and in every later vault; tokens stay tokens", async () => {
+    const keyring = keyringFor();
+    const stored: import("./subject-keys.js").SealedVaultEntry[] = [];
+    const vault = await openSealedVault({
+      keyring,
+      subject: "cust_42",
+      onSealed: (entry) => stored.push(entry),
+    });
+    const text = vault.tokenize("refund jane@acme.io");
+    expect(await vault.forget("cust_42")).toBe(true);
+    expect(() => vault.reveal({ to: text })).toThrow(
+      /^\[redact\] <EMAIL_1> cannot be revealed: its subject "cust_42" was forgotten/,
+    );
+    const later = await openSealedVault({ keyring, subject: "cust_42", sealed: stored });
+    expect(() => later.reveal(text)).toThrow(VaultForgottenError);
+    expect(later.reveal("no token")).toBe("no token");
+    expect(later.tokenize("mail other@acme.io")).toBe("mail <EMAIL_2>");
+  });
+
+  it("refuses entries out of order, and values past retention are not revealed", async () => {
+    const keyring = keyringFor();
+    const stored: import("./subject-keys.js").SealedVaultEntry[] = [];
+    let now = 0;
+    const vault = await openSealedVault({
+      keyring,
+      subject: "s",
+      onSealed: (entry) => stored.push(entry),
+      now: () => now,
+    });
+    vault.tokenize("a@acme.io b@acme.io");
+    await expect(
+      openSealedVault({ keyring, subject: "s", sealed: [...stored].reverse() }),
+    ).rejects.toThrow(/do not replay to the same tokens/);
+    now = 40 * 86_400_000;
+    const expired = await openSealedVault({
+      keyring,
+      subject: "s",
+      sealed: stored,
+      retentionMs: 30 * 86_400_000,
+      now: () => now,
+    });
+    expect(() => expired.reveal("<EMAIL_2>")).toThrow(/outlived the retention of 30 days/);
   });
 });

@@ -128,6 +128,17 @@ export class Vault implements RedactionScope {
     return copy;
   }
 
+  /**
+   * Forgets the values behind some tokens (the tokens keep their numbers, so no later value
+   * takes them); `reveal` leaves those tokens as they are. Returns how many were dropped.
+   */
+  protected dropValues(tokens: ReadonlySet<string>): number {
+    let dropped = 0;
+    for (const token of tokens) if (this.#values.delete(token)) dropped++;
+    for (const [key, token] of this.#tokens) if (tokens.has(token)) this.#tokens.delete(key);
+    return dropped;
+  }
+
   /** Forgets every value; tokens handed out before can no longer be revealed. */
   clear(): void {
     this.#tokens.clear();
