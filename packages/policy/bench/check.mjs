@@ -7,6 +7,7 @@ import {
   allow,
   argDomainNotIn,
   argGt,
+  argIn,
   ask,
   compileGlob,
   deny,
@@ -82,6 +83,26 @@ const digestCost = time(() => digestOf(refund.args));
 const guard50 = guardCost(50);
 const guard50k = guardCost(50_000);
 
+// List membership, compared normalised (issue 15): a plain value, a spaced one, and one in
+// full-width forms with a Cyrillic look-alike (the slow path), against a strict Set lookup.
+const plans = ["basic", "pro", "enterprise", "team", "free"];
+const planSet = new Set(plans);
+const strictCost = time((index) => planSet.has(index % 2 ? "enterprise" : "starter"));
+const inPlans = argIn("plan", plans);
+const plainCost = time((index) =>
+  inPlans.test({ plan: index % 2 ? "enterprise" : "starter" }, refund),
+);
+const spacedCost = time((index) =>
+  inPlans.test({ plan: index % 2 ? "Enterprise  plan " : "starter plan" }, refund),
+);
+const wideCost = time((index) => {
+  try {
+    return inPlans.test({ plan: index % 2 ? "ＥＮＴＥＲＰＲＩＳＥ" : "еnterprise" }, refund);
+  } catch {
+    return true; // cannot decide: the rule fails closed
+  }
+});
+
 // Globs against the regex people write for them, on a name built to make backtracking explode.
 const glob = compileGlob("*a*a*a*a*a*a*a*a*b");
 const regex = /^.*a.*a.*a.*a.*a.*a.*a.*a.*b$/;
@@ -113,6 +134,22 @@ row(
   "runGuard() check, 50 000 calls of history",
   guard50k,
   `${(guard50k / guard50).toFixed(2)}x the 50-call run`,
+);
+row("Set.has (strict, the floor)", strictCost);
+row(
+  "argIn() test, plain ASCII value",
+  plainCost,
+  `${(plainCost / strictCost).toFixed(1)}x Set.has`,
+);
+row(
+  "argIn() test, spaced ASCII value",
+  spacedCost,
+  `${(spacedCost / strictCost).toFixed(1)}x Set.has`,
+);
+row(
+  "argIn() test, full-width / look-alike value",
+  wideCost,
+  `${(wideCost / strictCost).toFixed(1)}x Set.has`,
 );
 row(`glob "*a*a*a*a*a*a*a*a*b" on "a" x 30`, globCost);
 row(

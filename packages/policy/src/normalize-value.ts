@@ -25,8 +25,10 @@ export function normalizeValue(text: string): string {
   if (plainAscii.test(text)) return text.toLowerCase();
   // Printable ASCII with spaces: NFKC changes nothing there, so only case and spacing.
   if (spacedAscii.test(text)) return text.toLowerCase().replace(/ {2,}/g, " ").trim();
-  // Lower-casing can produce new compatibility forms (rarely): fold once more after it.
-  return foldText(foldText(text).toLowerCase());
+  // Lower-casing can produce new marks or compatibility forms (rarely, and only outside
+  // ASCII: "İ" gives "i" and a combining dot): fold once more then.
+  const lower = foldText(text).toLowerCase();
+  return nonAscii.test(lower) ? foldText(lower) : lower;
 }
 
 /**
@@ -35,14 +37,12 @@ export function normalizeValue(text: string): string {
  */
 export function foldText(text: string): string {
   if (plainAscii.test(text)) return text;
-  return text
-    .normalize("NFKC")
-    .replace(invisible, "")
-    .normalize("NFD")
-    .replace(latinAccents, "")
-    .normalize("NFC")
-    .replace(spaces, " ")
-    .trim();
+  const compatible = text.normalize("NFKC").replace(invisible, "");
+  // Full-width and other forms that NFKC makes ASCII need no accent pass.
+  const unaccented = nonAscii.test(compatible)
+    ? compatible.normalize("NFD").replace(latinAccents, "").normalize("NFC")
+    : compatible;
+  return unaccented.replace(spaces, " ").trim();
 }
 
 /**
@@ -97,6 +97,7 @@ const homoglyphs: Readonly<Record<string, string>> = {
 const lookAlike = new RegExp(`[${Object.keys(homoglyphs).join("")}]`, "i");
 const words = /[\p{L}\p{N}]+/gu;
 const latinLetter = /[a-z]/i;
+const nonAscii = /[^\x00-\x7f]/;
 
 /**
  * Folds Cyrillic and Greek look-alikes to the Latin letters they imitate, inside words that
@@ -104,7 +105,7 @@ const latinLetter = /[a-z]/i;
  * is returned as it is. Case is kept (`"Е"` folds to `"E"`).
  */
 export function foldLookAlikes(text: string): string {
-  if (!lookAlike.test(text)) return text;
+  if (!nonAscii.test(text) || !lookAlike.test(text)) return text;
   return text.replace(words, (word) => {
     if (!latinLetter.test(word) || !lookAlike.test(word)) return word;
     let out = "";
@@ -140,4 +141,23 @@ export function scalarKeys(value: string | number | boolean | null): string[] {
     if (Number.isFinite(number)) keys.push(`n:${number === 0 ? 0 : number}`);
   }
   return keys;
+}
+
+/**
+ * Whether a scalar is in a set of `scalarKeys`: the same answer as testing each of its keys,
+ * without building them (a string is normalised once and looked up as text, then as a number).
+ */
+export function hasScalar(
+  keys: ReadonlySet<string>,
+  value: string | number | boolean | null,
+): boolean {
+  if (typeof value !== "string") {
+    for (const key of scalarKeys(value)) if (keys.has(key)) return true;
+    return false;
+  }
+  const text = normalizeValue(value);
+  if (keys.has(`s:${text}`)) return true;
+  if (!decimal.test(text)) return false;
+  const number = Number(text);
+  return Number.isFinite(number) && keys.has(`n:${number === 0 ? 0 : number}`);
 }

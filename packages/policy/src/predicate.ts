@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type JsonValue, type ToolCall } from "@loopguard/core";
 import { type ArgPath, argPath } from "./arg-path.js";
-import { foldLookAlikes, foldText, scalarKeys } from "./normalize-value.js";
+import { foldLookAlikes, foldText, hasScalar, scalarKeys } from "./normalize-value.js";
 
 const predicateBrand = Symbol.for("loopguard.policy.predicate");
 
@@ -203,6 +203,16 @@ function scalarsOf(path: string, value: unknown): Scalar[] | undefined {
 
 /** Whether every scalar of the value is in the set (true), none is (false); a mix cannot decide. */
 function membership(path: string, value: unknown, keys: ReadonlySet<string>): boolean | undefined {
+  // One string, the common case: no arrays built.
+  if (typeof value === "string") {
+    const found = hasScalar(keys, value);
+    const folded = foldLookAlikes(value);
+    if (folded !== value && hasScalar(keys, folded) !== found)
+      throw new PredicateUndecidable(
+        `the value at "${path}" differs from a listed value only by look-alike letters, so the condition cannot decide`,
+      );
+    return found;
+  }
   const scalars = scalarsOf(path, value);
   if (scalars === undefined) return undefined;
   let inside = 0;
@@ -227,8 +237,7 @@ function membership(path: string, value: unknown, keys: ReadonlySet<string>): bo
 }
 
 function listed(scalar: Scalar, keys: ReadonlySet<string>): boolean {
-  for (const key of scalarKeys(scalar)) if (keys.has(key)) return true;
-  return false;
+  return hasScalar(keys, scalar);
 }
 
 function keySet(list: readonly Scalar[]): ReadonlySet<string> {
