@@ -24,6 +24,15 @@ export interface ApprovalContext {
   policyDigest: string;
   now: () => number;
   reportError: (error: unknown, where: string) => void;
+  /** The vault's tokeniser: the request's messages are recorded with tokens, not real values. */
+  tokenize?: (text: string) => string;
+}
+
+/** Every reason of an ask (one, or all of a combined ask). */
+function reasonsOf(ask: AskDecision): Array<{ reason: string; message: string; gate?: string }> {
+  return ask.reasons && ask.reasons.length > 0
+    ? ask.reasons.map((item) => ({ ...item }))
+    : [{ reason: ask.reason, message: ask.message }];
 }
 
 const timedOut = Symbol("timed out");
@@ -44,8 +53,17 @@ export async function approvalFor(
   signal: AbortSignal,
 ): Promise<ApprovalOutcome> {
   const recorded = scope.recordedApproval?.(call.toolUseId);
+  const reasons = reasonsOf(ask);
   if (recorded?.decision)
-    return recordedOutcome(recorded.request, recorded.decision, argsDigest, context.policyDigest);
+    return recordedOutcome(
+      recorded.request,
+      recorded.decision,
+      argsDigest,
+      context.policyDigest,
+      reasons,
+    );
+  // What the log, the model and the host see of the ask is tokenised like everything else.
+  const tokenize = context.tokenize ?? ((text: string) => text);
   const request: ApprovalRequestEvent = recorded?.request ?? {
     type: "approval-request",
     step: scope.step,
@@ -55,7 +73,8 @@ export async function approvalFor(
     argsDigest,
     policyDigest: context.policyDigest,
     reason: ask.reason,
-    message: ask.message,
+    message: tokenize(ask.message),
+    reasons: reasons.map((item) => ({ ...item, message: tokenize(item.message) })),
     expiresAt: context.now() + context.settings.ttlMs,
   };
   if (!recorded) await scope.write(request);
@@ -84,16 +103,25 @@ function recordedOutcome(
   decision: ApprovalDecisionEvent,
   argsDigest: string,
   policyDigest: string,
+  asked: ReadonlyArray<{ reason: string }>,
 ): ApprovalOutcome {
   const answered = {
     ...(decision.approver ? { approver: decision.approver } : {}),
     ...(decision.note ? { note: decision.note } : {}),
   };
   switch (decision.decision) {
-    case "approve":
+    case "approve": {
       if (request.argsDigest !== argsDigest || request.policyDigest !== policyDigest)
         return { type: "deny", why: "stale", ...answered };
+      // An approval covers exactly the asks the person saw: a reason that is new since (the
+      // call became tainted meanwhile) was never approved.
+      const seen = new Set(
+        (request.reasons ?? [{ reason: request.reason }]).map((item) => item.reason),
+      );
+      if (asked.some((item) => !seen.has(item.reason)))
+        return { type: "deny", why: "stale", ...answered };
       return { type: "approve", ...answered };
+    }
     case "deny":
       return { type: "deny", why: "denied", ...answered };
     case "timeout":
@@ -139,6 +167,7 @@ async function askApprover(
             toolUseId: call.toolUseId,
             reason: ask.reason,
             message: ask.message,
+            reasons: reasonsOf(ask),
             argsDigest,
             policyDigest: context.policyDigest,
             expiresAt: request.expiresAt,

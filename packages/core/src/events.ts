@@ -162,8 +162,14 @@ export interface ApprovalRequestEvent {
   tool: string;
   argsDigest: string;
   policyDigest: string;
+  /** The first ask's reason (every ask is in `reasons`). */
   reason: string;
   message: string;
+  /**
+   * Every ask of the call (policy, taint, ...): the approver saw all of them, and an approval
+   * covers exactly these. Absent in logs written before it existed (then `reason` alone).
+   */
+  reasons?: Array<{ reason: string; message: string; gate?: string }>;
   expiresAt: number;
 }
 

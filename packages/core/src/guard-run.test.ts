@@ -275,6 +275,7 @@ describe("withRun with a vault", () => {
       name: "send_email",
       description: "Send an email.",
       input: v.object({ to: v.string() }),
+      reveal: true,
       run: (args) => {
         sent.push(args.to);
         return `sent to ${args.to}`;

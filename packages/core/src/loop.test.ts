@@ -566,6 +566,7 @@ describe("the vault hook", () => {
       name: "send_email",
       description: "Email.",
       input: v.object({ to: v.string() }),
+      reveal: true,
       run: async ({ to }) => {
         sent.push(to);
         return "sent";
@@ -716,6 +717,7 @@ describe("gates and the vault", () => {
       name: "send_email",
       description: "Email.",
       input: v.object({ to: v.string() }),
+      reveal: true,
       run: async ({ to }) => {
         sent.push(to);
         return "sent";

@@ -11,6 +11,7 @@ import {
 } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
 import type { DecisionRecord } from "./events.js";
+import type { JsonValue } from "./json.js";
 import { RunState } from "./run-state.js";
 import type { Tool } from "./tool.js";
 
@@ -113,7 +114,7 @@ const stepRank = new Map(stepOrder.map((step, index) => [step, index]));
 class CallJudgement {
   readonly #input: JudgeInput;
   readonly #passed: string[] = [];
-  readonly #asks: AskDecision[] = [];
+  readonly #asks: Array<AskDecision & { gate: string }> = [];
   /** User gates not run yet, in order. */
   readonly #gates: Gate[];
   #breakerAcquired = false;
@@ -255,16 +256,20 @@ class CallJudgement {
         );
       }
       if (decision.type === "deny") return this.#refuse(at, decision, gate);
-      if (decision.type === "ask") this.#asks.push(decision);
+      if (decision.type === "ask") this.#asks.push({ ...decision, gate: gate.name });
       this.#passed.push(at);
     }
     return undefined;
   }
 
-  /** Step 3: the first `ask` goes to the approval step; its answer admits, refuses or parks. */
+  /**
+   * Step 3: every `ask` of the call goes to the approver as one request that names them all
+   * (a policy ask and a taint ask are one question with two reasons, never the first alone);
+   * its answer admits, refuses or parks.
+   */
   async #approvalStep(): Promise<Judgement | { type: "allow"; approval?: ApprovalOutcome }> {
     const passed = this.#passed;
-    const ask = this.#asks[0];
+    const ask = combineAsks(this.#asks);
     if (!ask) {
       passed.push("3:approval");
       return { type: "allow" };
@@ -312,6 +317,26 @@ class CallJudgement {
     passed.push("3:approval");
     return { type: "allow", approval };
   }
+}
+
+/** One ask naming every gate's ask of the call (their reasons, messages and details). */
+function combineAsks(asks: ReadonlyArray<AskDecision & { gate: string }>): AskDecision | undefined {
+  const first = asks[0];
+  if (!first) return undefined;
+  const reasons = asks.map((ask) => ({ reason: ask.reason, message: ask.message, gate: ask.gate }));
+  if (asks.length === 1) {
+    const { gate: _gate, ...only } = first;
+    return { ...only, reasons };
+  }
+  const details: Record<string, JsonValue> = {};
+  for (const ask of asks) if (ask.details) Object.assign(details, ask.details);
+  return {
+    type: "ask",
+    reason: first.reason,
+    message: asks.map((ask) => ask.message).join(" Also: "),
+    ...(Object.keys(details).length > 0 ? { details } : {}),
+    reasons,
+  };
 }
 
 const approvalDenials: Record<Extract<ApprovalOutcome, { type: "deny" }>["why"], string> = {

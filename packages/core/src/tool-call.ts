@@ -1,7 +1,9 @@
+import type { ApprovalOutcome } from "./approval.js";
 import { type ApprovalContext, type ApprovalSettings, approvalFor } from "./approvals.js";
 import { breakerOf } from "./breakers.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
 import {
+  type AskDecision,
   type DenyDecision,
   type Gate,
   type GateDecision,
@@ -106,6 +108,7 @@ export class ToolCallPath {
       policyDigest: options.policyDigest,
       now: options.now,
       reportError: options.reportError,
+      ...(options.vault ? { tokenize: (text: string) => options.vault!.tokenize(text) } : {}),
     };
   }
 
@@ -126,24 +129,32 @@ export class ToolCallPath {
       tool,
       gates: this.#enforcing,
       haltOn: options.haltOn,
-      approve: (ask) => approvalFor(this.#approvals, scope, call, ask, digestOf(call.args), signal),
+      approve: (ask) => this.#approve(scope, call, ask, signal),
       ...(scope.budget ? { budget: () => scope.budget!(tool) } : {}),
       ...(tool ? { breaker: breakerOf(tool, options.breaker) } : {}),
       onError: options.reportError,
     });
     if (this.#shadows.length > 0) await this.#judgeShadows(scope, call, judgement);
-    if (judgement.type === "park") return { type: "parked", record: judgement.record };
+    // Gates judged real values, so their messages may quote them (a validation error names the
+    // value it refused): what the model, the log and the host see is tokenised.
+    const vault = options.vault;
+    if (judgement.type === "park")
+      return {
+        type: "parked",
+        record: vault ? tokenizeDeep(judgement.record, vault) : judgement.record,
+      };
     if (judgement.type === "deny") {
+      const record = vault ? tokenizeDeep(judgement.record, vault) : judgement.record;
       await scope.write({
         type: "tool-call-refusal",
         step: scope.step,
         toolUseId: call.toolUseId,
         tool: call.tool,
-        decision: judgement.record,
-        content: refusalText(judgement.record),
+        decision: record,
+        content: refusalText(record),
       });
       this.observe(call, "refused", judgement.record.reason, 0);
-      return { type: "refused", record: judgement.record };
+      return { type: "refused", record };
     }
     const args = judgement.args as Record<string, JsonValue>;
     await scope.write({
@@ -154,7 +165,7 @@ export class ToolCallPath {
       args: options.vault ? tokenizeDeep(args, options.vault) : args,
       argsDigest: digestOf(args),
       idempotencyKey: call.idempotencyKey,
-      decision: judgement.record,
+      decision: vault ? tokenizeDeep(judgement.record, vault) : judgement.record,
       ...(tool!.costUsd > 0 ? { costUsd: tool!.costUsd } : {}),
     });
     return { type: "admitted", args };
@@ -186,7 +197,7 @@ export class ToolCallPath {
     }
     const result = await executeTool(
       tool,
-      options.vault ? options.vault.reveal(args) : args,
+      options.vault ? argumentsFor(tool, args, options.vault) : args,
       { idempotencyKey, runId: scope.runId, agentId: scope.agentId, toolUseId },
       {
         signal,
@@ -229,13 +240,16 @@ export class ToolCallPath {
       });
       performance = { type: "ok", value: result.value, content, ...(scan ? { scan } : {}) };
     } else {
+      // A tool's error text may quote what it was given ("mailbox jane@... is full").
+      const message = options.vault ? options.vault.tokenize(result.message) : result.message;
+      result.message = message;
       await scope.write({
         type: "tool-call-result",
         step: scope.step,
         toolUseId,
         tool: tool.name,
         status: "error",
-        content: `Error (${result.errorKind}): ${result.message}`,
+        content: `Error (${result.errorKind}): ${message}`,
         isError: true,
         durationMs: Math.round(result.durationMs),
         attempts: result.attempts,
@@ -301,6 +315,34 @@ export class ToolCallPath {
     }
   }
 
+  /**
+   * Step 3 for one ask. Approvals bind to `digestOf(args)` (RFC 8785, 64 hex characters): one
+   * recorded under the 16-character digest of earlier versions never matches, and its refusal
+   * says why.
+   */
+  async #approve(
+    scope: CallScope,
+    call: ToolCall,
+    ask: AskDecision,
+    signal: AbortSignal,
+  ): Promise<ApprovalOutcome> {
+    const outcome = await approvalFor(
+      this.#approvals,
+      scope,
+      call,
+      ask,
+      digestOf(call.args),
+      signal,
+    );
+    if (outcome.type !== "deny" || outcome.why !== "stale") return outcome;
+    const recorded = scope.recordedApproval?.(call.toolUseId)?.request.argsDigest;
+    if (recorded === undefined || /^[0-9a-f]{64}$/.test(recorded)) return outcome;
+    return {
+      ...outcome,
+      note: `${outcome.note ? `${outcome.note}; ` : ""}it was recorded under the argument digest of an earlier loopguard (before RFC 8785 digests), so it cannot be matched to these arguments: ask again`,
+    };
+  }
+
   /** Tells every gate with `observe` how a call ended; observers fail open (to `reportError`). */
   observe(
     call: ToolCall,
@@ -330,6 +372,39 @@ function shadowDiffers(
   if (decision.type === "deny") return enforced.outcome !== "deny";
   if (decision.type === "ask") return enforced.outcome === "allow";
   return enforced.outcome === "deny" && enforced.refusedAt?.split(":")[0] === step;
+}
+
+/**
+ * The arguments a tool runs with: the real values where it declares `reveal` (all, or the
+ * listed kinds), the vault's tokens everywhere else. The arguments arrive real (gates judged
+ * them), so they are tokenised first; tokens are stable within a run.
+ */
+function argumentsFor(
+  tool: Tool<any, any>,
+  args: Record<string, unknown>,
+  vault: Vault,
+): Record<string, unknown> {
+  const reveal = tool.reveal;
+  if (reveal === true) return vault.reveal(args);
+  const tokens = tokenizeDeep(args, vault);
+  if (!reveal || reveal.length === 0) return tokens;
+  const kinds = new Set(reveal);
+  return mapStrings(tokens, (text) =>
+    text.replace(/<([A-Z][A-Z0-9_]*)_\d+>/g, (token, kind: string) =>
+      kinds.has(kind) ? vault.reveal(token) : token,
+    ),
+  );
+}
+
+function mapStrings<T>(value: T, map: (text: string) => string): T {
+  if (typeof value === "string") return map(value) as T;
+  if (Array.isArray(value)) return value.map((item) => mapStrings(item, map)) as T;
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = mapStrings(item, map);
+    return out as T;
+  }
+  return value;
 }
 
 /** Tokenises every string of a JSON value with the vault (for what the log records). */

@@ -39,6 +39,14 @@ export interface ToolOptions<TSchema extends ObjectSchema, TResult> {
    * from the task, run attributes or a trusted tool's output.
    */
   trust?: "trusted" | "untrusted";
+  /**
+   * Which personal data the tool gets back from the vault at execution time: `true` for all of
+   * it, a list of kinds (`["EMAIL"]`, the `KIND` of `<KIND_n>` tokens) for those only, `false`
+   * (the default) for none. A tool that does not declare it receives the tokens the model wrote,
+   * so a read-only `fetch_url` asked to "verify" `?e=<EMAIL_1>` never sends the real address.
+   * Gates judge real values either way.
+   */
+  reveal?: boolean | readonly string[];
   /** Safe to retry automatically on a transient failure. Default `false`. */
   idempotent?: boolean;
   /** Milliseconds before the call is abandoned. Default 30 000. */
@@ -59,6 +67,8 @@ export interface Tool<TArgs = Record<string, unknown>, TResult = unknown> {
   readonly sensitive: boolean;
   /** Whose text the tool returns; `untrusted` unless declared. */
   readonly trust: "trusted" | "untrusted";
+  /** What the vault reveals into the tool's arguments (see `ToolOptions.reveal`); absent: nothing. */
+  readonly reveal?: boolean | readonly string[];
   readonly idempotent: boolean;
   readonly timeoutMs: number;
   readonly costUsd: number;
@@ -122,6 +132,18 @@ export function tool<TSchema extends ObjectSchema, TResult>(
       `[core] tool "${name}": trust must be "trusted" or "untrusted", got ${JSON.stringify(options.trust)}`,
     );
   }
+  const reveal = options.reveal ?? false;
+  if (
+    typeof reveal !== "boolean" &&
+    !(
+      Array.isArray(reveal) &&
+      reveal.every((kind) => typeof kind === "string" && /^[A-Z][A-Z0-9_]*$/.test(kind))
+    )
+  ) {
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": reveal must be true, false or a list of token kinds such as ["EMAIL", "PHONE"], got ${JSON.stringify(options.reveal)}`,
+    );
+  }
   const timeoutMs = options.timeoutMs ?? 30_000;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
     throw new InvalidArgumentError(
@@ -153,6 +175,7 @@ export function tool<TSchema extends ObjectSchema, TResult>(
     description,
     sensitive: options.sensitive ?? false,
     trust,
+    reveal: typeof reveal === "boolean" ? reveal : Object.freeze([...reveal]),
     idempotent: options.idempotent ?? false,
     timeoutMs,
     costUsd,

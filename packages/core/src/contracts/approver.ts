@@ -19,10 +19,16 @@ export interface ApprovalRequest {
   tool: string;
   args: Record<string, unknown>;
   toolUseId: string;
-  /** The rule that asked, and why. */
+  /** The rule that asked, and why (the first of `reasons`). */
   reason: string;
   message: string;
-  /** The approval binds to these: a change to the arguments or the policy voids it. */
+  /** Every rule that asked about this call, each with why: approving covers exactly these. */
+  reasons: ReadonlyArray<{ reason: string; message: string; gate?: string }>;
+  /**
+   * The approval binds to these: a change to the arguments or the policy voids it.
+   * `argsDigest` is the lowercase hex SHA-256 of the UTF-8 bytes of the arguments' RFC 8785
+   * (JCS) canonical JSON, so the approver can recompute it from `args`.
+   */
   argsDigest: string;
   policyDigest: string;
   expiresAt: number;

@@ -80,6 +80,20 @@ export interface AskDecision {
   reason: string;
   message: string;
   details?: Record<string, JsonValue>;
+  /**
+   * Every ask of the call, when several gates asked (a policy ask and a taint ask): core
+   * combines them into one approval request that names them all, and the approval covers
+   * exactly these. Gates leave it out.
+   */
+  reasons?: ReadonlyArray<AskReason>;
+}
+
+/** One reason a call waits on a person. */
+export interface AskReason {
+  reason: string;
+  message: string;
+  /** The gate that asked. */
+  gate?: string;
 }
 
 /** What a gate decides. */

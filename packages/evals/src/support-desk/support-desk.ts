@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Tool, tool, ToolError } from "@loopguard/core";
+import { InvalidArgumentError, type Tool, ToolError, tool } from "@loopguard/core";
 import { sleep } from "@loopguard/core/plugin";
 import * as v from "valibot";
 import { type SupportDeskFixtures, supportDeskFixtures } from "./fixtures.js";
@@ -198,6 +198,8 @@ export function supportDesk(options: SupportDeskOptions = {}): SupportDesk {
       body: v.pipe(v.string(), v.description("The message")),
     }),
     sensitive: true,
+    // The mail server needs the real address; the body keeps its tokens.
+    reveal: ["EMAIL"],
     timeoutMs: timeoutOf("send_email"),
     run: async ({ to, subject, body }, context) => {
       await inject("send_email", context.signal);
