@@ -21,7 +21,12 @@ const refundTool = (refunds: number[]) =>
     },
   });
 
-const askingGate = (name: string, step: string, reason: string, when: () => boolean): Gate => ({
+const askingGate = (
+  name: string,
+  step: Gate["step"],
+  reason: string,
+  when: () => boolean,
+): Gate => ({
   name,
   step,
   check: (call) =>

@@ -169,7 +169,7 @@ describe("the vault at every boundary", () => {
           store,
           vault,
           exporters: [exporter],
-          approver: async () => "approve",
+          approver: async () => "approve" as const,
           onEvent: (event) => events.push(event),
           redact: (value) => value,
         }).run("Help the customer of ticket 7");
