@@ -895,3 +895,47 @@ describe("taintGate: generated transformed forms (property)", () => {
     );
   });
 });
+
+describe("taintGate outside any run (issue 15 item 11)", () => {
+  it("refuses a sink called outside any run and lets other calls through", async () => {
+    const gate = taintGate({ sinks: [{ tool: "send_email", args: ["to"], require: "trusted" }] });
+    const outside = (tool: string, sensitive: boolean, args: Record<string, unknown>) => ({
+      tool,
+      args,
+      toolUseId: "t",
+      idempotencyKey: "k",
+      sensitive,
+      idempotent: false,
+    });
+    expect(await gate.check(outside("send_email", false, { to: "x@evil.example" }))).toMatchObject({
+      type: "deny",
+      reason: "taint_outside_run",
+    });
+    expect((await gate.check(outside("issue_refund", true, { order_id: "B2002" }))).type).toBe(
+      "deny",
+    );
+    expect(await gate.check(outside("lookup_order", false, { order_id: "A1001" }))).toEqual({
+      type: "allow",
+    });
+    const { sendEmail } = (() => {
+      const sent: string[] = [];
+      return {
+        sendEmail: tool({
+          name: "send_email",
+          description: "Send an email.",
+          input: v.object({ to: v.string(), body: v.string() }),
+          sensitive: true,
+          run: async (args) => {
+            sent.push(args.to);
+            return "sent";
+          },
+        }),
+      };
+    })();
+    const guarded = guardTool(sendEmail, { gates: [taintGate()] });
+    expect(await guarded({ to: "x@evil.example", body: "hi" })).toMatchObject({
+      type: "refused",
+      reason: "taint_outside_run",
+    });
+  });
+});

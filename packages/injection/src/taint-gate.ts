@@ -511,8 +511,21 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     digest: () => digestOf(settings),
     check(call: ToolCall): GateDecision {
       const run = call.run;
-      if (!run) return { type: "allow" };
       const required = requiredArguments(call);
+      if (!run) {
+        // Outside any run there is no history: the gate cannot tell where a value came from,
+        // so a sink is refused (as a RunGuard refuses outside a run); other calls pass.
+        const sink = (checkedArguments(call)?.length ?? 0) > 0 || required.length > 0;
+        if (!sink) return { type: "allow" };
+        return {
+          type: "deny",
+          reason: "taint_outside_run",
+          message: `${call.tool} is a sink of the taint gate but was called outside any run, so the gate has no history to judge where its arguments came from.`,
+          fixHints: [
+            "Call guarded tools inside withRun(context, fn), or let the agent's loop run them.",
+          ],
+        };
+      }
       const argumentNames = checkedArguments(call);
       if ((!argumentNames || argumentNames.length === 0) && required.length === 0)
         return { type: "allow" };
