@@ -105,8 +105,14 @@ if (command === "demo") {
 must(pnpm, ["install", "--frozen-lockfile"], "pnpm install");
 // The docs site reads the packages' sources, not their builds: build it and check its links and
 // code samples (docs/scripts/build-docs.mjs).
-if (command === "docs")
-  process.exit(run(pnpm, ["--filter", "loopguard-docs", "run", "check", ...rest]));
+// `docs --build` builds the site without the checks.
+if (command === "docs") {
+  const build = rest.includes("--build");
+  const passed = rest.filter((arg) => arg !== "--build");
+  process.exit(
+    run(pnpm, ["--filter", "loopguard-docs", "run", build ? "build" : "check", ...passed]),
+  );
+}
 must(pnpm, ["exec", "turbo", "run", "build", "--output-logs=errors-only"], "the build");
 
 if (command === "setup") process.exit(0);
