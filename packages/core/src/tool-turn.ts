@@ -28,6 +28,14 @@ export async function runToolTurn(
   const turn = fold.pendingTurn!;
   const scope = turnScope(writer, fold);
   const executions: Promise<unknown>[] = [];
+  // A call's execution runs while later calls of the turn are still being judged; if it fails
+  // then (a store out of space, a vault that throws), nobody awaits it yet. Marking it handled
+  // at once keeps that from becoming an unhandled rejection that kills the host process; the
+  // failure still surfaces below, from allSettled.
+  const started = (execution: Promise<unknown>) => {
+    execution.catch(() => undefined);
+    executions.push(execution);
+  };
   let parked = false;
   let thrown: { error: unknown } | undefined;
   try {
@@ -37,7 +45,7 @@ export async function runToolTurn(
       const item = context.tools.get(use.name);
       if (intent) {
         // Admitted before a crash and never finished: re-run with the same idempotency key.
-        executions.push(
+        started(
           context.path.perform(
             scope,
             item!,
@@ -53,7 +61,7 @@ export async function runToolTurn(
       const admission = await context.path.admit(scope, call, item, signal);
       if (admission.type === "parked") parked = true;
       else if (admission.type === "admitted")
-        executions.push(
+        started(
           context.path.perform(
             scope,
             item!,
