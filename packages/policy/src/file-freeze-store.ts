@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdir, open, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { InvalidArgumentError } from "@loopguard/core";
 import * as v from "valibot";
@@ -87,8 +88,10 @@ export function fileFreezeStore(
     let signature: string;
     try {
       const info = await stat(path);
+      if (!info.isFile()) throw notRegular(path);
       signature = `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
     } catch (error) {
+      if (error instanceof FreezeStoreError) throw error;
       return missingOrThrow(error);
     }
     if (cached && cached.signature === signature) {
@@ -97,8 +100,9 @@ export function fileFreezeStore(
     }
     let text: string;
     try {
-      text = await readFile(path, "utf8");
+      text = await readBounded(path);
     } catch (error) {
+      if (error instanceof FreezeStoreError) throw error;
       return missingOrThrow(error);
     }
     const status = parseFreezeFile(text, path);
@@ -107,12 +111,12 @@ export function fileFreezeStore(
   };
 
   const write = async (content: FreezeFile) => {
-    await mkdir(dirname(path), { recursive: true });
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
     const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
       await writeFile(temporary, `${JSON.stringify(content, null, 2)}\n`, {
         encoding: "utf8",
-        mode: 0o644,
+        mode: 0o600,
       });
       await rename(temporary, path);
     } catch (error) {
@@ -193,4 +197,41 @@ export function parseFreezeFile(text: string, path: string): FreezeStatus {
     ...(file.by !== undefined ? { by: file.by } : {}),
     ...(file.at !== undefined ? { at: Date.parse(file.at) } : {}),
   };
+}
+
+/** The longest a freeze file may be, and how long reading it may take. */
+const maxFreezeBytes = 64 * 1024;
+const readTimeoutMs = 2_000;
+
+function notRegular(path: string): FreezeStoreError {
+  return new FreezeStoreError(
+    `[policy] the freeze file ${path} is not a regular file (a FIFO, device or directory would hang or mislead every run); replace it with a JSON file or remove it (calls are refused until then)`,
+  );
+}
+
+/**
+ * Reads the freeze file without ever hanging a run: opened non-blocking (a FIFO swapped in
+ * after the stat cannot block the open), checked to be a regular file through the open handle,
+ * at most 64 KiB, within 2 s.
+ */
+async function readBounded(path: string): Promise<string> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw notRegular(path);
+    if (info.size > maxFreezeBytes)
+      throw new FreezeStoreError(
+        `[policy] the freeze file ${path} is ${info.size} bytes; a freeze file is a small JSON object (at most ${maxFreezeBytes} bytes): replace it (calls are refused until then)`,
+      );
+    return await handle.readFile({ encoding: "utf8", signal: AbortSignal.timeout(readTimeoutMs) });
+  } catch (error) {
+    if ((error as Error)?.name === "AbortError" || (error as Error)?.name === "TimeoutError")
+      throw new FreezeStoreError(
+        `[policy] reading the freeze file ${path} took over ${readTimeoutMs} ms; calls are refused until it can be read`,
+        { cause: error },
+      );
+    throw error;
+  } finally {
+    await handle.close();
+  }
 }
