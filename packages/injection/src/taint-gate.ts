@@ -171,7 +171,7 @@ function attributeStrings(run: RunState | undefined): string[] {
 function flaggedParts(output: SeenOutput, envelope: TaintGateOptions["envelope"]): string[] {
   const text = output.text;
   // Marks count only in an envelope this envelope sealed (content cannot forge the seal).
-  if (!envelope || !envelope.verify(text)) return [text];
+  if (!envelope?.verify(text)) return [text];
   const headerEnd = text.indexOf(">\n");
   if (headerEnd < 0 || !/ flagged_spans="[0-9]+"/.test(text.slice(0, headerEnd))) return [text];
   const open = `<${flaggedSpanTag}>`;
