@@ -81,7 +81,7 @@ export function persistentLedger(file: string): SideEffectLedger {
 
 /** Appends one JSON line to a file and fsyncs it (the ledger of the demo's outside world). */
 export function appendJsonLine(file: string, value: unknown): void {
-  appendFileSync(file, `${JSON.stringify(value)}\n`);
+  appendFileSync(file, `${JSON.stringify(value)}\n`, { mode: 0o600 });
   const fd = openSync(file, "r+");
   try {
     fsyncSync(fd);
@@ -135,7 +135,7 @@ export interface DemoAgent {
  */
 export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
   const packages = await loadPackages();
-  mkdirSync(options.paths.runs, { recursive: true });
+  mkdirSync(options.paths.runs, { recursive: true, mode: 0o700 });
   const ledger = persistentLedger(options.paths.ledger);
   const desk = supportDesk({ poisoned: true, ledger });
   const defences = supportDefences(packages);

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type Span } from "@loopguard/core";
+import type { Span } from "@loopguard/core";
 import { spansFromEvents } from "@loopguard/core/plugin";
 import { supportDefences } from "@loopguard/evals";
 import type { Command } from "commander";
@@ -28,15 +28,22 @@ export function register(program: Command, { out, colors }: CliShared): void {
     const redact = supportDefences(demo.packages).redact;
     const spans = spansFromEvents(events).map((span) => redact(span) as Span);
     const dir = resolve(options.out ?? join(paths.runs, "..", "traces", runId));
-    mkdirSync(dir, { recursive: true });
+    // Traces hold the run's (redacted) content: private to the user who wrote them.
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     const viewer = await loadTraceViewer();
     const json = viewer
       ? viewer.buildTraceJson(events.map((event) => redact(event)))
       : { runId, spans };
-    writeFileSync(join(dir, "trace.json"), `${JSON.stringify(json, null, 2)}\n`);
+    writeFileSync(join(dir, "trace.json"), `${JSON.stringify(json, null, 2)}\n`, { mode: 0o600 });
     out(`wrote ${join(dir, "trace.json")} (${spans.length} spans)`);
     if (viewer) {
-      writeFileSync(join(dir, "trace.html"), viewer.renderTraceHtml(spans, { runId }));
+      // The page shows the run's real status (from the log), not "unknown".
+      const meta = (json as { meta?: Record<string, unknown> }).meta ?? {};
+      writeFileSync(
+        join(dir, "trace.html"),
+        viewer.renderTraceHtml(spans, { ...meta, runId } as { runId: string }),
+        { mode: 0o600 },
+      );
       out(
         `wrote ${join(dir, "trace.html")} (open it in a browser; it loads nothing from the network)`,
       );
