@@ -137,7 +137,7 @@ export function memoryLimitStore(): LimitStore {
       expire(nowOf(options.now));
       const name = owners.get(`${key}\u0000${id}`);
       const counter = name === undefined ? undefined : counters.get(name);
-      if (!counter || !counter.reservations.has(id)) return;
+      if (!counter?.reservations.has(id)) return;
       counter.reservations.delete(id);
       owners.delete(`${key}\u0000${id}`);
       counter.settled += actual;

@@ -80,5 +80,6 @@ await describeFreezeStore({
       cacheMs: 50,
     } as FileFreezeStoreOptions),
   propagationMs: 50,
-  corrupt: (store) => writeFileSync((store as unknown as { path: string }).path, '{"version":1,"frozen":'),
+  corrupt: (store) =>
+    writeFileSync((store as unknown as { path: string }).path, '{"version":1,"frozen":'),
 });

@@ -1,4 +1,4 @@
-import { type GateDecision } from "@loopguard/core";
+import type { GateDecision } from "@loopguard/core";
 import { digestOf, type RunState } from "@loopguard/core/plugin";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";

@@ -149,7 +149,7 @@ export async function replayRuns(options: ReplayOptions): Promise<ReplayReport> 
       continue;
     }
     const start = events[0];
-    if (!start || start.type !== "run-start") {
+    if (start?.type !== "run-start") {
       skip(summary.runId, "the log does not begin with run-start");
       continue;
     }
