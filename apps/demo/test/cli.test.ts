@@ -8,7 +8,8 @@ import { built, cli, leaksIn, ledgerOf, run, runIdOf, sensitive, start } from ".
 const dir = mkdtempSync(join(tmpdir(), "loopguard-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe.skipIf(!built)("the built loopguard CLI", () => {
+// Every test runs CLI processes (up to thirty): slow on a loaded machine, so 90 s each.
+describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
   it("runs the demo: the exfiltration is blocked, one refund is paid, no PII in the log", () => {
     const root = join(dir, "a");
     const result = run(["demo", "--dir", join(root, "runs")]);
@@ -216,10 +217,7 @@ describe.skipIf(!built)("the built loopguard CLI", () => {
     expect(bad.stderr).toContain("[loopguard] unknown command 'frobnicate'");
   });
 
-  // Some thirty CLI processes: slow on a loaded machine, so a longer timeout than the default.
-  it("--help of every command prints its usage and runs nothing; --version prints the version", {
-    timeout: 120_000,
-  }, () => {
+  it("--help of every command prints its usage and runs nothing; --version prints the version", () => {
     const root = join(dir, "f");
     const runs = join(root, "runs");
     const top = run(["--help"]);
