@@ -5,6 +5,7 @@ import type { Exporter } from "./contracts/exporter.js";
 import type { Gate } from "./contracts/gate.js";
 import type { Model } from "./contracts/model.js";
 import type { Redactor } from "./contracts/redactor.js";
+import type { RunBudget } from "./contracts/run-budget.js";
 import type { Scanner } from "./contracts/scanner.js";
 import type { Vault } from "./contracts/vault.js";
 import { InvalidArgumentError } from "./errors.js";
@@ -14,6 +15,7 @@ import type { OutputEnvelope } from "./output.js";
 import { defaultHaltOn } from "./pipeline.js";
 import { type ModelPrice, priceOf, validatePrices } from "./pricing.js";
 import type { RetryOptions } from "./retry.js";
+import { validateRunBudgets } from "./run-budgets.js";
 import type { RunContextInput } from "./run-state.js";
 import type { Tool } from "./tool.js";
 
@@ -43,6 +45,11 @@ export interface AgentOptions {
     durable?: boolean;
   };
   budget?: Budget;
+  /**
+   * Budgets over many runs (a tenant's day: `tenantBudget` from `@loopguard/policy`), asked at
+   * run start and before each model step; they fail closed (see the RunBudget contract).
+   */
+  budgets?: readonly RunBudget[];
   /** Prices of models the built-in table does not know. */
   prices?: Record<string, ModelPrice>;
   retry?: RetryOptions;
@@ -120,6 +127,7 @@ export interface ResolvedAgentOptions {
   approver: Approver | undefined;
   approval: { timeoutMs: number; ttlMs: number; durable: boolean };
   budget: Budget;
+  budgets: readonly RunBudget[];
   prices: Record<string, ModelPrice>;
   retry: RetryOptions | undefined;
   breaker: BreakerOptions | undefined;
@@ -259,6 +267,7 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     approver: options.approver,
     approval,
     budget,
+    budgets: validateRunBudgets(options.budgets),
     prices,
     retry: options.retry,
     breaker: options.breaker,

@@ -15,9 +15,9 @@ import {
 import type { EventStore } from "./contracts/event-store.js";
 import { digestOf } from "./digest.js";
 import {
+  AmbiguousApprovalError,
   AppendConflictError,
   InvalidArgumentError,
-  AmbiguousApprovalError,
   LoopguardError,
   NoPendingApprovalError,
   RunNotFoundError,
@@ -28,6 +28,7 @@ import { endIfFinal, type ModelStepContext, modelStep } from "./model-step.js";
 import { policyDigestOf, sortGates } from "./pipeline.js";
 import { priceOf } from "./pricing.js";
 import { resolveRetryOptions } from "./retry.js";
+import { RunBudgetStop, RunBudgetUnavailableError, runBudgetHooks } from "./run-budgets.js";
 import { withRunLease } from "./run-lease.js";
 import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
 import { Telemetry } from "./run-telemetry.js";
@@ -252,6 +253,7 @@ function loopContext(config: ResolvedAgentOptions): LoopContext {
       JSON.stringify({ system: config.system ?? "", tools: toolSpecs }),
     ),
     retry: resolveRetryOptions(config.retry),
+    runBudgets: runBudgetHooks(config.budgets, config.store, now),
     now,
     reportError,
     tools: new Map(config.tools.map((item) => [item.name, item])),
@@ -487,6 +489,7 @@ async function drive(
   });
   const runSignal = controller.signal;
   try {
+    await loop.runBudgets?.atDrive(writer);
     for (;;) {
       if (fold.end) return resultOf(fold, loop.vault);
       if (pauseSignal?.aborted) return { ...resultOf(fold, loop.vault), why: "paused" };
@@ -516,8 +519,14 @@ async function drive(
       await modelStep(loop, writer, runSignal, sink);
     }
   } catch (error) {
+    // A run budget that cannot be checked pauses the run (fails closed, the run is not lost).
+    if (RunBudgetUnavailableError.isInstance(error))
+      return { ...resultOf(fold, loop.vault), why: "run_budget_unavailable", error: error.message };
     return endAfterError(loop, writer, error, runSignal);
   } finally {
+    await loop.runBudgets
+      ?.afterDrive(writer)
+      .catch((error: unknown) => loop.reportError(error, "run budget settle"));
     clearTimeout(wallTimer);
     signal?.removeEventListener("abort", onOuterAbort);
     unlisten();
@@ -560,6 +569,7 @@ async function endAfterError(
         answer: fold.lastAssistantText,
         why: stop.why,
         ...(stop.limit ? { limit: stop.limit } : {}),
+        ...(stop instanceof RunBudgetStop ? { error: stop.detail } : {}),
       });
     } else {
       const message = LoopguardError.isInstance(error)

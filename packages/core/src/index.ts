@@ -70,6 +70,11 @@ export type {
 } from "./contracts/model.js";
 export type { OutputEnvelope } from "./contracts/output-envelope.js";
 export type { Redactor } from "./contracts/redactor.js";
+export type {
+  RunBudget,
+  RunBudgetRun,
+  RunBudgetVerdict,
+} from "./contracts/run-budget.js";
 export type { GateMemoryKey, RunView } from "./contracts/run-view.js";
 export type {
   Provenance,
@@ -127,6 +132,7 @@ export type { RecordedScan } from "./output.js";
 export type { ModelPrice } from "./pricing.js";
 export { claudePrices, costOf, priceOf, priceTableDate } from "./pricing.js";
 export type { RetryOptions } from "./retry.js";
+export { RunBudgetUnavailableError } from "./run-budgets.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
 export { StreamProtocolError } from "./stream/assemble-message.js";
 export { StreamIdleError } from "./stream/stream-attempt.js";

@@ -11,6 +11,7 @@ import { LoopguardError, ModelCallError } from "./errors.js";
 import type { RunFold } from "./fold.js";
 import { costOf, type ModelPrice, promptTokenBound, worstCaseCost } from "./pricing.js";
 import { backoffDelay, classifyError, type ResolvedRetryOptions, sleep } from "./retry.js";
+import type { RunBudgetHooks } from "./run-budgets.js";
 import type { RunWriter } from "./run-writer.js";
 import { shortMessage } from "./short-message.js";
 import { StopRun } from "./stop-run.js";
@@ -31,6 +32,8 @@ export interface ModelStepContext {
   reportError: (error: unknown, where: string) => void;
   /** How model calls stream and what streamed text passes through before the host sees it. */
   streaming: StreamingSettings;
+  /** The agent's run budgets (`createAgent({ budgets })`); absent without any. */
+  runBudgets?: RunBudgetHooks | undefined;
 }
 
 /** Streaming settings of an agent. */
@@ -60,7 +63,10 @@ export async function modelStep(
 ): Promise<void> {
   const fold = writer.fold;
   const step = fold.steps + 1;
-  const { maxTokens, promptBound } = affordableMaxTokens(context, fold);
+  const affordable = affordableMaxTokens(context, fold);
+  const { maxTokens, promptBound } = context.runBudgets
+    ? await context.runBudgets.beforeStep(writer, step, affordable, context.price)
+    : affordable;
   const estimateUsd = worstCaseCost(promptBound, maxTokens, context.price);
   const request: ModelRequest = {
     model: context.model.model,
@@ -96,6 +102,7 @@ export async function modelStep(
     streamed,
     ...(firstChunkMs !== undefined ? { firstChunkMs: Math.round(firstChunkMs * 100) / 100 } : {}),
   });
+  await context.runBudgets?.afterStep(writer, step);
   await endIfFinal(writer);
 }
 
