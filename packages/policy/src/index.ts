@@ -57,4 +57,6 @@ export type { RunGuardGate, RunGuardOptions, RunGuardSettings } from "./run-guar
 export { runGuard } from "./run-guard.js";
 export type { ShadowGate, ShadowOptions } from "./shadow.js";
 export { shadow } from "./shadow.js";
+export type { TenantBudget, TenantBudgetOptions, TenantDay } from "./tenant-budget.js";
+export { tenantBudget } from "./tenant-budget.js";
 export type { CompiledWindow, TimeWindow, Weekday } from "./time-window.js";
