@@ -1,3 +1,5 @@
+import { canonicalize } from "./jcs.js";
+
 /** A JSON value, as stored in the event log. */
 export type JsonValue =
   | string
@@ -8,35 +10,12 @@ export type JsonValue =
   | { [key: string]: JsonValue };
 
 /**
- * Serialises a value canonically: object keys sorted, no whitespace, `undefined` dropped.
- * Two values that are equal as JSON give the same string, whatever their key order.
+ * Serialises a value canonically (RFC 8785, JCS): object keys sorted, no whitespace,
+ * `undefined` dropped; numbers JSON cannot hold become `null` instead of throwing. Two values
+ * that are equal as JSON give the same string, whatever their key order.
  */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value, []));
-}
-
-// `ancestors` holds the objects on the path from the root: a value met again on its own path is
-// a cycle. An array is cheaper here than a WeakSet (most values are a few levels deep, and a
-// WeakSet per call costs an allocation and extra work for the garbage collector).
-function sortKeys(value: unknown, ancestors: object[]): unknown {
-  if (value === null || typeof value !== "object") return value;
-  if (ancestors.includes(value)) throw new TypeError("canonicalJson: value contains a cycle");
-  ancestors.push(value);
-  let out: unknown;
-  if (Array.isArray(value)) {
-    out = value.map((item) => (item === undefined ? null : sortKeys(item, ancestors)));
-  } else if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
-    out = sortKeys((value as { toJSON: () => unknown }).toJSON(), ancestors);
-  } else {
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(value).sort()) {
-      const item = (value as Record<string, unknown>)[key];
-      if (item !== undefined) sorted[key] = sortKeys(item, ancestors);
-    }
-    out = sorted;
-  }
-  ancestors.pop();
-  return out;
+  return canonicalize(value, { lenient: true });
 }
 
 /**
