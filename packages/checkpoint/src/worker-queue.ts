@@ -14,6 +14,10 @@ export interface RunJobData {
   task?: string;
   /** Roles and attributes of the run, for its `run-start`. */
   context?: { roles?: string[]; attributes?: Record<string, JsonValue> };
+  /** The run's tenant (`submitRun({ tenant })`): the workers' `tenantConcurrency` counts it. */
+  tenant?: string;
+  /** The run's priority (`submitRun({ priority })`): higher is fetched first, on every slice. */
+  priority?: number;
 }
 
 /** A pg-boss job as `fetch` returns it. */

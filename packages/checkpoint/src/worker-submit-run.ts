@@ -36,6 +36,13 @@ export interface SubmitRunOptions {
   runId?: string;
   /** Roles and attributes recorded in the run's `run-start`. */
   context?: { roles?: string[]; attributes?: Record<string, JsonValue> };
+  /**
+   * The run's tenant: recorded as the run context's `tenant` attribute (what `tenantBudget`
+   * counts) and used by the workers' `tenantConcurrency`.
+   */
+  tenant?: string;
+  /** Higher runs are taken first by the workers, on every slice (a whole number, -1e6 to 1e6). Default 0. */
+  priority?: number;
 }
 
 /** What `submitRun` did. */
@@ -68,13 +75,24 @@ export async function submitRun(
     throw new InvalidArgumentError(`[checkpoint] ${where}: options must be an object`);
   const runId = options.runId ?? `run_${randomBytes(8).toString("hex")}`;
   checkRunId(runId, where);
+  const { tenant, priority } = checkTenantAndPriority(options, where);
+  const context =
+    tenant === undefined
+      ? options.context
+      : { ...options.context, attributes: { ...options.context?.attributes, tenant } };
   const data: RunJobData = {
     runId,
     task,
-    ...(options.context ? { context: options.context } : {}),
+    ...(context ? { context } : {}),
+    ...(tenant !== undefined ? { tenant } : {}),
+    ...(priority !== undefined ? { priority } : {}),
   };
   const jobId = await withQueue(target, where, false, async (boss, settings) =>
-    boss.send(settings.queue, data, { ...submitJobSettings(settings), singletonKey: runId }),
+    boss.send(settings.queue, data, {
+      ...submitJobSettings(settings),
+      singletonKey: runId,
+      ...(priority !== undefined ? { priority } : {}),
+    }),
   );
   return { runId, jobId };
 }
@@ -180,6 +198,25 @@ async function withQueue<T>(
       await boss?.stop({ graceful: false, close: false, wait: true }).catch(() => undefined);
     if (ownsStore) await store?.close();
   }
+}
+
+function checkTenantAndPriority(
+  options: SubmitRunOptions,
+  where: string,
+): { tenant: string | undefined; priority: number | undefined } {
+  const { tenant, priority } = options;
+  if (
+    tenant !== undefined &&
+    (typeof tenant !== "string" || !/^[A-Za-z0-9_.:@-]{1,128}$/.test(tenant))
+  )
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: tenant ${JSON.stringify(tenant)} is invalid: use 1 to 128 letters, digits, "_", ".", ":", "@" or "-"`,
+    );
+  if (priority !== undefined && (!Number.isSafeInteger(priority) || Math.abs(priority) > 1_000_000))
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: priority must be a whole number from -1000000 to 1000000 (higher runs first), got ${String(priority)}`,
+    );
+  return { tenant, priority };
 }
 
 function checkRunId(runId: unknown, where: string): asserts runId is string {

@@ -32,6 +32,12 @@ import {
   type RunQueueOptions,
   resolveQueueOptions,
 } from "./worker-queue.js";
+import {
+  checkTenantConcurrency,
+  deferJob,
+  type TenantSlots,
+  tenantSlots,
+} from "./worker-tenant-slots.js";
 
 /** Options of `createWorker`. */
 export interface WorkerOptions extends RunQueueOptions {
@@ -49,6 +55,12 @@ export interface WorkerOptions extends RunQueueOptions {
   agent: AgentFactory;
   /** Slices run at once in this process. Default 4. */
   concurrency?: number;
+  /**
+   * At most this many runs of one tenant (`submitRun({ tenant })`) advanced at once across every
+   * worker of the database (a number, or a function of the tenant). A job over its tenant's cap
+   * goes back to the queue for a second while this worker takes other jobs. Default: no cap.
+   */
+  tenantConcurrency?: number | ((tenant: string) => number);
   /** How long one job advances a run before it pauses at a step boundary and re-queues it. Default 5 000 ms. */
   sliceMs?: number;
   /** How often an idle worker asks for a job. Default 2 000 ms (pg-boss's minimum is 500). */
@@ -115,7 +127,15 @@ export interface SliceReport {
    * nothing more and left the job alone), `conflict` (another writer appended: re-queued),
    * `failed` (the slice failed; pg-boss retries the job), `skipped` (a job for a run with no log and no task).
    */
-  outcome: "paused" | "parked" | "ended" | "fenced" | "conflict" | "failed" | "skipped";
+  outcome:
+    | "paused"
+    | "parked"
+    | "ended"
+    | "fenced"
+    | "conflict"
+    | "failed"
+    | "skipped"
+    | "deferred";
   status?: RunResult["status"];
   startedAt: number;
   durationMs: number;
@@ -196,6 +216,7 @@ export function createWorker(options: WorkerOptions): Worker {
       );
   };
   positiveInteger("concurrency", concurrency, 1);
+  const tenantLimit = checkTenantConcurrency(options.tenantConcurrency, where);
   positiveInteger("sliceMs", sliceMs, 1);
   positiveInteger("pollingIntervalMs", pollingIntervalMs, 500);
   positiveInteger("maintenanceIntervalMs", maintenanceIntervalMs, 1_000);
@@ -250,6 +271,7 @@ export function createWorker(options: WorkerOptions): Worker {
 
   let boss: QueueClient | undefined;
   let pool: PgPool | undefined;
+  let slots: TenantSlots | undefined;
   let running = false;
   let loops: Promise<void>[] = [];
   const sleepers = new Set<() => void>();
@@ -289,6 +311,7 @@ export function createWorker(options: WorkerOptions): Worker {
           await boss!.send(settings.queue, next, {
             ...jobSettings(settings),
             singletonKey: runId,
+            ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
             db,
           });
         }
@@ -348,7 +371,13 @@ export function createWorker(options: WorkerOptions): Worker {
     }
     const { runId } = data;
     let epoch = 0;
-    const finish = (outcome: SliceReport["outcome"], extra: Partial<SliceReport> = {}) =>
+    const tenant = slots && typeof data.tenant === "string" ? data.tenant : undefined;
+    let slotHeld = false;
+    const finish = (outcome: SliceReport["outcome"], extra: Partial<SliceReport> = {}) => {
+      if (slotHeld)
+        slots!
+          .release(tenant!, runId, id)
+          .catch((error: unknown) => reportError(error, `tenant slot of run ${runId}`));
       report({
         workerId: id,
         runId,
@@ -359,6 +388,23 @@ export function createWorker(options: WorkerOptions): Worker {
         durationMs: Date.now() - startedAt,
         ...extra,
       });
+    };
+    if (tenant !== undefined) {
+      try {
+        slotHeld = await slots!.acquire(tenant, runId, id);
+        if (!slotHeld) {
+          // The tenant is at its cap: the run waits in the queue, this worker takes other jobs.
+          await deferJob(boss!, pool!, settings, job, data, 1);
+          finish("deferred");
+          return;
+        }
+      } catch (error) {
+        // Left active, the job is retried when its lease expires: the run is not lost.
+        reportError(error, `tenant slot of run ${runId}`);
+        finish("failed", { error: error instanceof Error ? error.message : String(error) });
+        return;
+      }
+    }
     let view: TrackedStore | undefined;
     const pause = new AbortController();
     const timer = setTimeout(() => pause.abort(), sliceMs);
@@ -546,6 +592,8 @@ export function createWorker(options: WorkerOptions): Worker {
           where,
         );
         await adoptQueueLease();
+        if (tenantLimit)
+          slots = await tenantSlots(pool, store.schema, tenantLimit, settings.leaseMs);
         running = true;
         loops = Array.from({ length: concurrency }, () => loop());
       })();

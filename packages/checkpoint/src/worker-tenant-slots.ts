@@ -1,0 +1,141 @@
+/**
+ * Fleet-wide concurrency per tenant for the workers: at most K slices of one tenant's runs are
+ * advanced at once across every worker of the database. A slot is a row held by one run and
+ * one worker, taken in one round trip (a PL/pgSQL call that locks the tenant's row), released
+ * when the slice ends, and expiring after the lease when its worker died or stalled, on the
+ * database's clock (so workers' clocks do not matter). A job whose tenant is at its cap goes
+ * back to the queue a little later; the worker takes another job meanwhile, so one tenant's
+ * backlog never blocks another tenant.
+ */
+import { InvalidArgumentError } from "@loopguard/core";
+import { connectGuarded, type PgPool } from "./postgres-pool.js";
+import type { QueueClient, QueueJob, ResolvedQueueOptions, RunJobData } from "./worker-queue.js";
+import { jobSettings, queueDb } from "./worker-queue.js";
+
+/** The tenant slots of one schema. */
+export interface TenantSlots {
+  /** Takes (or renews) run `runId`'s slot for tenant `tenant`; false when the tenant is at its cap. */
+  acquire(tenant: string, runId: string, holder: string): Promise<boolean>;
+  /** Gives the slot back (only the holder's). */
+  release(tenant: string, runId: string, holder: string): Promise<void>;
+}
+
+/** Checks `tenantConcurrency`: a positive whole number, or a function of the tenant. */
+export function checkTenantConcurrency(
+  value: unknown,
+  where: string,
+): ((tenant: string) => number) | undefined {
+  if (value === undefined) return undefined;
+  const check = (limit: unknown, tenant?: string): number => {
+    if (!Number.isSafeInteger(limit) || (limit as number) < 1)
+      throw new InvalidArgumentError(
+        `[checkpoint] ${where}: tenantConcurrency${tenant === undefined ? "" : `(${JSON.stringify(tenant)})`} must be a whole number of at least 1, got ${String(limit)}`,
+      );
+    return limit as number;
+  };
+  if (typeof value === "function") return (tenant) => check(value(tenant), tenant);
+  const limit = check(value);
+  return () => limit;
+}
+
+/** Creates the slot tables and functions in `schema` (idempotent; under an advisory lock). */
+export async function tenantSlots(
+  pool: PgPool,
+  schema: string,
+  limitOf: (tenant: string) => number,
+  ttlMs: number,
+): Promise<TenantSlots> {
+  const s = `"${schema}"`;
+  const client = await connectGuarded(pool);
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
+      `loopguard:tenant-slots:${schema}`,
+    ]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.tenant_slot_locks (tenant text PRIMARY KEY)`,
+    );
+    await client.query(`CREATE TABLE IF NOT EXISTS ${s}.tenant_slots (
+      tenant text NOT NULL,
+      run_id text NOT NULL,
+      holder text NOT NULL,
+      expires_at timestamptz NOT NULL,
+      PRIMARY KEY (tenant, run_id)
+    )`);
+    await client.query(`CREATE OR REPLACE FUNCTION ${s}.lg_tenant_slot_acquire(
+      p_tenant text, p_run text, p_holder text, p_limit integer, p_ttl_ms bigint
+    ) RETURNS boolean LANGUAGE plpgsql AS $fn$
+    BEGIN
+      INSERT INTO ${s}.tenant_slot_locks (tenant) VALUES (p_tenant)
+        ON CONFLICT (tenant) DO UPDATE SET tenant = excluded.tenant;
+      DELETE FROM ${s}.tenant_slots WHERE tenant = p_tenant AND expires_at <= clock_timestamp();
+      UPDATE ${s}.tenant_slots
+        SET holder = p_holder, expires_at = clock_timestamp() + p_ttl_ms * interval '1 millisecond'
+        WHERE tenant = p_tenant AND run_id = p_run;
+      IF FOUND THEN RETURN true; END IF;
+      IF (SELECT count(*) FROM ${s}.tenant_slots WHERE tenant = p_tenant) >= p_limit THEN
+        RETURN false;
+      END IF;
+      INSERT INTO ${s}.tenant_slots (tenant, run_id, holder, expires_at)
+        VALUES (p_tenant, p_run, p_holder, clock_timestamp() + p_ttl_ms * interval '1 millisecond');
+      RETURN true;
+    END
+    $fn$`);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    client.release(true);
+    throw error;
+  }
+  client.release();
+  return {
+    async acquire(tenant, runId, holder) {
+      const { rows } = await pool.query(
+        `SELECT ${s}.lg_tenant_slot_acquire($1, $2, $3, $4, $5) AS ok`,
+        [tenant, runId, holder, limitOf(tenant), ttlMs],
+      );
+      return rows[0]?.ok === true;
+    },
+    async release(tenant, runId, holder) {
+      await pool.query(
+        `DELETE FROM ${s}.tenant_slots WHERE tenant = $1 AND run_id = $2 AND holder = $3`,
+        [tenant, runId, holder],
+      );
+    },
+  };
+}
+
+/**
+ * Puts a job whose tenant is at its cap back on the queue, to start after `delaySeconds`: the
+ * job is completed and a copy sent in one transaction (the `stately` policy keeps one queued
+ * job per run), so the run is never lost and never queued twice.
+ */
+export async function deferJob(
+  boss: QueueClient,
+  pool: PgPool,
+  settings: ResolvedQueueOptions,
+  job: QueueJob,
+  data: RunJobData,
+  delaySeconds: number,
+): Promise<void> {
+  const client = await connectGuarded(pool);
+  try {
+    await client.query("BEGIN");
+    const db = queueDb(client);
+    await boss.complete(settings.queue, job.id, { outcome: "deferred" }, { db });
+    await boss.send(settings.queue, data, {
+      ...jobSettings(settings),
+      singletonKey: data.runId,
+      startAfter: delaySeconds,
+      ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
+      db,
+    });
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    client.release(true);
+    throw error;
+  }
+  client.release();
+}
