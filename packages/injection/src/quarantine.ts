@@ -165,10 +165,19 @@ export function quarantine(options: QuarantineOptions = {}): QuarantineEnvelope 
     spans.push(...findTagLike(text, [tag, flaggedSpanTag]));
     if (spans.length === 0) return text;
     spans.sort((left, right) => left[0] - right[0]);
+    // The two detectors' spans overlap: merge them so each tag gets one replacement.
+    const merged: Array<[number, number]> = [];
+    for (const [start, end] of spans) {
+      const last = merged[merged.length - 1];
+      if (last && start <= last[1]) last[1] = Math.max(last[1], end);
+      else if (end > start) merged.push([start, end]);
+    }
+    spans.length = 0;
+    spans.push(...merged);
     let out = "";
     let copied = 0;
     for (const [start, end] of spans) {
-      if (end <= copied) continue;
+      if (end <= copied || end <= start) continue;
       out += text.slice(copied, Math.max(copied, start)) + replacement;
       copied = end;
     }

@@ -91,25 +91,62 @@ export function skeletonView(text: string): View {
     if (!next) break;
     view = next;
   }
-  const map = confusableMap();
+  const ascii = asciiTable();
   let out = "";
   const offsets: number[] = [];
-  let index = 0;
-  for (const character of view.text) {
+  const source = view.text;
+  for (let index = 0; index < source.length; ) {
     const at = view.offsets[index]!;
-    index += character.length;
-    if (dropped.test(character)) continue;
-    for (const folded of character.normalize("NFKC")) {
-      const prototype = (map.get(folded) ?? folded).normalize("NFKC").toLowerCase();
-      for (const unit of prototype) {
-        if (!kept.test(unit)) continue;
-        out += unit;
-        for (let k = 0; k < unit.length; k++) offsets.push(at);
-      }
+    const code = source.charCodeAt(index);
+    if (code < 0x80) {
+      // ASCII: one table lookup (the same folding as below, precomputed).
+      const folded = ascii[code]!;
+      // One offset per unit: some ASCII letters fold to two (`m` is `rn` in confusables).
+      for (let k = 0; k < folded.length; k++) offsets.push(at);
+      out += folded;
+      index++;
+      continue;
     }
+    const character = String.fromCodePoint(source.codePointAt(index)!);
+    index += character.length;
+    const folded = foldCharacter(character);
+    for (let k = 0; k < folded.length; k++) offsets.push(at);
+    out += folded;
   }
   offsets.push(view.offsets[view.text.length]!);
   return { text: out, offsets };
+}
+
+const foldCache = new Map<string, string>();
+
+/** One character's skeleton: dropped, or NFKC + confusable prototype, lower case, kept units only. */
+function foldCharacter(character: string): string {
+  const cached = foldCache.get(character);
+  if (cached !== undefined) return cached;
+  const folded = foldUncached(character);
+  // A speed cache, not a limit: past 65,536 distinct characters it stops growing.
+  if (foldCache.size < 65_536) foldCache.set(character, folded);
+  return folded;
+}
+
+function foldUncached(character: string): string {
+  if (dropped.test(character)) return "";
+  const map = confusableMap();
+  let out = "";
+  for (const folded of character.normalize("NFKC")) {
+    const prototype = (map.get(folded) ?? folded).normalize("NFKC").toLowerCase();
+    for (const unit of prototype) if (kept.test(unit)) out += unit;
+  }
+  return out;
+}
+
+let asciiFolds: string[] | undefined;
+
+/** The skeleton of each ASCII character, computed once through the general path. */
+function asciiTable(): string[] {
+  if (!asciiFolds)
+    asciiFolds = Array.from({ length: 128 }, (_, code) => foldCharacter(String.fromCharCode(code)));
+  return asciiFolds;
 }
 
 /** The skeleton of a tag name: its letters and digits, folded the same way. */
@@ -117,14 +154,31 @@ export function skeletonName(name: string): string {
   return skeletonView(name).text.replace(/[</>]/g, "");
 }
 
+const patterns = new Map<string, RegExp>();
+
+/** The compiled pattern of a set of tag names (compiled once per set). */
+function patternFor(names: readonly string[]): RegExp {
+  const key = names.join("\u0000");
+  let pattern = patterns.get(key);
+  if (!pattern) {
+    const alternatives = names.map((name) => skeletonName(name)).join("|");
+    pattern = new RegExp(`<\\/*(?:${alternatives})\\/*>?|(?:${alternatives})\\/*>`, "g");
+    patterns.set(key, pattern);
+  }
+  return pattern;
+}
+
 /**
  * Spans (original offsets, merged, in order) of every tag-like form of the given names in text:
  * `<` or `</` then the name, or the name then `>`, in the skeleton view.
  */
 export function findTagLike(text: string, names: readonly string[]): Array<[number, number]> {
+  // Every match needs a `<` or `>` in the skeleton, which only these ASCII characters (or any
+  // character outside ASCII, through escapes' results, NFKC or confusables) can give.
+  if (!/[<>%&\\\u0080-\uffff]/.test(text)) return [];
   const view = skeletonView(text);
-  const alternatives = names.map((name) => skeletonName(name)).join("|");
-  const pattern = new RegExp(`<\\/*(?:${alternatives})\\/*>?|(?:${alternatives})\\/*>`, "g");
+  const pattern = patternFor(names);
+  pattern.lastIndex = 0;
   const spans: Array<[number, number]> = [];
   for (let match = pattern.exec(view.text); match; match = pattern.exec(view.text)) {
     const start = view.offsets[match.index]!;
