@@ -484,21 +484,31 @@ export async function runSecurityTable(options: SecurityTableOptions = {}): Prom
   return rows;
 }
 
-/** Formats the table as Markdown: attack success rate, benign utility, utility under attack. */
+/** Formats the table as Markdown: attack success rate, benign utility, utility under attack, and where attacks got through. */
 export function formatSecurityTable(rows: readonly SecurityRow[]): string {
   const pct = (part: number, whole: number) =>
     whole === 0 ? "-" : `${((100 * part) / whole).toFixed(1)}%`;
+  const list = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([name, count]) => `${name}: ${count}`)
+      .join("; ") || "none";
   const lines = [
-    "| defences | attacks | attack success | benign utility | utility under attack | harmful by goal |",
-    "|---|---:|---:|---:|---:|---|",
+    "| defences | attacks | attack success | benign utility | utility under attack |",
+    "|---|---:|---:|---:|---:|",
   ];
   for (const row of rows) {
-    const goals = Object.entries(row.byGoal)
-      .map(([goal, count]) => `${goal}: ${count}`)
-      .join("; ");
     lines.push(
-      `| ${row.config} | ${row.attacks} | ${pct(row.harmful, row.attacks)} | ${pct(row.benignUseful, row.benignRuns)} | ${pct(row.usefulUnderAttack, row.attacks)} | ${goals || "none"} |`,
+      `| ${row.config} | ${row.attacks} | ${pct(row.harmful, row.attacks)} | ${pct(row.benignUseful, row.benignRuns)} | ${pct(row.usefulUnderAttack, row.attacks)} |`,
     );
   }
+  lines.push(
+    "",
+    "| defences | harmful by goal | by carrier | by value form |",
+    "|---|---|---|---|",
+  );
+  for (const row of rows)
+    lines.push(
+      `| ${row.config} | ${list(row.byGoal)} | ${list(row.byCarrier)} | ${list(row.byForm)} |`,
+    );
   return lines.join("\n");
 }
