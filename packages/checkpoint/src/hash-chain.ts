@@ -62,11 +62,21 @@ export function genesis(runId: string): string {
   return `loopguard:${runId}`;
 }
 
-/** The chain value of an event: over the previous value and this event's stored text. */
-export function link(previous: string, text: string, key: Buffer | undefined): string {
-  if (key)
-    return `hmac:${createHmac("sha256", key).update(previous).update("\n").update(text).digest("hex")}`;
-  return `sha256:${createHash("sha256").update(previous).update("\n").update(text).digest("hex")}`;
+/**
+ * The chain value of an event: over the previous value and this event's stored text (given
+ * as a string, or as its UTF-8 bytes followed by `closing`, so a reader can hash the bytes it
+ * read without building the text).
+ */
+export function link(
+  previous: string,
+  text: string | Buffer,
+  key: Buffer | undefined,
+  closing?: string,
+): string {
+  const hash = key ? createHmac("sha256", key) : createHash("sha256");
+  hash.update(`${previous}\n`).update(text);
+  if (closing !== undefined) hash.update(closing);
+  return `${key ? "hmac" : "sha256"}:${hash.digest("hex")}`;
 }
 
 /** A JSONL line's text `{"seq":n,...}` (no newline) with its chain member appended. */
@@ -115,8 +125,9 @@ export function chainStart(runId: string, key: Buffer | undefined): ChainCursor 
  */
 export function advance(
   cursor: ChainCursor,
-  text: string,
+  text: string | Buffer,
   chain: string | undefined,
+  closing?: string,
 ): string | undefined {
   if (cursor.chained === undefined) {
     cursor.chained = chain !== undefined;
@@ -142,7 +153,7 @@ export function advance(
   }
   if (!keyed && cursor.key)
     return "this event carries a plain SHA-256 hash, but a log key is set: with LOOPGUARD_LOG_KEY every event must carry its HMAC (an edit that rewrote the chain without the key)";
-  const expected = link(cursor.head!, text, keyed ? cursor.key : undefined);
+  const expected = link(cursor.head!, text, keyed ? cursor.key : undefined, closing);
   if (expected !== chain)
     return "its hash does not follow from the event before it: this event was edited, or one before it was removed, reordered or forged";
   cursor.head = chain;

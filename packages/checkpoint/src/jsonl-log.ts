@@ -5,7 +5,7 @@
  */
 import type { StoredEvent, StoredEventInput } from "@loopguard/core";
 import { CorruptLogError, InvalidArgumentError } from "@loopguard/core";
-import { advance, type ChainCursor, splitChain } from "./hash-chain.js";
+import { advance, type ChainCursor, chainMember, splitChain } from "./hash-chain.js";
 
 const newline = 0x0a;
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -160,21 +160,50 @@ export function parseLog(
     throw new Error("unreachable: a line failed to decode as a whole but not alone");
   }
   let start = 0;
+  // The byte offset of the current line, to hash the bytes read rather than re-encode text.
+  let byteStart = 0;
   for (let seq = firstSeq; start < text.length; seq += 1) {
     const end = text.indexOf("\n", start);
     const line = text.slice(start, end);
     if (cursor) {
-      const { text: covered, chain } = splitChain(line);
+      const byteEnd = buffer.indexOf(newline, byteStart);
+      const chainAt = chainStartOf(line);
+      const chain = chainAt === -1 ? undefined : line.slice(chainAt + chainMember.length, -2);
       // The line's own damage (JSON, seq) is named first; then whether it follows the chain.
-      const event = parseLine(covered, file, seq);
-      const broken = advance(cursor, covered, chain);
+      const event = parseLine(line, file, seq);
+      // The chain member is the last one added, so deleting it is cheap.
+      if (chain !== undefined) delete (event as { chain?: unknown }).chain;
+      const broken =
+        chainAt === -1
+          ? advance(cursor, line, undefined)
+          : advance(
+              cursor,
+              buffer.subarray(byteStart, byteEnd - (line.length - chainAt)),
+              chain,
+              "}",
+            );
       if (broken) throw failure(file, seq, broken);
       events.push(event);
       chains?.push(chain);
+      byteStart = byteEnd + 1;
     } else events.push(parseLine(line, file, seq));
     start = end + 1;
   }
   return parsed();
+}
+
+/** Where a line's chain member starts (`,"chain":"sha256:` or `hmac:`, then 64 hex digits, `"}`), or -1. */
+function chainStartOf(line: string): number {
+  for (const scheme of ["sha256:", "hmac:"]) {
+    const at = line.length - (chainMember.length + scheme.length + 66);
+    if (
+      at > 0 &&
+      line.startsWith(chainMember, at) &&
+      line.startsWith(scheme, at + chainMember.length)
+    )
+      return at;
+  }
+  return -1;
 }
 
 /** The tail after the last newline as an event, when it is one whole valid event; else undefined. */

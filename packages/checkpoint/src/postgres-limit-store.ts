@@ -73,6 +73,8 @@ export interface PostgresLimitStore extends LimitStore {
 }
 
 const where = "postgresLimitStore";
+/** The version of the limit tables and functions this package writes. */
+const limitSchemaVersion = 1;
 const pruneEveryMs = 60_000;
 
 /**
@@ -99,7 +101,8 @@ export function postgresLimitStore(options: PostgresLimitStoreOptions): Postgres
     );
   let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
   let closed = false;
-  let lastPrune = 0;
+  // Spread over the minute, so a fleet started at once does not prune at once.
+  let lastPrune = Date.now() - Math.random() * pruneEveryMs;
 
   const ready = async (): Promise<PgPool> => {
     if (closed)
@@ -335,13 +338,21 @@ export function postgresLimitStore(options: PostgresLimitStoreOptions): Postgres
 
 async function pruneRows(pool: PgPool, s: string, now: number): Promise<number> {
   const { rows } = await pool.query(
+    // SKIP LOCKED: a prune never waits on a row a take, reserve or settle holds (and so never
+    // deadlocks with them); what it skips goes at the next prune.
     `WITH gone_reservations AS (
-       DELETE FROM ${s}.limit_reservations WHERE window_end <= $1::bigint RETURNING 1
+       DELETE FROM ${s}.limit_reservations WHERE ctid IN (
+         SELECT ctid FROM ${s}.limit_reservations WHERE window_end <= $1::bigint FOR UPDATE SKIP LOCKED)
+       RETURNING 1
      ), gone_counters AS (
-       DELETE FROM ${s}.limit_counters WHERE window_end <= $1::bigint RETURNING 1
+       DELETE FROM ${s}.limit_counters WHERE ctid IN (
+         SELECT ctid FROM ${s}.limit_counters WHERE window_end <= $1::bigint FOR UPDATE SKIP LOCKED)
+       RETURNING 1
      ), gone_buckets AS (
-       DELETE FROM ${s}.limit_buckets
-       WHERE tokens + greatest(0, $1::bigint - updated_ms) / 1000.0 * refill_per_second >= capacity
+       DELETE FROM ${s}.limit_buckets WHERE ctid IN (
+         SELECT ctid FROM ${s}.limit_buckets
+         WHERE tokens + greatest(0, $1::bigint - updated_ms) / 1000.0 * refill_per_second >= capacity
+         FOR UPDATE SKIP LOCKED)
        RETURNING 1
      )
      SELECT (SELECT count(*) FROM gone_reservations) + (SELECT count(*) FROM gone_counters)
@@ -357,6 +368,19 @@ async function pruneRows(pool: PgPool, s: string, now: number): Promise<number> 
  * a limit store may live in a database of its own.
  */
 async function migrateLimits(pool: PgPool, schema: string, s: string): Promise<void> {
+  // Up to date already (the common case: a worker joining a running fleet): nothing to lock.
+  // DDL such as CREATE INDEX IF NOT EXISTS takes its table lock before it finds the index
+  // there, and would queue behind (and deadlock with) the fleet's reserves and settles.
+  try {
+    const { rows } = await pool.query(`SELECT version FROM ${s}.limit_meta`);
+    if (Number(rows[0]?.version) >= limitSchemaVersion) return;
+  } catch (error) {
+    if (
+      (error as { code?: string }).code !== "42P01" &&
+      (error as { code?: string }).code !== "3F000"
+    )
+      throw error;
+  }
   const statements = [
     `CREATE SCHEMA IF NOT EXISTS ${s}`,
     `CREATE TABLE IF NOT EXISTS ${s}.limit_buckets (
@@ -422,8 +446,13 @@ async function migrateLimits(pool: PgPool, schema: string, s: string): Promise<v
        r_start bigint;
        r_amount float8;
      BEGIN
+       -- Lock the counter before the reservation, in the order reserve takes them (else two
+       -- calls on one counter can deadlock).
+       SELECT window_start INTO r_start FROM ${s}.limit_reservations WHERE key = p_key AND id = p_id;
+       IF NOT FOUND THEN RETURN; END IF;
+       PERFORM 1 FROM ${s}.limit_counters WHERE key = p_key AND window_start = r_start FOR UPDATE;
        DELETE FROM ${s}.limit_reservations WHERE key = p_key AND id = p_id
-         RETURNING window_start, amount INTO r_start, r_amount;
+         RETURNING amount INTO r_amount;
        IF NOT FOUND THEN RETURN; END IF;
        UPDATE ${s}.limit_counters
          SET reserved = greatest(0, reserved - r_amount), settled = settled + p_actual
@@ -431,6 +460,11 @@ async function migrateLimits(pool: PgPool, schema: string, s: string): Promise<v
      END
      $fn$`,
   ];
+  statements.push(
+    `CREATE TABLE IF NOT EXISTS ${s}.limit_meta (id boolean PRIMARY KEY DEFAULT true CHECK (id), version integer NOT NULL)`,
+    `INSERT INTO ${s}.limit_meta (id, version) VALUES (true, ${limitSchemaVersion})
+     ON CONFLICT (id) DO UPDATE SET version = greatest(${s}.limit_meta.version, excluded.version)`,
+  );
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (error: Error) => {

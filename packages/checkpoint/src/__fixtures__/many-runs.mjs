@@ -6,7 +6,7 @@
 //   node many-runs.mjs <store module URL> <dir> <runs> [store option JSON]
 //
 // The module's jsonlEventStore({ dir }) is used, or with MANY_RUNS_STORE=sqlite its
-// sqliteEventStore({ path: <dir>/runs.db }).
+// sqliteEventStore({ path: <dir>/runs.db }); MANY_RUNS_STORE=memory uses core's memory store.
 //
 // MANY_RUNS_TOOL=0: each run is one model call that answers (four events, three appends).
 import { readdirSync } from "node:fs";
@@ -18,10 +18,14 @@ import * as v from "valibot";
 const [storeModule, dir, runsText, storeOptions = "{}"] = process.argv.slice(2);
 const storeKind = process.env.MANY_RUNS_STORE ?? "jsonl";
 const module = await import(storeModule);
+const { memoryEventStore } = await import("@loopguard/core/testing");
+// One memory store for the run and the check after it (MANY_RUNS_STORE=memory: the baseline).
+const memory = storeKind === "memory" ? memoryEventStore() : undefined;
 const makeStore = () =>
-  storeKind === "sqlite"
+  memory ??
+  (storeKind === "sqlite"
     ? module.sqliteEventStore({ path: `${dir}/runs.db`, ...JSON.parse(storeOptions) })
-    : module.jsonlEventStore({ dir, ...JSON.parse(storeOptions) });
+    : module.jsonlEventStore({ dir, ...JSON.parse(storeOptions) }));
 const runs = Number(runsText);
 const store = makeStore();
 
@@ -93,7 +97,7 @@ const outcomes = await Promise.all(
 const durationMs = performance.now() - started;
 delay.disable();
 clearInterval(sampler);
-await store.close();
+if (!memory) await store.close();
 const byOutcome = {};
 for (const outcome of outcomes) {
   const key = outcome.length > 160 ? `${outcome.slice(0, 160)}...` : outcome;
@@ -101,7 +105,7 @@ for (const outcome of outcomes) {
 }
 const reader = makeStore();
 const running = (await reader.list({ status: "running" })).length;
-await reader.close();
+if (!memory) await reader.close();
 latencies.sort((a, b) => a - b);
 const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
 process.stdout.write(
