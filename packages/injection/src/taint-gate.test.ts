@@ -944,3 +944,25 @@ describe("taintGate outside any run (issue 15 item 11)", () => {
     });
   });
 });
+
+describe("taintGate: provenance fails closed on values too short to vouch for", () => {
+  it("refuses a short value on a provenance sink even when the task names it", async () => {
+    const gate = taintGate({
+      sinks: [{ tool: "issue_refund", args: ["order_id"], require: "trusted" }],
+    });
+    const run = runWith([], { task: "Refund order B22 please" });
+    expect(
+      await gate.check(
+        callOf(run, { order_id: "B22", amount: 1, reason: "x" }, "issue_refund", false),
+      ),
+    ).toMatchObject({
+      type: "deny",
+      reason: "untrusted_provenance",
+    });
+    expect(
+      await gate.check(
+        callOf(run, { order_id: "", amount: 1, reason: "x" }, "issue_refund", false),
+      ),
+    ).toEqual({ type: "allow" });
+  });
+});

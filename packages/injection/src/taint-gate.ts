@@ -10,6 +10,7 @@ import {
   extractValues,
   hostOf,
   leavesOf,
+  looseKey,
   matchKeysOf,
   parentDomains,
   splitKeys,
@@ -475,6 +476,9 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
         (key) => key.startsWith("loose:") || key.startsWith("amount:"),
       );
       if (loose.length > 0) groups.push(loose);
+      // A value too short to key (under four letters or digits) cannot be vouched for: it gets
+      // a key no trusted text has, so a provenance sink refuses it (fail closed).
+      else if (looseKey(leaf) !== "") groups.push([`short:${looseKey(leaf)}`]);
     };
     for (const leaf of leavesOf(value)) visit(leaf);
     return groups;
