@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds the loopguard docs site in one command: `pnpm docs:build` (or `pnpm docs:check`).
+// Builds the loopguard docs site in one command: `npm run docs:build` (or `npm run docs:check`).
+// Its scripts are not named `build`, so `turbo run build` (npm test) leaves the site alone.
 //
 // 1. Collects every README.md of the repository and every page under docs/ into docs/.site,
 //    keeping the repository's folder layout (a README.md becomes that folder's index.md), and
