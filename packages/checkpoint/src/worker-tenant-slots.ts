@@ -46,6 +46,12 @@ export async function tenantSlots(
   ttlMs: number,
 ): Promise<TenantSlots> {
   const s = `"${schema}"`;
+  // Already there (a worker joining a running fleet): no DDL, whose locks would queue behind
+  // (and could deadlock with) the other workers' acquires.
+  const { rows: found } = await pool.query("SELECT to_regprocedure($1) IS NOT NULL AS there", [
+    `${s}.lg_tenant_slot_acquire(text,text,text,integer,bigint)`,
+  ]);
+  if (found[0]?.there === true) return slotsOn(pool, s, limitOf, ttlMs);
   const client = await connectGuarded(pool);
   try {
     await client.query("BEGIN");
@@ -89,6 +95,15 @@ export async function tenantSlots(
     throw error;
   }
   client.release();
+  return slotsOn(pool, s, limitOf, ttlMs);
+}
+
+function slotsOn(
+  pool: PgPool,
+  s: string,
+  limitOf: (tenant: string) => number,
+  ttlMs: number,
+): TenantSlots {
   return {
     async acquire(tenant, runId, holder) {
       const { rows } = await pool.query(
