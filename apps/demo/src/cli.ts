@@ -10,6 +10,7 @@ import { register as demo } from "./commands/demo.js";
 import { register as evalCommand } from "./commands/eval.js";
 import { register as forget } from "./commands/forget.js";
 import { register as freeze } from "./commands/freeze.js";
+import { register as limits } from "./commands/limits.js";
 import { register as mcpProxy } from "./commands/mcp-proxy.js";
 import { register as replay } from "./commands/replay.js";
 import { register as resume } from "./commands/resume.js";
@@ -18,6 +19,7 @@ import { register as serve } from "./commands/serve.js";
 import { register as submit } from "./commands/submit.js";
 import { register as trace } from "./commands/trace.js";
 import { register as unfreeze } from "./commands/unfreeze.js";
+import { register as verify } from "./commands/verify.js";
 import { register as worker } from "./commands/worker.js";
 import { UsageError } from "./usage-error.js";
 
@@ -37,7 +39,9 @@ const commands: readonly RegisterCommand[] = [
   serve,
   worker,
   submit,
+  limits,
   replay,
+  verify,
   mcpProxy,
   forget,
 ];

@@ -1,0 +1,72 @@
+import { postgresLimitStore } from "@loopguard/checkpoint";
+import { createAgent } from "@loopguard/core";
+import { scriptedModel } from "@loopguard/core/testing";
+import { tenantBudget } from "@loopguard/policy";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { main } from "../src/cli.js";
+
+// `loopguard limits` over a PostgreSQL limit store that real runs used (a schema of its own).
+const url = process.env.DATABASE_URL;
+const schema = `limits_cli_${process.pid}`;
+
+describe.skipIf(!url)("loopguard limits", () => {
+  afterAll(async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  });
+
+  it("shows the rate-limit buckets and each tenant's spend and runs today", async () => {
+    const store = postgresLimitStore({ connectionString: url!, schema, max: 2 });
+    const budget = tenantBudget({ store, perDay: { maxUsd: 5, maxRuns: 10 } });
+    const agent = createAgent({
+      model: scriptedModel([{ content: "hello" }], { model: "claude-sonnet-5-5" }),
+      tools: [],
+      budgets: [budget],
+    });
+    const result = await agent.run("hi", { context: { attributes: { tenant: "acme" } } });
+    expect(result.status).toBe("completed");
+    await store.take("rate:send_email", { capacity: 5, refillPerSecond: 1 }, { now: Date.now() });
+    await store.close();
+
+    const lines: string[] = [];
+    const code = await main(
+      ["limits", "--connection", url!, "--schema", schema, "--no-color"],
+      (line) => lines.push(line),
+    );
+    const text = lines.join("\n");
+    expect(code).toBe(0);
+    expect(text).toMatch(
+      /rate-limit buckets \(1\)\n {2}rate:send_email {2}4\.\d\d\/5 tokens, \+1\/s/,
+    );
+    expect(text).toMatch(
+      new RegExp(
+        `acme {2}day from \\S+ {2}\\$${result.costUsd.toFixed(4).replace(".", "\\.")} spent \\+ \\$0\\.0000 held of \\$5\\.0000 .*1/10 runs`,
+      ),
+    );
+
+    const json: string[] = [];
+    await main(
+      ["limits", "--connection", url!, "--schema", schema, "--tenant", "acme", "--json"],
+      (line) => json.push(line),
+    );
+    const view = JSON.parse(json.join("\n")) as {
+      counters: Array<{ key: string; settled: number }>;
+    };
+    expect(view.counters.map((counter) => counter.key).sort()).toEqual([
+      "tenant:acme:runs",
+      "tenant:acme:usd",
+    ]);
+  });
+
+  it("an unreachable database names the URL", async () => {
+    await expect(
+      main(
+        ["limits", "--connection", "postgres://postgres@127.0.0.1:1/nowhere", "--no-color"],
+        () => undefined,
+      ),
+    ).rejects.toThrow(/127\.0\.0\.1:1/);
+  });
+});
