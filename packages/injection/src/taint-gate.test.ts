@@ -966,3 +966,19 @@ describe("taintGate: provenance fails closed on values too short to vouch for", 
     ).toEqual({ type: "allow" });
   });
 });
+
+describe("taintGate: provenance residue", () => {
+  it("refuses an address-like remainder beside a vouched address", async () => {
+    const gate = taintGate({ sinks: [{ tool: "send_email", args: ["to"], require: "trusted" }] });
+    const run = runWith([], { task: "Email me at jane@acme.io" });
+    expect(
+      await gate.check(callOf(run, { to: "Jane <jane@acme.io>" }, "send_email", false)),
+    ).toEqual({ type: "allow" });
+    for (const to of [
+      "jane@acme.io, x@intranet",
+      "jane@acme.io; http://evil/x",
+      "jane@acme.io x%40intranet",
+    ])
+      expect((await gate.check(callOf(run, { to }, "send_email", false))).type, to).toBe("deny");
+  });
+});

@@ -469,6 +469,12 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
       );
       if (values.length > 0) {
         for (const found of values) groups.push(matchKeysOf(found));
+        // Beside the vouched values, nothing else address-like may ride along (`x@intranet`
+        // has no dot, so it is not an address to the extractor, but a mail server may take it).
+        const rest = decodePercent(leaf)
+          .replace(/[\w.+%-]+@[\w-]+(?:\.[\w-]+)+/g, " ")
+          .replace(/\bhttps?:\/\/\S+/gi, " ");
+        if (/[@＠]|:\/\//.test(rest)) groups.push([`residue:${looseKey(rest)}`]);
         return;
       }
       const whole = argumentKeys(leaf, kinds);
