@@ -10,6 +10,7 @@ import { register as demo } from "./commands/demo.js";
 import { register as evalCommand } from "./commands/eval.js";
 import { register as forget } from "./commands/forget.js";
 import { register as freeze } from "./commands/freeze.js";
+import { register as limits } from "./commands/limits.js";
 import { register as mcpProxy } from "./commands/mcp-proxy.js";
 import { register as replay } from "./commands/replay.js";
 import { register as resume } from "./commands/resume.js";
@@ -38,6 +39,7 @@ const commands: readonly RegisterCommand[] = [
   serve,
   worker,
   submit,
+  limits,
   replay,
   verify,
   mcpProxy,
