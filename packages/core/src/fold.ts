@@ -12,6 +12,7 @@ import type {
   ApprovalDecisionEvent,
   ApprovalRequestEvent,
   ModelRequestEvent,
+  ModelResponseEvent,
   RunEndEvent,
   RunStartEvent,
   RunStatus,
@@ -75,8 +76,9 @@ export class RunFold {
   knownPrefix: { tokens: number; bytes: number } | undefined;
   /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
   messageBytes: number;
-  /** A digest chained over every message, so two runs that send the same bytes agree. */
-  chainDigest = "";
+  /** A running SHA-256 over every message after the first, digested only when asked. */
+  readonly #chain = createHash("sha256");
+  #chainDigest: string | undefined = "";
   nextSeq = 1;
   /** In a guard run: the approvals that have admitted their call (each admits one). */
   readonly usedApprovals = new Set<string>();
@@ -162,11 +164,22 @@ export class RunFold {
     return false;
   }
 
+  /**
+   * A digest over every message of the conversation, so two runs that send the same bytes
+   * agree. Computed when a model request asks for it, not per message.
+   */
+  get chainDigest(): string {
+    this.#chainDigest ??= this.#chain.copy().digest("hex").slice(0, 32);
+    return this.#chainDigest;
+  }
+
   #push(message: Message): void {
     this.messages.push(message);
+    // Encoded once: the JSON serves both the byte count (the token bound) and the digest.
     const json = JSON.stringify(message);
     this.messageBytes += Buffer.byteLength(json) + 1;
-    this.chainDigest = chain(this.chainDigest, json);
+    this.#chain.update(json);
+    this.#chainDigest = undefined;
   }
 
   #closeTurn(): void {
@@ -179,29 +192,35 @@ export class RunFold {
     this.pendingTurn = undefined;
   }
 
-  #requireTurn(toolUseId: string, at: string): PendingTurn {
+  #requireTurn(toolUseId: string, event: StoredEvent): PendingTurn {
     if (this.start.model === guardRunModel) return this.#guardTurn(toolUseId);
     const turn = this.pendingTurn;
     if (!turn || !turn.toolUses.some((use) => use.id === toolUseId)) {
       throw new CorruptLogError(
-        `[core] ${at} refers to tool call ${toolUseId}, which the last assistant turn did not ask for`,
+        `[core] ${this.#label(event)} refers to tool call ${toolUseId}, which the last assistant turn did not ask for`,
       );
     }
     return turn;
   }
 
+  /** Where an event is, for errors: built only when one is thrown. */
+  #label(event: StoredEvent): string {
+    return `${this.#where} event ${event.seq}`;
+  }
+
   /** Applies the next event of the log. */
   apply(event: StoredEvent): void {
-    const at = `${this.#where} event ${event.seq}`;
     if (event.seq !== this.nextSeq)
       throw new CorruptLogError(
-        `[core] ${at} has seq ${event.seq}, expected ${this.nextSeq}: the log has a gap or is out of order`,
+        `[core] ${this.#label(event)} has seq ${event.seq}, expected ${this.nextSeq}: the log has a gap or is out of order`,
       );
     if (!eventTypes.has(event.type))
-      throw new CorruptLogError(`[core] ${at} has unknown type ${JSON.stringify(event.type)}`);
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} has unknown type ${JSON.stringify(event.type)}`,
+      );
     if (this.end && event.type !== "run-resume") {
       throw new CorruptLogError(
-        `[core] ${at} (${event.type}) comes after run-end; nothing may follow the end of a run`,
+        `[core] ${this.#label(event)} (${event.type}) comes after run-end; nothing may follow the end of a run`,
       );
     }
     this.nextSeq += 1;
@@ -209,7 +228,7 @@ export class RunFold {
     const state = this.state;
     switch (event.type) {
       case "run-start":
-        throw new CorruptLogError(`[core] ${at} is a second run-start`);
+        throw new CorruptLogError(`[core] ${this.#label(event)} is a second run-start`);
       case "run-resume":
         this.#activeBefore = this.activeMs(this.#lastPreResume ?? event.at);
         this.#sessionStart = event.at;
@@ -217,7 +236,7 @@ export class RunFold {
       case "model-request":
         if (this.pendingTurn)
           throw new CorruptLogError(
-            `[core] ${at} is a model request while tool calls of step ${this.pendingTurn.step} have no result`,
+            `[core] ${this.#label(event)} is a model request while tool calls of step ${this.pendingTurn.step} have no result`,
           );
         this.orphanRequest = event;
         break;
@@ -228,60 +247,18 @@ export class RunFold {
         this.orphanRequest = undefined;
         this.#countAttempt(event.usage, event.costUsd);
         break;
-      case "model-response": {
-        const request = this.orphanRequest;
-        if (!request || request.step !== event.step) {
-          throw new CorruptLogError(
-            `[core] ${at} is a model response for step ${event.step} with no request before it`,
-          );
-        }
-        this.orphanRequest = undefined;
-        const response = event.response;
-        if (!response || !Array.isArray(response.content) || !response.usage)
-          throw new CorruptLogError(`[core] ${at} holds no response content or usage`);
-        this.steps = event.step;
-        state.spend.steps = event.step;
-        state.spend.usd += event.costUsd;
-        const usage = response.usage;
-        const prompt =
-          usage.input_tokens +
-          (usage.cache_creation_input_tokens ?? 0) +
-          (usage.cache_read_input_tokens ?? 0);
-        state.spend.inputTokens += prompt;
-        state.spend.outputTokens += usage.output_tokens;
-        const bytesBefore = this.messageBytes;
-        this.#push({ role: "assistant", content: response.content });
-        this.knownPrefix = {
-          tokens: prompt + usage.output_tokens,
-          bytes: bytesBefore + (this.messageBytes - bytesBefore),
-        };
-        const text = textOf(response.content);
-        if (text !== "") this.lastAssistantText = text;
-        this.lastStopReason = response.stop_reason;
-        if (response.stop_reason === "tool_use") {
-          const toolUses = response.content.filter(
-            (block): block is ToolUseBlock => block.type === "tool_use",
-          );
-          this.pendingTurn = {
-            step: event.step,
-            toolUses,
-            results: new Map(),
-            intents: new Map(),
-            approvals: new Map(),
-          };
-          if (toolUses.length === 0) this.#closeTurn();
-        }
+      case "model-response":
+        this.#onResponse(event);
         break;
-      }
       case "tool-call-intent": {
-        const turn = this.#requireTurn(event.toolUseId, at);
+        const turn = this.#requireTurn(event.toolUseId, event);
         turn.intents.set(event.toolUseId, event);
         recordCall(state, event, this.#reveal);
         if (this.start.model === guardRunModel) this.#useApproval(turn, event);
         break;
       }
       case "tool-call-refusal": {
-        const turn = this.#requireTurn(event.toolUseId, at);
+        const turn = this.#requireTurn(event.toolUseId, event);
         turn.results.set(event.toolUseId, {
           type: "tool_result",
           tool_use_id: event.toolUseId,
@@ -293,10 +270,10 @@ export class RunFold {
         break;
       }
       case "tool-call-result": {
-        const turn = this.#requireTurn(event.toolUseId, at);
+        const turn = this.#requireTurn(event.toolUseId, event);
         if (!turn.intents.has(event.toolUseId))
           throw new CorruptLogError(
-            `[core] ${at} is a result for ${event.toolUseId} with no intent before it`,
+            `[core] ${this.#label(event)} is a result for ${event.toolUseId} with no intent before it`,
           );
         turn.intents.delete(event.toolUseId);
         turn.results.set(event.toolUseId, {
@@ -310,21 +287,21 @@ export class RunFold {
         break;
       }
       case "approval-request": {
-        const turn = this.#requireTurn(event.toolUseId, at);
+        const turn = this.#requireTurn(event.toolUseId, event);
         turn.approvals.set(event.toolUseId, { request: event });
         break;
       }
       case "approval-decision": {
-        const turn = this.#requireTurn(event.toolUseId, at);
+        const turn = this.#requireTurn(event.toolUseId, event);
         const pending = turn.approvals.get(event.toolUseId);
         if (!pending || pending.request.requestId !== event.requestId) {
           throw new CorruptLogError(
-            `[core] ${at} answers approval ${event.requestId}, which was never requested`,
+            `[core] ${this.#label(event)} answers approval ${event.requestId}, which was never requested`,
           );
         }
         if (pending.decision)
           throw new CorruptLogError(
-            `[core] ${at} answers approval ${event.requestId} a second time`,
+            `[core] ${this.#label(event)} answers approval ${event.requestId} a second time`,
           );
         pending.decision = event;
         break;
@@ -345,6 +322,53 @@ export class RunFold {
   }
 
   #lastPreResume: number | undefined;
+
+  /** A model response: spend, the assistant message, and the turn of tool calls it asks for. */
+  #onResponse(event: ModelResponseEvent & { seq: number; at: number }): void {
+    const state = this.state;
+    const request = this.orphanRequest;
+    if (!request || request.step !== event.step) {
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} is a model response for step ${event.step} with no request before it`,
+      );
+    }
+    this.orphanRequest = undefined;
+    const response = event.response;
+    if (!response || !Array.isArray(response.content) || !response.usage)
+      throw new CorruptLogError(`[core] ${this.#label(event)} holds no response content or usage`);
+    this.steps = event.step;
+    state.spend.steps = event.step;
+    state.spend.usd += event.costUsd;
+    const usage = response.usage;
+    const prompt =
+      usage.input_tokens +
+      (usage.cache_creation_input_tokens ?? 0) +
+      (usage.cache_read_input_tokens ?? 0);
+    state.spend.inputTokens += prompt;
+    state.spend.outputTokens += usage.output_tokens;
+    const bytesBefore = this.messageBytes;
+    this.#push({ role: "assistant", content: response.content });
+    this.knownPrefix = {
+      tokens: prompt + usage.output_tokens,
+      bytes: bytesBefore + (this.messageBytes - bytesBefore),
+    };
+    const text = textOf(response.content);
+    if (text !== "") this.lastAssistantText = text;
+    this.lastStopReason = response.stop_reason;
+    if (response.stop_reason === "tool_use") {
+      const toolUses = response.content.filter(
+        (block): block is ToolUseBlock => block.type === "tool_use",
+      );
+      this.pendingTurn = {
+        step: event.step,
+        toolUses,
+        results: new Map(),
+        intents: new Map(),
+        approvals: new Map(),
+      };
+      if (toolUses.length === 0) this.#closeTurn();
+    }
+  }
 
   /** A guard run's one standing turn, holding every call and approval of the run. */
   #guardTurn(toolUseId: string): PendingTurn {
@@ -437,10 +461,6 @@ function revealStrings(value: unknown, reveal: (text: string) => string): unknow
       Object.entries(value).map(([key, item]) => [key, revealStrings(item, reveal)]),
     );
   return value;
-}
-
-function chain(previous: string, json: string): string {
-  return createHash("sha256").update(previous).update(json).digest("hex").slice(0, 32);
 }
 
 /**

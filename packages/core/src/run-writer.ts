@@ -74,11 +74,19 @@ export class RunWriter {
     }
   }
 
-  /** Resolves once every given event is durable and applied; one promise per call. */
+  /**
+   * Resolves once every given event is durable and applied; one promise per call. The events
+   * become the log's: the caller must not change them afterwards.
+   */
   write(...events: RunEvent[]): Promise<void> {
     if (this.#broken) return Promise.reject(this.#broken);
     const now = this.#options.now;
-    for (const event of events) this.#queue.push({ ...event, at: now() } as StoredEventInput);
+    // The loop hands over events it made for this write and keeps no other reference: `at` and
+    // later `seq` are set on them in place, and the same objects become the fold's (no copies).
+    for (const event of events) {
+      (event as StoredEventInput).at = now();
+      this.#queue.push(event as StoredEventInput);
+    }
     this.#queued += events.length;
     const last = this.#queued;
     const done = new Promise<void>((resolve, reject) => {
@@ -99,8 +107,11 @@ export class RunWriter {
         const expectedSeq = this.nextSeq;
         await this.#store.append(this.runId, batch, { expectedSeq });
         this.nextSeq = expectedSeq + batch.length;
-        for (let index = 0; index < batch.length; index += 1)
-          this.#apply({ ...batch[index]!, seq: expectedSeq + index } as StoredEvent);
+        for (let index = 0; index < batch.length; index += 1) {
+          const event = batch[index] as StoredEvent;
+          event.seq = expectedSeq + index;
+          this.#apply(event);
+        }
         appended += batch.length;
         // A write resolves when its last event is in: every write wholly in this batch.
         let settled = 0;
