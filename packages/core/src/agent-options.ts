@@ -10,13 +10,16 @@ import type { Scanner } from "./contracts/scanner.js";
 import type { Vault } from "./contracts/vault.js";
 import { InvalidArgumentError } from "./errors.js";
 import type { Budget } from "./events.js";
+import { type ExportQueueOptions, validateExportQueueOptions } from "./export-queue.js";
 import { memoryEventStore } from "./memory-event-store.js";
 import type { OutputEnvelope } from "./output.js";
+import { defaultMaxOutputChars, minOutputChars } from "./output-limit.js";
 import { defaultHaltOn } from "./pipeline.js";
 import { type ModelPrice, priceOf, validatePrices } from "./pricing.js";
 import type { RetryOptions } from "./retry.js";
 import { validateRunBudgets } from "./run-budgets.js";
 import type { RunContextInput } from "./run-state.js";
+import { defaultShutdownDeadlineMs } from "./run-telemetry.js";
 import type { Tool } from "./tool.js";
 
 /** Everything an agent is made of. */
@@ -34,6 +37,30 @@ export interface AgentOptions {
   /** Where the run's log goes. Default: in memory. */
   store?: EventStore;
   exporters?: readonly Exporter[];
+  /**
+   * Each exporter's background queue: runs never wait for an exporter; spans wait in a bounded
+   * queue (dropped and counted past it), one send at a time, and an exporter that failed its last
+   * `breakAfter` sends is skipped until a probe succeeds. Drops are reported to `onError`.
+   */
+  exportQueue?: ExportQueueOptions;
+  /**
+   * How long `agent.shutdown()` may take to send what is queued and flush the exporters; what is
+   * left after it is dropped and reported. Default 10 000 ms.
+   */
+  shutdownDeadlineMs?: number;
+  /**
+   * The most characters of one tool output the model sees (a tool's own `maxOutputChars` wins).
+   * A longer output is cut to its head and tail with a marker saying how much was cut. Default
+   * 100 000 (about 25,000 tokens: an eighth of a 200k context window, so a few such outputs and
+   * the conversation still fit).
+   */
+  maxOutputChars?: number;
+  /**
+   * What `tool-call-result` keeps of an output that was cut: `"digest"` (default) the text the
+   * model saw plus `cut: { chars, sha256 }` of the whole output; `"full"` also the whole output
+   * (tokenised by the vault, redacted like the rest of the log) in `fullOutput`.
+   */
+  outputLog?: "digest" | "full";
   /** Answers `ask` decisions. Without one, an `ask` is a deny (unless approvals are durable). */
   approver?: Approver;
   approval?: {
@@ -124,6 +151,10 @@ export interface ResolvedAgentOptions {
   envelope: OutputEnvelope | undefined;
   store: EventStore;
   exporters: readonly Exporter[];
+  exportQueue: ExportQueueOptions | undefined;
+  shutdownDeadlineMs: number;
+  maxOutputChars: number;
+  outputLog: "digest" | "full";
   approver: Approver | undefined;
   approval: { timeoutMs: number; ttlMs: number; durable: boolean };
   budget: Budget;
@@ -250,6 +281,24 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
         );
     }
   }
+  try {
+    validateExportQueueOptions(options.exportQueue, "[core] createAgent");
+  } catch (error) {
+    fail((error as Error).message.replace("[core] createAgent: ", ""));
+  }
+  const shutdownDeadlineMs = options.shutdownDeadlineMs ?? defaultShutdownDeadlineMs;
+  if (!Number.isInteger(shutdownDeadlineMs) || shutdownDeadlineMs < 0)
+    fail(
+      `shutdownDeadlineMs must be a non-negative integer number of milliseconds (default ${defaultShutdownDeadlineMs}), got ${JSON.stringify(options.shutdownDeadlineMs)}`,
+    );
+  const maxOutputChars = options.maxOutputChars ?? defaultMaxOutputChars;
+  if (!Number.isInteger(maxOutputChars) || maxOutputChars < minOutputChars)
+    fail(
+      `maxOutputChars must be an integer of at least ${minOutputChars} (default ${defaultMaxOutputChars}), got ${JSON.stringify(options.maxOutputChars)}`,
+    );
+  const outputLog = options.outputLog ?? "digest";
+  if (outputLog !== "digest" && outputLog !== "full")
+    fail(`outputLog must be "digest" or "full", got ${JSON.stringify(options.outputLog)}`);
   const agentId = options.agentId ?? "agent";
   if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId))
     fail(
@@ -264,6 +313,10 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     envelope: options.envelope,
     store: options.store ?? memoryEventStore(),
     exporters: options.exporters ?? [],
+    exportQueue: options.exportQueue,
+    shutdownDeadlineMs,
+    maxOutputChars,
+    outputLog,
     approver: options.approver,
     approval,
     budget,

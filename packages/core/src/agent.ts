@@ -89,8 +89,13 @@ export interface Agent {
   readonly tools: ReadonlyMap<string, Tool<any, any>>;
   /** The digest of every gate's settings (recorded in `run-start`). */
   readonly policyDigest: string;
-  /** Flushes and shuts down exporters. */
-  shutdown(): Promise<void>;
+  /**
+   * Sends the spans still queued, then flushes and shuts down the exporters, within
+   * `deadlineMs` (default: the agent's `shutdownDeadlineMs`, 10 000); what is left by then is
+   * dropped and reported to `onError`. Runs never wait for exporters; this is where flushing
+   * waits. Never throws; safe to call twice.
+   */
+  shutdown(options?: { deadlineMs?: number }): Promise<void>;
 }
 
 /** Everything the loop of one agent needs, fixed when the agent is made. */
@@ -225,7 +230,8 @@ export function createAgent(options: AgentOptions): Agent {
         loop.reportError,
       );
     },
-    shutdown: () => loop.telemetry.shutdown(),
+    shutdown: (shutdownOptions) =>
+      loop.telemetry.shutdown(shutdownOptions?.deadlineMs ?? loop.config.shutdownDeadlineMs),
   };
 }
 
@@ -268,6 +274,8 @@ function loopContext(config: ResolvedAgentOptions): LoopContext {
       envelope: config.envelope,
       vault: config.vault,
       toolRetry: config.toolRetry,
+      maxOutputChars: config.maxOutputChars,
+      outputLog: config.outputLog,
       now,
       reportError,
     }),
@@ -276,6 +284,7 @@ function loopContext(config: ResolvedAgentOptions): LoopContext {
       redact: config.redact,
       onEvent: config.onEvent,
       reportError,
+      queue: config.exportQueue,
     }),
     policyDigest,
     toolDigest: digestOf(toolSpecs),
@@ -532,7 +541,8 @@ async function drive(
     unlisten();
     // Spans still open (a parked, paused or stopped-early session) are emitted when the run is
     // resumed or ends, never twice; `loopguard trace` shows them from the log at any time.
-    await loop.telemetry.flush();
+    // The flush goes to the background: a run ends when its log is durable, not its traces.
+    loop.telemetry.requestFlush();
   }
 }
 

@@ -202,3 +202,21 @@ export class AmbiguousApprovalError extends LoopguardError {
     this.open = open;
   }
 }
+
+/**
+ * Spans an exporter never got: its queue was full, its breaker open (the collector refused its
+ * last sends), or the agent shut down first. Reported to `onError`, never thrown into a run.
+ * Code `export_dropped`.
+ */
+export class ExportDroppedError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.ExportDroppedError";
+  /** Spans dropped since the last report. */
+  readonly spanCount: number;
+  /** Spans this exporter has dropped in all. */
+  readonly totalDropped: number;
+  constructor(spanCount: number, totalDropped: number, message: string) {
+    super("export_dropped", message);
+    this.spanCount = spanCount;
+    this.totalDropped = totalDropped;
+  }
+}

@@ -146,6 +146,13 @@ export interface ToolCallResultEvent {
   status: "ok" | "error";
   /** The exact `tool_result` content sent to the model (enveloped). */
   content: string;
+  /**
+   * Present when the output was longer than the tool's `maxOutputChars`: `content` holds its head
+   * and tail around a marker; this names the whole output (its length, what was cut, its SHA-256).
+   */
+  cut?: { chars: number; removedChars: number; sha256: string };
+  /** With `outputLog: "full"` and a cut output: the whole output, tokenised by the vault. */
+  fullOutput?: string;
   isError: boolean;
   durationMs: number;
   attempts: number;

@@ -208,7 +208,8 @@ export async function openGuardRun(
           });
         }
       } finally {
-        await telemetry.flush();
+        // In the background: the run ends when its log is durable (shutdownExporters on exit).
+        telemetry.requestFlush();
       }
     },
   };

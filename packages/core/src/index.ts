@@ -89,6 +89,7 @@ export {
   AmbiguousApprovalError,
   AppendConflictError,
   CorruptLogError,
+  ExportDroppedError,
   InvalidArgumentError,
   LoopguardError,
   ModelCallError,
@@ -118,6 +119,7 @@ export type {
   ToolCallRefusalEvent,
   ToolCallResultEvent,
 } from "./events.js";
+export type { ExportQueueOptions } from "./export-queue.js";
 export type { GuardedTool, GuardOptions, GuardOutcome, RunHandle } from "./guard.js";
 export { currentRun, guardTool, withRun } from "./guard.js";
 export type {
@@ -129,11 +131,14 @@ export type {
 export { approveRun } from "./guard-run.js";
 export type { JsonValue } from "./json.js";
 export type { RecordedScan } from "./output.js";
+export type { OutputCut } from "./output-limit.js";
+export { defaultMaxOutputChars } from "./output-limit.js";
 export type { ModelPrice } from "./pricing.js";
 export { claudePrices, costOf, priceOf, priceTableDate } from "./pricing.js";
 export type { RetryOptions } from "./retry.js";
 export { RunBudgetUnavailableError } from "./run-budgets.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
+export { shutdownExporters } from "./run-telemetry.js";
 export { StreamProtocolError } from "./stream/assemble-message.js";
 export { StreamIdleError } from "./stream/stream-attempt.js";
 export type { ObjectSchema, ParseResult, Tool, ToolContext, ToolOptions } from "./tool.js";

@@ -1,6 +1,12 @@
 import type { StoredEvent } from "./contracts/event-store.js";
 import type { Exporter } from "./contracts/exporter.js";
 import type { Redactor } from "./contracts/redactor.js";
+import {
+  type ExportQueue,
+  type ExportQueueOptions,
+  exportQueueOf,
+  forgetExportQueue,
+} from "./export-queue.js";
 import type { RunFold } from "./fold.js";
 import { type Span, SpanBuilder } from "./spans.js";
 
@@ -10,7 +16,12 @@ export interface TelemetryOptions {
   redact: Redactor | undefined;
   onEvent: ((event: StoredEvent) => void) | undefined;
   reportError: (error: unknown, where: string) => void;
+  /** Settings of each exporter's background queue (made by the first agent that uses it). */
+  queue?: ExportQueueOptions | undefined;
 }
+
+/** Default deadline of `agent.shutdown()`: the OTLP exporter's own default timeout. */
+export const defaultShutdownDeadlineMs = 10_000;
 
 /** The telemetry of one run: its span builder and the hook its writer calls per event. */
 export interface RunTelemetry {
@@ -21,16 +32,21 @@ export interface RunTelemetry {
 
 /**
  * The agent's outward channels. Exporters and `onEvent` fail open: their errors go to
- * `reportError` and never reach the run.
+ * `reportError` and never reach the run. Spans go to each exporter through its background
+ * queue (bounded, with a circuit breaker): no run waits on an exporter; `shutdown` does, up to
+ * its deadline.
  */
 export class Telemetry {
   readonly #options: TelemetryOptions;
   /** When no exporter sends message content, drop it before redaction: it is most of a span. */
   readonly #contentWanted: boolean;
+  readonly #queues: ExportQueue[];
+  #shutdown: Promise<void> | undefined;
 
   constructor(options: TelemetryOptions) {
     this.#options = options;
     this.#contentWanted = options.exporters.some((exporter) => exporter.captureContent !== false);
+    this.#queues = options.exporters.map((exporter) => exportQueueOf(exporter, options.queue));
   }
 
   /** Whether any exporter listens (the span builder is skipped otherwise). */
@@ -64,51 +80,108 @@ export class Telemetry {
   }
 
   #export(spans: Span[]): void {
-    const { exporters, redact, reportError } = this.#options;
-    if (spans.length === 0 || exporters.length === 0) return;
+    const { redact, reportError } = this.#options;
+    if (spans.length === 0 || this.#queues.length === 0) return;
     const shaped = this.#contentWanted ? spans : spans.map(withoutContent);
     const redacted = redact ? shaped.map((span) => redactSpan(span, redact)) : shaped;
-    for (const exporter of exporters) {
-      try {
-        Promise.resolve(exporter.export(redacted)).then(
-          (result) => {
-            if (result && result.code === "failed")
-              reportError(result.error, `exporter ${exporter.name}`);
-          },
-          (error) => reportError(error, `exporter ${exporter.name}`),
-        );
-      } catch (error) {
-        reportError(error, `exporter ${exporter.name}`);
-      }
-    }
+    for (const queue of this.#queues) queue.push(redacted, reportError);
   }
 
-  /** Asks every exporter to flush; failures are reported, never thrown. */
-  async flush(): Promise<void> {
-    const { exporters, reportError } = this.#options;
-    await Promise.all(
-      exporters.map((exporter) =>
-        exporter
-          .forceFlush?.()
-          .catch((error: unknown) => reportError(error, `exporter ${exporter.name}`)),
-      ),
+  /**
+   * Asks every exporter to flush, in the background after what is queued: a run's end never
+   * waits for a collector. Failures are reported, never thrown.
+   */
+  requestFlush(): void {
+    for (const queue of this.#queues) queue.requestFlush(this.#options.reportError);
+  }
+
+  /**
+   * Sends what is queued, then flushes and shuts down every exporter, all within `deadlineMs`;
+   * what could not be sent by then is counted, reported and dropped. Never throws; safe to call
+   * twice (the second call waits for the first).
+   */
+  shutdown(deadlineMs: number = defaultShutdownDeadlineMs): Promise<void> {
+    // Deadlines run on the real clock, whatever clock the agent's runs use.
+    this.#shutdown ??= shutdownQueues(
+      this.#queues,
+      deadlineMs,
+      this.#options.reportError,
+      Date.now,
     );
+    return this.#shutdown;
   }
+}
 
-  /** Flushes and shuts down every exporter; failures are reported, never thrown. */
-  async shutdown(): Promise<void> {
-    const { exporters, reportError } = this.#options;
-    await Promise.all(
-      exporters.map(async (exporter) => {
+/**
+ * Sends what waits in these exporters' queues, then flushes and shuts them down, within the
+ * deadline. For hosts of `withRun` (whose runs never wait for export): call it on exit.
+ *
+ * @example
+ * process.on("SIGTERM", () => shutdownExporters([exporter], { deadlineMs: 5_000 }));
+ */
+export async function shutdownExporters(
+  exporters: readonly Exporter[],
+  options: { deadlineMs?: number; onError?: (error: unknown, where: string) => void } = {},
+): Promise<void> {
+  const report = (error: unknown, where: string) => {
+    try {
+      options.onError?.(error, where);
+    } catch {
+      // nowhere left to report
+    }
+  };
+  await shutdownQueues(
+    exporters.map((exporter) => exportQueueOf(exporter, undefined)),
+    options.deadlineMs ?? defaultShutdownDeadlineMs,
+    report,
+    Date.now,
+  );
+}
+
+async function shutdownQueues(
+  queues: readonly ExportQueue[],
+  deadlineMs: number,
+  report: (error: unknown, where: string) => void,
+  now: () => number,
+): Promise<void> {
+  const deadline = now() + deadlineMs;
+  await Promise.all(
+    queues.map(async (queue) => {
+      const { exporter } = queue;
+      const where = `exporter ${exporter.name}`;
+      await queue.drain(deadline);
+      queue.close(report);
+      forgetExportQueue(exporter);
+      const closing = (async () => {
         try {
           await exporter.forceFlush?.();
+        } catch (error) {
+          report(error, where);
+        }
+        try {
           await exporter.shutdown();
         } catch (error) {
-          reportError(error, `exporter ${exporter.name}`);
+          report(error, where);
         }
-      }),
-    );
-  }
+      })();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = await Promise.race([
+        closing.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), Math.max(0, deadline - now()));
+          timer.unref?.();
+        }),
+      ]);
+      clearTimeout(timer);
+      if (late)
+        report(
+          new Error(
+            `[core] shutdown: exporter "${exporter.name}" did not finish flushing within ${deadlineMs} ms; what it still held is lost (raise the deadline: agent.shutdown({ deadlineMs }))`,
+          ),
+          where,
+        );
+    }),
+  );
 }
 
 function withoutContent(span: Span): Span {

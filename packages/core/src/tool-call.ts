@@ -24,6 +24,7 @@ import type {
 import { executeTool, formatToolOutput } from "./execute.js";
 import type { JsonValue } from "./json.js";
 import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
+import { defaultMaxOutputChars, limitOutput, mapInSlices } from "./output-limit.js";
 import { type Judgement, judgeCall } from "./pipeline.js";
 import type { Tool } from "./tool.js";
 
@@ -41,6 +42,10 @@ export interface ToolPathOptions {
   /** Reveals tokens in arguments at execution time; tokenises what the log records. */
   vault: Vault | undefined;
   toolRetry: { maxAttempts?: number; delayMs?: number };
+  /** The cap on one output the model sees (a tool's own wins). Default 100 000. */
+  maxOutputChars?: number;
+  /** What the log keeps of a cut output: the digest (default) or also the whole output. */
+  outputLog?: "digest" | "full";
   now: () => number;
   reportError: (error: unknown, where: string) => void;
 }
@@ -213,7 +218,16 @@ export class ToolCallPath {
     let performance: Performance;
     if (result.status === "ok") {
       const raw = formatToolOutput(result.value);
-      const text = options.vault ? options.vault.tokenize(raw) : raw;
+      // Cut before the vault, the scanner and the envelope, so their work is bounded by the cap.
+      const limit = tool.maxOutputChars ?? options.maxOutputChars ?? defaultMaxOutputChars;
+      const limited = await limitOutput(raw, limit, tool.name);
+      const text = options.vault ? options.vault.tokenize(limited.text) : limited.text;
+      const fullOutput =
+        limited.cut && options.outputLog === "full"
+          ? options.vault
+            ? await mapInSlices(raw, (piece) => options.vault!.tokenize(piece))
+            : raw
+          : undefined;
       // Without a scanner or an envelope, step 7 leaves the text as it is: skip its promise.
       const { content, scan } =
         options.scanner || options.envelope
@@ -233,6 +247,8 @@ export class ToolCallPath {
         ...(tool.trust === "trusted" ? { trust: "trusted" as const } : {}),
         status: "ok",
         content,
+        ...(limited.cut ? { cut: limited.cut } : {}),
+        ...(fullOutput !== undefined ? { fullOutput } : {}),
         isError: false,
         durationMs: Math.round(result.durationMs),
         attempts: result.attempts,
@@ -241,7 +257,9 @@ export class ToolCallPath {
       performance = { type: "ok", value: result.value, content, ...(scan ? { scan } : {}) };
     } else {
       // A tool's error text may quote what it was given ("mailbox jane@... is full").
-      const message = options.vault ? options.vault.tokenize(result.message) : result.message;
+      const limit = tool.maxOutputChars ?? options.maxOutputChars ?? defaultMaxOutputChars;
+      const { text: shown } = await limitOutput(result.message, limit, tool.name);
+      const message = options.vault ? options.vault.tokenize(shown) : shown;
       result.message = message;
       await scope.write({
         type: "tool-call-result",

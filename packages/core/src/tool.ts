@@ -2,6 +2,7 @@ import { toJsonSchema } from "@valibot/to-json-schema";
 import * as v from "valibot";
 import type { ToolSpec } from "./contracts/model.js";
 import { InvalidArgumentError } from "./errors.js";
+import { minOutputChars } from "./output-limit.js";
 
 /** What a tool handler receives besides its arguments. */
 export interface ToolContext {
@@ -53,6 +54,11 @@ export interface ToolOptions<TSchema extends ObjectSchema, TResult> {
   timeoutMs?: number;
   /** What one call costs in USD, counted against the run's `maxUsd`. Default 0. */
   costUsd?: number;
+  /**
+   * The most characters of one output the model sees; longer outputs are cut to their head and
+   * tail with a marker. Default: the agent's `maxOutputChars` (100 000). At least 1 000.
+   */
+  maxOutputChars?: number;
   /** Runs the tool; return a string or any JSON value (sent to the model as JSON). */
   run: (args: v.InferOutput<TSchema>, context: ToolContext) => Promise<TResult> | TResult;
 }
@@ -72,6 +78,8 @@ export interface Tool<TArgs = Record<string, unknown>, TResult = unknown> {
   readonly idempotent: boolean;
   readonly timeoutMs: number;
   readonly costUsd: number;
+  /** The tool's own cap on what the model sees of one output (else the agent's). */
+  readonly maxOutputChars?: number;
   /** The Anthropic tool definition, with `strict: true` and `additionalProperties: false`. */
   readonly spec: ToolSpec;
   /** Validates arguments strictly (unknown keys are an error). */
@@ -156,6 +164,15 @@ export function tool<TSchema extends ObjectSchema, TResult>(
       `[core] tool "${name}": costUsd must be a non-negative number, got ${String(options.costUsd)}`,
     );
   }
+  const maxOutputChars = options.maxOutputChars;
+  if (
+    maxOutputChars !== undefined &&
+    (!Number.isInteger(maxOutputChars) || maxOutputChars < minOutputChars)
+  ) {
+    throw new InvalidArgumentError(
+      `[core] tool "${name}": maxOutputChars must be an integer of at least ${minOutputChars}, got ${String(options.maxOutputChars)}`,
+    );
+  }
   let schema: Record<string, unknown>;
   try {
     schema = toJsonSchema(input, { errorMode: "throw" }) as Record<string, unknown>;
@@ -179,6 +196,7 @@ export function tool<TSchema extends ObjectSchema, TResult>(
     idempotent: options.idempotent ?? false,
     timeoutMs,
     costUsd,
+    ...(maxOutputChars !== undefined ? { maxOutputChars } : {}),
     spec,
     run: run as Tool<v.InferOutput<TSchema>, TResult>["run"],
     parse(args: unknown): ParseResult<v.InferOutput<TSchema>> {
