@@ -1,5 +1,6 @@
 // Throughput of this build beside another build of @loopguard/redact (a baseline), measured in
-// the same process, in turns, best of 15 rounds: on a shared machine the ratio is what holds.
+// the same process, in turns, best of 15 rounds of CPU time: on a shared machine, other jobs'
+// load neither slows one build nor the other.
 //
 //   node bench/compare.mjs --baseline /path/to/other/packages/redact/dist/index.js
 //   LOOPGUARD_PII_CORPUS=../shared/data/pii.jsonl node bench/compare.mjs --baseline …
@@ -37,10 +38,12 @@ const publicPath = publicCorpusPath();
 if (publicPath !== undefined)
   inputs.push(["PII-dense, public corpus rows", dense(loadPiiRows(publicPath))]);
 
+// CPU time of this process in ms, not wall time: on a shared machine other jobs' load does not count.
 const time = (work, text) => {
-  const started = performance.now();
+  const started = process.cpuUsage();
   work(text);
-  return performance.now() - started;
+  const used = process.cpuUsage(started);
+  return (used.user + used.system) / 1000;
 };
 console.log("| input | baseline MB/s | this build MB/s | this ÷ baseline |");
 console.log("|---|---:|---:|---:|");

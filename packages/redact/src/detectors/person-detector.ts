@@ -130,7 +130,13 @@ function nameAt(text: string, from: number): Name | undefined {
   return { start, end: start + end, tokens, uncased: false };
 }
 
-const lower = (token: string) => token.toLowerCase().replace(/[.’']/g, "");
+/** A token lower-cased for the lexicon, without dots and apostrophes (the regex only when needed). */
+function lower(token: string): string {
+  const lowered = token.toLowerCase();
+  return lowered.includes(".") || lowered.includes("'") || lowered.includes("’")
+    ? lowered.replace(/[.’']/g, "")
+    : lowered;
+}
 
 function isNotName(token: string): boolean {
   return NOT_NAME_WORDS.has(lower(token));
@@ -299,15 +305,16 @@ function mayHaveCue(text: string, at: number): boolean {
 }
 
 /** What stands before a candidate at `at` on its line: the reason to read it as a name. */
-/** Whether the word ending at the dot at `dot` is short (`Dr.`, `Ms.`, `M.`): maybe an honorific. */
+/** Whether the word ending at the dot at `dot` is an honorific (`Dr.`, `Ms.`, `M.`), not a sentence end. */
 function shortWordBefore(text: string, dot: number): boolean {
   let index = dot - 1;
-  while (index >= 0 && index > dot - 6) {
+  while (index >= 0 && dot - index <= 5) {
     const code = text.charCodeAt(index);
-    if (!((code >= 65 && code <= 90) || (code >= 97 && code <= 122))) return true;
+    if (!((code >= 65 && code <= 90) || (code >= 97 && code <= 122))) break;
     index--;
   }
-  return index < 0;
+  const word = text.slice(index + 1, dot);
+  return word.length > 0 && word.length <= 4 && HONORIFICS.has(word.toLowerCase());
 }
 
 /** The start of the line holding `at`, looking back at most `limit` characters; -1 past that. */
@@ -432,8 +439,9 @@ export function personDetector(): Detector {
         lastEnd = name.end;
       };
       CAPITAL_START.lastIndex = 0;
-      for (let match = CAPITAL_START.exec(text); match !== null; match = CAPITAL_START.exec(text)) {
-        const at = match.index;
+      // test() rather than exec(): no match array per capital; the match is two characters.
+      while (CAPITAL_START.test(text)) {
+        const at = CAPITAL_START.lastIndex - 2;
         if (at < lastEnd || !startsWord(text, at)) continue;
         // A capitalised common word ("The", "Customers", "Order") starts no name: skip it
         // before reading any context. One lower-cased slice and a set lookup.
@@ -455,12 +463,12 @@ export function personDetector(): Detector {
           !shortWordBefore(text, before)
         ) {
           CAPITALISED_RUN.lastIndex = at;
-          const run = CAPITALISED_RUN.exec(text);
-          if (run !== null) {
+          if (CAPITALISED_RUN.test(text)) {
+            const end = CAPITALISED_RUN.lastIndex;
             const runName: Name = {
               start: at,
-              end: at + run[0].length,
-              tokens: run[0].split(" "),
+              end,
+              tokens: text.slice(at, end).split(" "),
               uncased: false,
             };
             if (lexiconName(runName, false)) accept(runName);
@@ -497,12 +505,12 @@ export function personDetector(): Detector {
         } else {
           // Running text: the lexicon must know the name, or a strong verb must precede it.
           CAPITALISED_RUN.lastIndex = at;
-          const run = CAPITALISED_RUN.exec(text);
-          if (run !== null) {
+          if (CAPITALISED_RUN.test(text)) {
+            const end = CAPITALISED_RUN.lastIndex;
             const runName: Name = {
               start: at,
-              end: at + run[0].length,
-              tokens: run[0].split(" "),
+              end,
+              tokens: text.slice(at, end).split(" "),
               uncased: false,
             };
             const runWords = runName.tokens.filter((token) => !token.endsWith("."));
