@@ -167,10 +167,20 @@ describe("the run vault at rest", () => {
 });
 
 describe.skipIf(!built)("a demo run through the built CLI", () => {
-  it("writes no plaintext PII in any file (runs, traces, vault, keys), and forget works from the CLI", () => {
+  it("writes no plaintext PII, names included, in any file (runs, trace JSON and HTML, vault, keys); forget works from the CLI", () => {
     const dir = freshDir();
     const result = run(["demo", "--dir", join(dir, "runs")]);
     expect(result.status, result.stderr).toBe(0);
+    // The trace files too: trace.json and the HTML viewer.
+    const traced = run([
+      "trace",
+      runIdOf(result.stdout),
+      "--out",
+      join(dir, "trace"),
+      "--dir",
+      join(dir, "runs"),
+    ]);
+    expect(traced.status, traced.stderr).toBe(0);
     const names = ["Maya Lindqvist", "Tomasz Wierzbicki", "Amara Okafor"];
     for (const file of everyFile(dir)) {
       // The ledger stands in for the payment provider: the real values are meant to reach it.
