@@ -1,0 +1,51 @@
+// One worker process of the limits bench: compiled @loopguard/checkpoint (dist), an agent that
+// answers at once (a trivial run), and with LIMITS=1 the fleet limits on: tenantBudget on the
+// PostgreSQL limit store (reserve at start, reserve and settle per step) and tenantConcurrency.
+// SIGTERM stops it.
+import { createAgent } from "@loopguard/core";
+import { scriptedModel } from "@loopguard/core/testing";
+import { tenantBudget } from "../../policy/dist/index.js";
+import { postgresEventStore } from "../dist/postgres-event-store.js";
+import { postgresLimitStore } from "../dist/postgres-limit-store.js";
+import { createWorker } from "../dist/worker.js";
+
+const env = process.env;
+const limits = env.LIMITS === "1";
+const print = (line) => process.stdout.write(`${JSON.stringify({ pid: process.pid, ...line })}\n`);
+const store = postgresEventStore({
+  connectionString: env.DATABASE_URL,
+  schema: env.LG_SCHEMA,
+  max: 10,
+});
+const limitStore = limits
+  ? postgresLimitStore({ connectionString: env.DATABASE_URL, schema: env.LG_SCHEMA, max: 4 })
+  : undefined;
+const budgets = limitStore
+  ? [tenantBudget({ store: limitStore, perDay: { maxUsd: 1_000_000, maxRuns: 1_000_000 } })]
+  : [];
+const worker = createWorker({
+  store,
+  agent: (view) =>
+    createAgent({
+      store: view,
+      tools: [],
+      budgets,
+      model: scriptedModel([{ content: "done" }], { model: "claude-sonnet-5-5" }),
+    }),
+  concurrency: Number(env.CONCURRENCY ?? 4),
+  sliceMs: 1000,
+  leaseMs: 3000,
+  pollingIntervalMs: 500,
+  maintenanceIntervalMs: 1000,
+  ...(limits ? { tenantConcurrency: 4 } : {}),
+  onError: (error, where) =>
+    print({ event: "error", where, message: String(error?.message ?? error) }),
+});
+await worker.start();
+print({ event: "ready" });
+process.on("SIGTERM", async () => {
+  await worker.stop();
+  await store.close();
+  await limitStore?.close();
+  process.exit(0);
+});

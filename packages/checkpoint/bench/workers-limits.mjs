@@ -1,0 +1,135 @@
+// Throughput of the PostgreSQL workers with the fleet limits on beside off: trivial runs per
+// second with 1, 2 and 4 worker processes. "On" is tenantBudget (maxUsd and maxRuns per tenant
+// and day, on postgresLimitStore: a reserve at run start, a reserve and a settle per model
+// step) and tenantConcurrency 4 (a slot taken and released per slice), runs spread over 20
+// tenants. Prints figures; asserts nothing. Run alone or at the end of bench/workers.mjs:
+//
+//   eval "$(scripts/postgres.sh start)"
+//   node packages/checkpoint/bench/workers-limits.mjs      # RUNS=400 CONCURRENCY=4 ROUNDS=1
+import { execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { dirname, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, "../../..");
+const url = process.env.DATABASE_URL;
+if (!url) {
+  console.error('[bench] DATABASE_URL is not set: run eval "$(scripts/postgres.sh start)" first');
+  process.exit(1);
+}
+const RUNS = Number(process.env.RUNS ?? 400);
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
+const ROUNDS = Number(process.env.ROUNDS ?? 1);
+const TENANTS = 20;
+
+for (const project of [
+  "packages/core/tsconfig.build.json",
+  "packages/policy/tsconfig.build.json",
+  "packages/checkpoint/test/pg/tsconfig.workers.json",
+  "packages/checkpoint/test/pg/tsconfig.limits.json",
+])
+  execFileSync("npx", ["tsc", "-p", project], { cwd: repo, stdio: "inherit" });
+const { postgresEventStore } = await import("../dist/postgres-event-store.js");
+const { submitRun } = await import("../dist/worker-submit-run.js");
+const { openQueue, resolveQueueOptions } = await import("../dist/worker-queue.js");
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+function startWorker(schema, limits) {
+  const child = spawn(process.execPath, [resolve(here, "limits-worker.mjs")], {
+    env: {
+      ...process.env,
+      LG_SCHEMA: schema,
+      LIMITS: limits ? "1" : "0",
+      CONCURRENCY: String(CONCURRENCY),
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const errors = [];
+  const ready = new Promise((done, fail) => {
+    child.once("exit", (code) => fail(new Error(`worker exited with ${code}`)));
+    createInterface({ input: child.stdout }).on("line", (text) => {
+      const line = JSON.parse(text);
+      if (line.event === "ready") done();
+      if (line.event === "error") errors.push(line);
+    });
+  });
+  return { child, ready, errors };
+}
+
+async function throughput(processes, limits) {
+  const schema = `lg_bench_limits_${randomBytes(3).toString("hex")}`;
+  const store = postgresEventStore({ connectionString: url, schema, max: 4 });
+  const pool = await store.pool();
+  await store.migrate();
+  const settings = resolveQueueOptions({ leaseMs: 3000 }, schema, "bench");
+  const boss = await openQueue(pool, settings, { supervise: false }, "bench");
+  for (let index = 0; index < RUNS; index += 1)
+    await submitRun({ boss, leaseMs: 3000 }, `trivial run ${index}`, {
+      runId: `t${index}`,
+      tenant: `tenant-${index % TENANTS}`,
+    });
+  const workers = Array.from({ length: processes }, () => startWorker(schema, limits));
+  await Promise.all(workers.map((worker) => worker.ready));
+  // Steady state: from 10 % to 90 % of runs completed (process start-up left out).
+  const marks = new Map();
+  const low = Math.ceil(RUNS * 0.1);
+  const high = Math.floor(RUNS * 0.9);
+  for (;;) {
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`,
+    );
+    const done = rows[0].n;
+    if (done >= low && !marks.has("low")) marks.set("low", [performance.now(), done]);
+    if (done >= high && !marks.has("high")) marks.set("high", [performance.now(), done]);
+    if (done >= RUNS) break;
+    await sleep(20);
+  }
+  let spent;
+  if (limits) {
+    const { rows } = await pool.query(
+      `SELECT coalesce(sum(settled), 0) AS usd, coalesce(sum(reserved), 0) AS held FROM "${schema}".limit_counters WHERE key LIKE 'tenant:%:usd'`,
+    );
+    spent = { usd: Number(rows[0].usd), held: Number(rows[0].held) };
+  }
+  const errors = workers.flatMap((worker) => worker.errors);
+  for (const worker of workers) worker.child.kill("SIGKILL");
+  await boss.stop({ graceful: false, close: false, wait: true });
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await pool.query(`DROP SCHEMA IF EXISTS "${schema}_boss" CASCADE`);
+  await store.close();
+  const [t0, n0] = marks.get("low");
+  const [t1, n1] = marks.get("high");
+  return { rate: ((n1 - n0) / (t1 - t0)) * 1000, spent, errors: errors.length };
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const rows = [];
+for (const processes of [1, 2, 4]) {
+  const off = [];
+  const on = [];
+  let last;
+  // Off and on in turns, so a busy moment of the machine lands on both.
+  for (let round = 0; round < ROUNDS; round += 1) {
+    off.push((await throughput(processes, false)).rate);
+    last = await throughput(processes, true);
+    on.push(last.rate);
+  }
+  const row = { processes, off: median(off), on: median(on), spent: last.spent, errors: last.errors };
+  rows.push(row);
+  console.log(
+    `[bench] ${processes} worker process${processes === 1 ? "" : "es"} x ${CONCURRENCY} slots: limits off ${row.off.toFixed(0)} runs/s, on ${row.on.toFixed(0)} runs/s (${((row.on / row.off) * 100).toFixed(0)} %)`,
+  );
+}
+console.log(
+  `\n| worker processes | limits off: trivial runs/s | limits on: trivial runs/s | on / off |\n|---|---|---|---|`,
+);
+for (const row of rows)
+  console.log(
+    `| ${row.processes} | ${row.off.toFixed(0)} | ${row.on.toFixed(0)} | ${((row.on / row.off) * 100).toFixed(0)} % |`,
+  );
+const last = rows.at(-1);
+console.log(
+  `\n(${RUNS} runs per measurement over ${TENANTS} tenants, ${ROUNDS} round(s), median; limits on = tenantBudget + tenantConcurrency 4 on postgresLimitStore; after the last run: $${last.spent?.usd.toFixed(6)} settled, $${last.spent?.held.toFixed(6)} held, ${last.errors} worker errors)`,
+);
