@@ -10,6 +10,7 @@ import {
 import { defaultResource, type Resource, resourceFromAttributes } from "@opentelemetry/resources";
 import {
   BasicTracerProvider,
+  BatchSpanProcessor,
   type ReadableSpan,
   type SpanExporter,
   type SpanProcessor,
@@ -22,9 +23,9 @@ import { loopguardIdGenerator, withPendingIds } from "./loopguard-id-generator.j
 /** Options of {@link otelExporter}. Give at most one of `exporter`, `spanProcessor`, `tracerProvider`. */
 export interface OtelExporterOptions {
   /**
-   * An OpenTelemetry SpanExporter (e.g. `otlpTracing().exporter`). Each batch of spans core
-   * hands over is sent at once, and a failed send comes back to core, which reports it to
-   * `createAgent({ onError })`. Shut down with the agent.
+   * An OpenTelemetry SpanExporter (e.g. `otlpTracing().exporter`), run behind OpenTelemetry's
+   * own `BatchSpanProcessor` (see `batch`). A failed send is kept and thrown from the next
+   * `forceFlush`, which core reports to `createAgent({ onError })`. Shut down with the agent.
    */
   exporter?: SpanExporter;
   /** A SpanProcessor (e.g. a `BatchSpanProcessor`); its send errors go to OpenTelemetry's diag logger. Shut down with the agent. */
@@ -54,11 +55,12 @@ export interface OtelExporterOptions {
   /** Where to read `OTEL_*` variables. Default `process.env`. */
   env?: Record<string, string | undefined>;
   /**
-   * With `exporter`: how spans are grouped into requests. By default they are sent when core
-   * flushes at the end of each run (or its park), when `maxSpans` are waiting, or `delayMs`
-   * after the first waiting span; a failed send is thrown from the next `forceFlush`, which core
-   * reports to `onError`. `false` sends every batch core hands over at once and returns the
-   * outcome as its export result.
+   * With `exporter`: the settings of the `BatchSpanProcessor` it runs behind (batching belongs
+   * to span processors, as OpenTelemetry's exporter guide says). Spans are sent when core
+   * flushes at the end of each run (or its park), when `maxSpans` are waiting
+   * (`maxExportBatchSize`), or `delayMs` after the first (`scheduledDelayMillis`). `false`
+   * sends every batch core hands over at once, with no processor, and returns the outcome as
+   * its export result.
    */
   batch?: { maxSpans?: number; delayMs?: number } | false;
 }
@@ -95,6 +97,10 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
   let provider: TracerProvider;
   let owned: BasicTracerProvider | undefined;
   let collected: ReadableSpan[] | undefined;
+  const failures: TraceExportError[] = [];
+  const reporting = config.exporter
+    ? reportingExporter(config.exporter, (error) => failures.push(error))
+    : undefined;
   if (config.exporter || config.spanProcessor) {
     const serviceName =
       config.serviceName ??
@@ -104,7 +110,15 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     if (serviceName)
       resource = resource.merge(resourceFromAttributes({ "service.name": serviceName }));
     let processor = config.spanProcessor;
+    if (!processor && config.batch && reporting) {
+      processor = new BatchSpanProcessor(reporting, {
+        maxExportBatchSize: config.batch.maxSpans,
+        maxQueueSize: Math.max(2048, config.batch.maxSpans),
+        scheduledDelayMillis: config.batch.delayMs,
+      });
+    }
     if (!processor) {
+      // batch: false: spans wait only until core's export call returns, then go at once.
       const sink: ReadableSpan[] = [];
       collected = sink;
       processor = {
@@ -202,56 +216,14 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     }
   };
 
-  const failures: TraceExportError[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-
+  /** batch: false: sends what core just handed over, and returns the outcome. */
   const send = (): Promise<ExportResult> => {
-    const exporter = config.exporter;
-    if (timer) {
-      clearTimeout(timer);
-      timer = undefined;
-    }
-    if (!exporter || !collected || collected.length === 0)
+    if (!config.exporter || !collected || collected.length === 0)
       return Promise.resolve({ code: "success" });
-    const batch = collected.splice(0, collected.length);
-    const count = batch.length;
-    const sent = new Promise<ExportResult>((resolve) => {
-      try {
-        exporter.export(batch, (result) => {
-          if (result.code === 0) resolve({ code: "success" });
-          else {
-            const cause = result.error;
-            resolve({
-              code: "failed",
-              error: new TraceExportError(
-                count,
-                `[tracing-otel] could not send ${count} span(s) to the OpenTelemetry exporter: ${cause?.message ?? "unknown error"}; check that the collector is reachable (OTEL_EXPORTER_OTLP_ENDPOINT) and accepts the headers`,
-                { cause },
-              ),
-            });
-          }
-        });
-      } catch (error) {
-        resolve({
-          code: "failed",
-          error: new TraceExportError(
-            count,
-            `[tracing-otel] the OpenTelemetry exporter threw: ${(error as Error)?.message ?? String(error)}`,
-            { cause: error },
-          ),
-        });
-      }
-    });
+    const sent = sendNow(config.exporter, collected.splice(0, collected.length));
     inFlight.add(sent);
     void sent.finally(() => inFlight.delete(sent));
     return sent;
-  };
-
-  /** Sends in the background; a failure waits for the next forceFlush. */
-  const sendLater = () => {
-    void send().then((result) => {
-      if (result.code === "failed") failures.push(result.error as TraceExportError);
-    });
   };
 
   const throwFailures = () => {
@@ -261,7 +233,7 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     const spans = errors.reduce((sum, error) => sum + error.spanCount, 0);
     throw new TraceExportError(
       spans,
-      `[tracing-otel] ${errors.length} sends (${spans} spans) failed; the first: ${errors[0]!.message}`,
+      `${errors[0]!.message} (${errors.length} sends of ${spans} spans in all failed since the last flush)`,
       { cause: errors[0] },
     );
   };
@@ -305,15 +277,8 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
           return { code: "success" };
         }
         emit(spans);
-        const batching = config.batch;
-        if (!batching || !collected) return send();
-        if (collected.length >= batching.maxSpans) sendLater();
-        else if (collected.length > 0 && !timer) {
-          timer = setTimeout(sendLater, batching.delayMs);
-          // A pending batch never keeps the process alive; shutdown sends it.
-          timer.unref?.();
-        }
-        return { code: "success" };
+        // Behind a span processor (the default BatchSpanProcessor), the processor sends.
+        return collected ? send() : { code: "success" };
       } catch (error) {
         return {
           code: "failed",
@@ -326,28 +291,31 @@ export function otelExporter(options: OtelExporterOptions = {}): Exporter {
     },
     async forceFlush() {
       flushHeld();
-      const result = await send();
-      if (result.code === "failed") failures.push(result.error as TraceExportError);
       await Promise.all(inFlight);
+      try {
+        if (owned) await owned.forceFlush();
+        else await (provider as { forceFlush?: () => Promise<void> }).forceFlush?.();
+      } catch (error) {
+        // A failed send of the processor was kept by the reporting exporter: thrown below.
+        if (!(error instanceof TraceExportError)) failures.push(asExportError(error));
+      }
       throwFailures();
-      if (owned) await owned.forceFlush();
-      else await (provider as { forceFlush?: () => Promise<void> }).forceFlush?.();
-      if (config.exporter?.forceFlush) await config.exporter.forceFlush();
     },
     shutdown() {
       shutdownPromise ??= (async () => {
+        flushHeld();
+        await Promise.all(inFlight);
         try {
-          flushHeld();
-          const result = await send();
-          if (result.code === "failed") failures.push(result.error as TraceExportError);
-          await Promise.all(inFlight);
+          // The provider shuts its processor down, which flushes and shuts the exporter down.
+          if (owned) await owned.shutdown();
+          if (collected) await config.exporter?.shutdown();
+        } catch (error) {
+          if (!(error instanceof TraceExportError)) failures.push(asExportError(error));
+        }
+        try {
           throwFailures();
         } catch (error) {
           reportError(error);
-        }
-        if (owned) {
-          await owned.shutdown();
-          await config.exporter?.shutdown();
         }
       })();
       return shutdownPromise;
@@ -497,4 +465,72 @@ function parentsFirst(spans: readonly Span[]): Span[] {
   };
   for (const span of spans) visit(span, 0);
   return ordered;
+}
+
+function asExportError(error: unknown): TraceExportError {
+  return new TraceExportError(
+    0,
+    `[tracing-otel] the OpenTelemetry span processor failed: ${(error as Error)?.message ?? String(error)}`,
+    { cause: error },
+  );
+}
+
+/**
+ * Wraps a SpanExporter so that a failed or thrown send becomes a `TraceExportError` that says
+ * what to check, handed to `failed` (kept for the next `forceFlush`) and returned to the
+ * processor as a failed result. `shutdown` reaches the exporter once.
+ */
+function reportingExporter(
+  exporter: SpanExporter,
+  failed: (error: TraceExportError) => void,
+): SpanExporter {
+  let closing: Promise<void> | undefined;
+  return {
+    export(spans, done) {
+      void sendNow(exporter, spans).then((result) => {
+        if (result.code === "success") return done({ code: 0 });
+        failed(result.error as TraceExportError);
+        done({ code: 1, error: result.error });
+      });
+    },
+    shutdown() {
+      closing ??= exporter.shutdown();
+      return closing;
+    },
+    async forceFlush() {
+      await exporter.forceFlush?.();
+    },
+  };
+}
+
+/** One send to a SpanExporter, as a result that never rejects. */
+function sendNow(exporter: SpanExporter, batch: ReadableSpan[]): Promise<ExportResult> {
+  const count = batch.length;
+  return new Promise<ExportResult>((resolve) => {
+    try {
+      exporter.export(batch, (result) => {
+        if (result.code === 0) resolve({ code: "success" });
+        else {
+          const cause = result.error;
+          resolve({
+            code: "failed",
+            error: new TraceExportError(
+              count,
+              `[tracing-otel] could not send ${count} span(s) to the OpenTelemetry exporter: ${cause?.message ?? "unknown error"}; check that the collector is reachable (OTEL_EXPORTER_OTLP_ENDPOINT) and accepts the headers`,
+              { cause },
+            ),
+          });
+        }
+      });
+    } catch (error) {
+      resolve({
+        code: "failed",
+        error: new TraceExportError(
+          count,
+          `[tracing-otel] the OpenTelemetry exporter threw: ${(error as Error)?.message ?? String(error)}`,
+          { cause: error },
+        ),
+      });
+    }
+  });
 }

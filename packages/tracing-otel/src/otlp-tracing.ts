@@ -1,5 +1,6 @@
+import { createRequire } from "node:module";
 import type { Attributes } from "@opentelemetry/api";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
+import type { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { type Resource, resourceFromAttributes } from "@opentelemetry/resources";
 import { OtlpConfigError } from "./errors.js";
 
@@ -158,7 +159,7 @@ export function otlpTracing(options: OtlpTracingOptions = {}): OtlpTracing {
     );
   attributes["service.name"] = serviceName;
 
-  const exporter = new OTLPTraceExporter({ url, headers, timeoutMillis });
+  const exporter = new (loadOtlpExporter())({ url, headers, timeoutMillis });
   let closing: Promise<void> | undefined;
   return {
     exporter,
@@ -247,4 +248,26 @@ function parsePairs(setting: string, raw: string | undefined): Record<string, st
     pairs[key] = value;
   });
   return pairs;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Loads the OTLP/HTTP protobuf exporter, an optional peer dependency (only `otlpTracing`
+ * needs it): a missing package is an error that says what to install.
+ */
+function loadOtlpExporter(): typeof OTLPTraceExporter {
+  try {
+    return (
+      require("@opentelemetry/exporter-trace-otlp-proto") as {
+        OTLPTraceExporter: typeof OTLPTraceExporter;
+      }
+    ).OTLPTraceExporter;
+  } catch (error) {
+    throw new OtlpConfigError(
+      "@opentelemetry/exporter-trace-otlp-proto",
+      "[tracing-otel] otlpTracing needs the OTLP exporter: install it beside this package (npm install @opentelemetry/exporter-trace-otlp-proto@0.223.1), or pass otelExporter your own SpanExporter, SpanProcessor or TracerProvider",
+      { cause: error },
+    );
+  }
 }
