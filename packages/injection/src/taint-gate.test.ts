@@ -401,7 +401,7 @@ describe("taintGate", () => {
     expect((await taintGate().check(callOf(run, { order_id: "B2002" }))).type).toBe("deny");
   });
 
-  it("reads only new outputs (incremental cache in run.scratch)", async () => {
+  it("reads only new outputs (incremental cache in the gate's run memory)", async () => {
     const gate = taintGate();
     const run = runWith([]);
     expect(await gate.check(callOf(run, { order_id: "B2002" }))).toEqual({ type: "allow" });

@@ -1,7 +1,13 @@
-import type { Gate, GateDecision, ScanVerdict, SeenOutput, ToolCall } from "@loopguard/core";
+import type {
+  Gate,
+  GateDecision,
+  RunView,
+  ScanVerdict,
+  SeenOutput,
+  ToolCall,
+} from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
-import type { RunState } from "@loopguard/core/plugin";
-import { digestOf } from "@loopguard/core/plugin";
+import { digestOf, gateMemory } from "@loopguard/core/plugin";
 import { normalizeText } from "./normalize-text.js";
 import { flaggedSpanTag } from "./quarantine.js";
 import {
@@ -111,7 +117,7 @@ interface TaintSource {
   derivedFrom?: TaintKind;
 }
 
-/** The per-run cache of the gate, kept in `run.scratch` and rebuilt from `run.outputs`. */
+/** The per-run cache of the gate, kept in the gate's run memory and rebuilt from `run.outputs` and `run.calls`. */
 interface TaintState {
   /** How many outputs have been read. */
   processed: number;
@@ -155,7 +161,7 @@ function stringsOf(value: unknown, into: string[]): void {
   }
 }
 
-function attributeStrings(run: RunState | undefined): string[] {
+function attributeStrings(run: RunView | undefined): string[] {
   if (!run) return [];
   const strings: string[] = [];
   stringsOf(run.attributes, strings);
@@ -311,7 +317,8 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     freeText: [...freeText].sort(),
   };
   // Two taint gates with different settings on one run keep separate caches.
-  const scratchKey = `@loopguard/injection:${name}:${digestOf(settings)}`;
+  // Per-run memory of this gate (keys compare by identity: two taint gates never share it).
+  const memoryKey = gateMemory(`@loopguard/injection:${name}`, (): { state?: TaintState } => ({}));
 
   const isSource = (output: SeenOutput) =>
     !sourcePatterns || sourcePatterns.some((pattern) => pattern.test(output.tool));
@@ -354,8 +361,9 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     }
   };
 
-  const stateOf = (run: RunState): TaintState => {
-    let state = run.scratch.get(scratchKey) as TaintState | undefined;
+  const stateOf = (run: RunView): TaintState => {
+    const memory = run.memory(memoryKey);
+    let state = memory.state;
     // A shorter list or a changed output means a different run history (rebuilt state): start over.
     if (
       !state ||
@@ -372,7 +380,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
         callsProcessed: 0,
         firstInArguments: new Map(),
       };
-      run.scratch.set(scratchKey, state);
+      memory.state = state;
     }
     for (; state.processed < run.outputs.length; state.processed++) {
       const output = run.outputs[state.processed]!;
@@ -429,7 +437,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
   };
 
   const provenanceOf = (
-    run: RunState,
+    run: RunView,
     state: TaintState,
     key: string,
     taskKeys: Set<string>,
