@@ -227,3 +227,7 @@ for (let round = 0; round < 3; round += 1) takeovers.push(await takeover());
 console.log(
   `\n[bench] SIGKILL to takeover (lease 3 s, maintenance 1 s, polling 0.5 s): ${takeovers.map((ms) => `${ms} ms`).join(", ")}`,
 );
+
+// Limits on beside off, for 1, 2 and 4 processes (tenantBudget and tenantConcurrency on
+// postgresLimitStore): bench/workers-limits.mjs, also runnable alone. BENCH_LIMITS=0 skips it.
+if (process.env.BENCH_LIMITS !== "0") await import("./workers-limits.mjs");
