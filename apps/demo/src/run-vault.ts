@@ -328,8 +328,11 @@ export function postgresSubjectKeyStore(pool: SqlQueryable, schema: string): Sub
     },
     async put(record) {
       await pool.query(
+        // A first key made by two workers at once: the first insert wins (same master key id,
+        // no update) and the keyring reads it back; a rotation (new key id) replaces it.
         `INSERT INTO ${table} (subject, key_id, wrapped, created_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (subject) DO UPDATE SET key_id = EXCLUDED.key_id, wrapped = EXCLUDED.wrapped`,
+         ON CONFLICT (subject) DO UPDATE SET key_id = EXCLUDED.key_id, wrapped = EXCLUDED.wrapped
+         WHERE ${table}.key_id <> EXCLUDED.key_id`,
         [record.subject, record.keyId, record.wrapped, record.createdAt],
       );
     },

@@ -10,15 +10,15 @@ import {
   type ToolContext,
 } from "@loopguard/core";
 import { sleep } from "@loopguard/core/plugin";
-import {
-  gullibleModel,
-  loadPackages,
-  supportDefences,
-  supportDesk,
-  supportVault,
-  type VaultEntry,
-} from "@loopguard/evals";
+import { gullibleModel, loadPackages, supportDefences, supportDesk } from "@loopguard/evals";
+import { createKeyring } from "@loopguard/redact";
 import { withDatabase } from "./postgres-connection.js";
+import {
+  createSubjectKeysTable,
+  postgresRunVault,
+  postgresSubjectKeyStore,
+  vaultKeys,
+} from "./run-vault.js";
 
 /** The agents this worker can run, by the name `loopguard submit --agent` takes. */
 export const workerAgents = {
@@ -134,6 +134,12 @@ export function supportDeskAgents(options: {
       policyModule.killSwitch({ store: postgresFreezeStore({ pool, schema }) }) as Gate,
     );
   const model = orderModel(stepDelayMs);
+  // Vault values are sealed per subject; the master key comes from LOOPGUARD_VAULT_KEY (set it
+  // on every worker), else from .loopguard/vault/master.key beside the process (one machine).
+  const keyring = createKeyring({
+    keys: vaultKeys(".loopguard/vault"),
+    store: postgresSubjectKeyStore(pool, schema),
+  });
 
   /** The agent of one slice: the run's vault is loaded from, and saved to, PostgreSQL. */
   return async function makeAgent(store: EventStore, runId: string, epoch: number): Promise<Agent> {
@@ -141,10 +147,15 @@ export function supportDeskAgents(options: {
       `SELECT entry FROM ${s}.vault_entries WHERE run_id = $1 ORDER BY seq`,
       [runId],
     );
-    const entries = rows.map((row) => JSON.parse(row.entry as string) as VaultEntry);
-    let saved = entries.length;
-    const pending: VaultEntry[] = [];
-    const vault = supportVault({ entries, onEntry: (entry) => pending.push(entry) });
+    let saved = rows.length;
+    const pending: string[] = [];
+    // Sealed lines in, sealed lines out: the table never holds a value in clear.
+    const vault = await postgresRunVault({
+      keyring,
+      runId,
+      lines: rows.map((row) => row.entry as string),
+      onSealed: (line) => pending.push(line),
+    });
     // New vault entries are written before the append that may carry their tokens, fenced by
     // the slice's claim, so no durable event ever holds a token the vault cannot reveal.
     const view: EventStore = {
@@ -158,12 +169,7 @@ export function supportDeskAgents(options: {
              SELECT $1, input.seq, input.entry, $2
              FROM unnest($3::integer[], $4::text[]) AS input(seq, entry)
              WHERE EXISTS (SELECT 1 FROM fence)`,
-            [
-              runId,
-              epoch,
-              batch.map((_, index) => saved + index),
-              batch.map((entry) => JSON.stringify(entry)),
-            ],
+            [runId, epoch, batch.map((_, index) => saved + index), batch],
           );
           // No rows: another worker claimed the run; the append below is refused as fenced.
           if (rowCount === batch.length) saved += batch.length;
@@ -200,11 +206,12 @@ export async function createTables(pool: PgPool, schema: string): Promise<void> 
     await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
       `loopguard:demo-worker:${schema}`,
     ]);
-    // The vault holds customer data in clear: grant it to the workers' role only, and delete a
-    // run's rows to forget its customer.
+    // The vault holds sealed values only (AES-256-GCM under per-subject data keys in
+    // subject_keys): deleting a subject's key forgets that customer in every run.
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${s}.vault_entries (run_id text NOT NULL, seq integer NOT NULL, entry text NOT NULL, epoch bigint NOT NULL, PRIMARY KEY (run_id, seq))`,
     );
+    await createSubjectKeysTable(client, schema);
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${s}.demo_ledger (idempotency_key text PRIMARY KEY, kind text NOT NULL, run_id text NOT NULL, payload text NOT NULL, at bigint NOT NULL)`,
     );

@@ -1,10 +1,12 @@
 import { createKeyring, envKeyProvider, generateVaultKey } from "@loopguard/redact";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "../src/cli.js";
 import {
   createSubjectKeysTable,
   postgresRunVault,
   postgresSubjectKeyStore,
   type SqlQueryable,
+  vaultKeys,
 } from "../src/run-vault.js";
 
 // pg ships no types of its own; the test needs only a pool's query and end.
@@ -72,5 +74,40 @@ describe.skipIf(!url)("the run vault over PostgreSQL", () => {
       /^\[redact\] <EMAIL_1> cannot be revealed: its subject "cust_42" was forgotten/,
     );
     expect(after.tokenize("mail new@acme.io")).toBe("mail <EMAIL_2>");
+  });
+
+  it("loopguard forget <subject> --connection deletes the subject's key in the fleet's database", async () => {
+    await pool.query(
+      `CREATE TABLE IF NOT EXISTS "${schema}".vault_entries (run_id text NOT NULL, seq integer NOT NULL, entry text NOT NULL, epoch bigint NOT NULL, PRIMARY KEY (run_id, seq))`,
+    );
+    // The CLI reads the master key as the workers do: LOOPGUARD_VAULT_KEY, else the key file.
+    const keys = vaultKeys(".loopguard/vault");
+    const keyring = createKeyring({ keys, store: postgresSubjectKeyStore(pool, schema) });
+    const lines: string[] = [];
+    const vault = await postgresRunVault({
+      keyring,
+      runId: "run-9",
+      subject: "cust_9",
+      lines: [],
+      onSealed: (line) => lines.push(line),
+    });
+    vault.tokenize("mail nine@acme.io");
+    for (const [seq, entry] of lines.entries())
+      await pool.query(`INSERT INTO "${schema}".vault_entries VALUES ($1, $2, $3, 1)`, [
+        "run-9",
+        seq,
+        entry,
+      ]);
+    const out: string[] = [];
+    const code = await main(
+      ["forget", "cust_9", "--connection", url!, "--schema", schema, "--no-color"],
+      (line) => out.push(line),
+    );
+    expect(code).toBe(0);
+    expect(out.join("\n")).toMatch(/forgot cust_9: its key is deleted; 1 value\(s\) in 1 run\(s\)/);
+    const { rows } = await pool.query(
+      `SELECT * FROM "${schema}".subject_keys WHERE subject = 'cust_9'`,
+    );
+    expect(rows).toEqual([]);
   });
 });

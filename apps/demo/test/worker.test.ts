@@ -14,8 +14,9 @@ import {
   postgresFreezeStore,
   submitRun,
 } from "@loopguard/checkpoint";
-import { supportVault, type VaultEntry } from "@loopguard/evals";
+import { createKeyring } from "@loopguard/redact";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { postgresRunVault, postgresSubjectKeyStore, vaultKeys } from "../src/run-vault.js";
 import { built, run, sensitive, start } from "./cli-helpers.js";
 
 const databaseUrl = process.env.DATABASE_URL;
@@ -185,13 +186,27 @@ describe.skipIf(!built || !databaseUrl)("loopguard worker (built CLI, PostgreSQL
       for (const value of sensitive) expect(text).not.toContain(value.toLowerCase());
       const tokens = new Set(bodies.join("\n").match(/<[A-Z_]+_\d+>/g) ?? []);
       expect(tokens.size).toBeGreaterThan(0);
-      const entries = (
+      const lines = (
         await query(`SELECT entry FROM "${schema}".vault_entries WHERE run_id = $1 ORDER BY seq`, [
           runId,
         ])
-      ).map((row) => JSON.parse(row.entry as string) as VaultEntry);
-      const vault = supportVault({ entries });
-      for (const token of tokens) expect(vault.reveal(token)).not.toBe(token);
+      ).map((row) => row.entry as string);
+      // The table holds sealed values only; the workers' keyring opens them.
+      for (const value of sensitive) expect(lines.join("\n")).not.toContain(value);
+      const vault = await postgresRunVault({
+        keyring: createKeyring({
+          keys: vaultKeys(".loopguard/vault"),
+          store: postgresSubjectKeyStore(await store.pool(), schema),
+        }),
+        runId,
+        lines,
+        onSealed: () => undefined,
+      });
+      for (const token of tokens) {
+        const value = vault.reveal(token);
+        expect(value).not.toBe(token);
+        expect(typeof value).toBe("string");
+      }
     }
   }, 60_000);
 

@@ -220,18 +220,30 @@ export function createKeyring(options: KeyringOptions): Keyring {
       const known = await this.existingKey(subject);
       if (known !== undefined) return known;
       const dataKey = randomBytes(32);
-      await store.put(record(subject, await keys.wrapKey(dataKey)));
-      cache.set(subject, dataKey);
-      return dataKey;
+      const made = record(subject, await keys.wrapKey(dataKey));
+      await store.put(made);
+      // Two processes may make a subject's first key at once: the store keeps one, and both
+      // use the one it kept (a store's put may refuse to replace a key of the same master).
+      const kept = await store.get(subject);
+      const chosen =
+        kept === undefined || kept.wrapped === made.wrapped ? dataKey : await keys.unwrapKey(kept);
+      cache.set(subject, chosen);
+      return chosen;
     },
     dataKeySync(subject) {
       checkSubject(subject);
       const known = this.existingKeySync(subject);
       if (known !== undefined) return known;
       const dataKey = randomBytes(32);
-      syncOnly(store.put(record(subject, syncOnly(keys.wrapKey(dataKey), keys.name))), store.name);
-      cache.set(subject, dataKey);
-      return dataKey;
+      const made = record(subject, syncOnly(keys.wrapKey(dataKey), keys.name));
+      syncOnly(store.put(made), store.name);
+      const kept = syncOnly(store.get(subject), store.name);
+      const chosen =
+        kept === undefined || kept.wrapped === made.wrapped
+          ? dataKey
+          : syncOnly(keys.unwrapKey(kept), keys.name);
+      cache.set(subject, chosen);
+      return chosen;
     },
     async existingKey(subject) {
       checkSubject(subject);

@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { RedactOptionsError, VaultKeyError } from "./redact-error.js";
 
 /** A data key wrapped (encrypted) under a master key, and the id of that master key. */
@@ -169,7 +169,17 @@ export function fileKeyProvider(options: FileKeyProviderOptions): KeyProvider {
         `[redact] fileKeyProvider: cannot read the key file ${path} (${(error as Error).message}); create it with a line from generateVaultKey("k1") and chmod 600, or pass create: true.`,
         { cause: error },
       );
-    writeFileSync(path, `${generateVaultKey("k1")}\n`, { mode: 0o600, flag: "wx" });
+    // Written whole under another name, then linked into place: a process that starts at the
+    // same moment either finds no file or a complete one, and the first link wins.
+    const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+    writeFileSync(temporary, `${generateVaultKey("k1")}\n`, { mode: 0o600, flag: "wx" });
+    try {
+      linkSync(temporary, path);
+    } catch (linkError) {
+      if ((linkError as NodeJS.ErrnoException).code !== "EEXIST") throw linkError;
+    } finally {
+      unlinkSync(temporary);
+    }
     mode = statSync(path).mode;
   }
   if ((mode & 0o077) !== 0)
