@@ -1,8 +1,9 @@
 import { postgresLimitStore } from "@loopguard/checkpoint";
-import { createAgent } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
-import { tenantBudget } from "@loopguard/policy";
+import { createAgent, tool } from "@loopguard/core";
+import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { rateLimit, tenantBudget } from "@loopguard/policy";
 import pg from "pg";
+import * as v from "valibot";
 import { afterAll, describe, expect, it } from "vitest";
 import { main } from "../src/cli.js";
 
@@ -59,6 +60,68 @@ describe.skipIf(!url)("loopguard limits", () => {
       "tenant:acme:runs",
       "tenant:acme:usd",
     ]);
+  });
+
+  it("PostgreSQL unreachable: limits fail closed with a reason the model can read, and the run is not lost", async () => {
+    const down = postgresLimitStore({
+      connectionString: "postgres://postgres@127.0.0.1:1/nowhere",
+      schema,
+      timeoutMs: 500,
+    });
+    const up = postgresLimitStore({ connectionString: url!, schema, max: 2 });
+    const sendEmail = tool({
+      name: "send_email",
+      description: "Send an email.",
+      input: v.object({ to: v.string() }),
+      run: async () => "sent",
+    });
+    const store = memoryEventStore();
+    const model = () =>
+      scriptedModel(
+        [
+          {
+            content: [
+              {
+                type: "tool_use",
+                id: "toolu_1",
+                name: "send_email",
+                input: { to: "a@acme-shop.com" },
+              },
+            ],
+          },
+          { content: "done" },
+        ],
+        { model: "claude-sonnet-5-5" },
+      );
+    const agentOn = (limits: typeof up, budgetStore: typeof up) =>
+      createAgent({
+        model: model(),
+        tools: [sendEmail],
+        store,
+        gates: [
+          rateLimit({ tool: "send_email", capacity: 2, refillPerSecond: 1 }, { store: limits }),
+        ],
+        budgets: [tenantBudget({ store: budgetStore, perDay: { maxUsd: 5 } })],
+      });
+    // The tenant budget cannot be checked: no model step, the run pauses with the reason.
+    const paused = await agentOn(up, down).run("email a", {
+      context: { attributes: { tenant: "acme" } },
+    });
+    expect(paused).toMatchObject({ status: "running", why: "run_budget_unavailable", steps: 0 });
+    expect(paused.error).toMatch(
+      /\[checkpoint\] postgresLimitStore\.reserve\("tenant:acme:usd"\): cannot reach PostgreSQL at 127\.0\.0\.1:1\/nowhere/,
+    );
+    // The rate limit cannot be checked: the call is refused with a reason the model reads.
+    const resumed = await agentOn(down, up).resume(paused.runId);
+    expect(resumed.status).toBe("completed");
+    expect(resumed.blocked).toHaveLength(1);
+    expect(resumed.blocked[0]).toMatchObject({
+      tool: "send_email",
+      reason: "rate_limit_unavailable",
+    });
+    expect(resumed.blocked[0]!.message).toMatch(/rate limit/i);
+    await down.close();
+    await up.close();
   });
 
   it("an unreachable database names the URL", async () => {
