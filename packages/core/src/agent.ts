@@ -22,7 +22,8 @@ import {
   NoPendingApprovalError,
   RunNotFoundError,
 } from "./errors.js";
-import { foldRun, guardRunModel, RunFold } from "./fold.js";
+import { guardRunModel } from "./fold.js";
+import { foldLog } from "./fold-stream.js";
 import type { JsonValue } from "./json.js";
 import { endIfFinal, type ModelStepContext, modelStep } from "./model-step.js";
 import { policyDigestOf, sortGates } from "./pipeline.js";
@@ -409,22 +410,21 @@ async function open(loop: LoopContext, runId: string, sink?: AgentStreamSink): P
   const { store } = loop;
   if (typeof runId !== "string" || runId.trim() === "")
     throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
-  const events = await store.read(runId);
-  if (events.length === 0) throw new RunNotFoundError(runId, `the ${store.name} event store`);
   const where = `run ${runId} (${store.name} store)`;
   const { options, spans } = writerOptions(loop, runId, sink);
   const reveal = options.reveal ? { reveal: options.reveal } : {};
-  if (!spans)
-    return new RunWriter(store, runId, events.length, options, foldRun(events, where, reveal));
-  // Replay the log into the span builder too, so spans left open by the last process end
-  // (and are exported once) when this one appends its run-resume.
-  const fold = new RunFold(events[0]!, where, reveal);
-  spans.push(events[0]!, fold.messages);
-  for (let index = 1; index < events.length; index += 1) {
-    fold.apply(events[index]!);
-    spans.push(events[index]!, fold.messages);
-  }
-  return new RunWriter(store, runId, events.length, options, fold);
+  // Streamed and folded in slices that yield, so a long log never holds the event loop. The
+  // span builder replays the log too, so spans left open by the last process end (and are
+  // exported once) when this one appends its run-resume.
+  const folded = await foldLog(
+    store,
+    runId,
+    where,
+    reveal,
+    spans ? (event, fold) => spans.push(event, fold.messages) : undefined,
+  );
+  if (!folded) throw new RunNotFoundError(runId, `the ${store.name} event store`);
+  return new RunWriter(store, runId, folded.events, options, folded.fold);
 }
 
 /** Records a person's answer to the parked approval it names (or the only open one). */

@@ -207,7 +207,7 @@ describe("tool output limits (issue 24.4)", () => {
           expect(await mapInSlices(text, map)).toBe(map(text));
         },
       ),
-      { numRuns: 10 },
+      { numRuns: 30 },
     );
   });
 });

@@ -92,6 +92,16 @@ export interface EventStore {
   ): Promise<AppendResult>;
   /** Reads a run's events in order; an unknown run gives `[]`. */
   read(runId: string): Promise<StoredEvent[]>;
+  /**
+   * Optional: reads a run's events in order, `batchSize` events at a time, so resuming a long
+   * log holds one batch in memory rather than the whole log (and the reader yields between
+   * batches). An unknown run yields nothing. Fails as `read` does (a corrupt or tampered log
+   * throws from the iteration, naming the line); core falls back to `read` without it.
+   */
+  readBatches?(
+    runId: string,
+    options?: { batchSize?: number },
+  ): AsyncIterable<readonly StoredEvent[]>;
   /** Lists runs, newest update first (or `order: "oldest"`), a page at a time with `after` and `limit`. */
   list(filter?: ListFilter): Promise<RunSummary[]>;
   /** Releases resources; safe to call twice. */
