@@ -83,8 +83,14 @@ export function runBudgetHooks(
   if (budgets.length === 0) return undefined;
   // Steps reserved and not yet settled in this process: runId -> step and spend before it.
   const open = new Map<string, { step: number; spentBefore: number }>();
-  // The last step this process settled for a run, so a paused run's next slice reads nothing.
-  const settledThrough = new Map<string, number>();
+  const settledOf = (budget: RunBudget): Map<string, number> => {
+    let settled = settledByBudget.get(budget);
+    if (!settled) {
+      settled = new Map<string, number>();
+      settledByBudget.set(budget, settled);
+    }
+    return settled;
+  };
 
   const ask = async <T>(budget: RunBudget, what: string, call: () => Promise<T>): Promise<T> => {
     try {
@@ -101,11 +107,12 @@ export function runBudgetHooks(
     throw new RunBudgetStop(verdict.reason, verdict.message);
   };
   const settleStep = async (run: RunBudgetRun, step: number, usd: number) => {
-    for (const budget of budgets)
+    for (const budget of budgets) {
       await ask(budget, `settle step ${step}`, () =>
         budget.settle(run, { step, usd: Math.max(0, usd), now: now() }),
       );
-    settledThrough.set(run.runId, step);
+      settledOf(budget).set(run.runId, step);
+    }
   };
 
   return {
@@ -124,7 +131,11 @@ export function runBudgetHooks(
       // Resumed (maybe by another worker after a crash or a takeover): the last step may have
       // its response in the log but no settlement. Settle it from the log (settling twice does
       // nothing), so its reservation neither leaks nor counts twice.
-      if (fold.steps === 0 || settledThrough.get(run.runId) === fold.steps) return;
+      if (
+        fold.steps === 0 ||
+        budgets.every((budget) => settledOf(budget).get(run.runId) === fold.steps)
+      )
+        return;
       const events = await store.read(run.runId);
       await settleStep(run, fold.steps, stepCost(events, fold.steps));
     },
@@ -182,6 +193,7 @@ export function runBudgetHooks(
     },
     async afterDrive(writer) {
       const fold = writer.fold;
+      if (fold.end) for (const budget of budgets) settledOf(budget).delete(writer.runId);
       const entry = open.get(writer.runId);
       if (!entry) return;
       open.delete(writer.runId);
@@ -192,6 +204,12 @@ export function runBudgetHooks(
     },
   };
 }
+
+/**
+ * The last step this process settled per run, per budget: shared by every agent built with the
+ * same budget (a worker builds one per slice), so a paused run's next slice reads nothing.
+ */
+const settledByBudget = new WeakMap<RunBudget, Map<string, number>>();
 
 /** What a run budget is told about the run. */
 function runOf(fold: RunFold): RunBudgetRun {
