@@ -92,12 +92,15 @@ function escapeAttribute(value: string): string {
  *
  * The content cannot close or forge the envelope: every tag-like form of its name (any case,
  * whitespace inside the tag, Unicode look-alikes, full-width brackets, HTML entities, URL and
- * backslash escapes, zero-width characters) is replaced. Deterministic: the same text,
- * provenance and scan give the same bytes (the `digest` attribute is derived from the content),
- * so a resumed run sends what the uncrashed one would have.
+ * backslash escapes, zero-width characters, NFKC and Unicode confusables, repeated percent
+ * escapes, control characters) is replaced. Flagged spans are marked `<flagged_span>` and the
+ * envelope then carries a `seal` (HMAC with this instance's key, or `secret`) that
+ * `taintGate({ envelope })` checks. The same instance gives the same bytes for the same text,
+ * provenance and scan; a resumed run reuses the logged content.
  *
  * @example
- * const agent = createAgent({ model, tools, scanner: heuristicScanner(), envelope: quarantine() });
+ * const envelope = quarantine();
+ * const agent = createAgent({ model, tools, scanner: defaultScanner(), envelope, gates: [taintGate({ envelope })] });
  */
 export function quarantine(options: QuarantineOptions = {}): QuarantineEnvelope {
   if (options === null || typeof options !== "object")
