@@ -141,7 +141,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
         const backed = mcpBackedTool(
           client,
           definition,
-          { ...options.toolDefaults, ...options.tools?.[definition.name] },
+          { reveal: true, ...options.toolDefaults, ...options.tools?.[definition.name] },
           server,
         );
         entries.set(definition.name, { backed, guarded: guardTool(backed.tool, guardOptions) });
@@ -266,12 +266,16 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     if (outcome.type === "error")
       return toolError(`[mcp] tool "${name}" failed (${outcome.kind}): ${outcome.message}`);
     const result = entry.backed.takeResult(toolUseId);
-    if (!result) return { content: [{ type: "text", text: outcome.content }] };
+    // The run's vault keeps personal data out of the proxy's log; the host sent it and gets its
+    // server's answer with the real values back.
+    const vault = options.run?.vault;
+    const text = vault ? vault.reveal(outcome.content) : outcome.content;
+    if (!result) return { content: [{ type: "text", text }] };
     // A scan or the quarantine envelope changed what the model should read: send that text,
     // not the raw parts (structured content is dropped with them: it is the same untrusted data).
-    if (outcome.content !== outcome.value)
+    if (text !== outcome.value)
       return {
-        content: [{ type: "text", text: outcome.content }],
+        content: [{ type: "text", text }],
         ...(result.isError ? { isError: true } : {}),
       };
     return result;

@@ -21,6 +21,14 @@ export interface McpToolFlags {
   timeoutMs?: number;
   /** Whose text the tool returns: `trusted` for internal lookups, `untrusted` (the default) for anything a third party can write. */
   trust?: "trusted" | "untrusted";
+  /**
+   * What a run's vault reveals into the tool's arguments (core's `tool({ reveal })`): `true`,
+   * token kinds such as `["EMAIL"]`, or `false`. `guardMcpTools` defaults to `false` (the server
+   * gets tokens, as any loopguard tool that does not declare it); the proxy defaults to `true`
+   * (the host sent real values and the server it fronts must get them: its vault only keeps
+   * them out of the proxy's log).
+   */
+  reveal?: boolean | readonly string[];
 }
 
 /** A loopguard tool backed by an MCP server's tool, and the raw results of its calls. */
@@ -52,6 +60,7 @@ export function mcpBackedTool(
     sensitive: flags.sensitive ?? false,
     idempotent: flags.idempotent ?? false,
     trust: flags.trust === "trusted" ? "trusted" : "untrusted",
+    reveal: flags.reveal ?? false,
     timeoutMs,
     costUsd: 0,
     spec: { name, description, input_schema: definition.inputSchema as Record<string, unknown> },

@@ -222,3 +222,36 @@ describe("runMcpProxy over stdio, in front of a real MCP server", () => {
     );
   });
 });
+
+describe("the proxy's log with a vault", () => {
+  it("keeps personal data out of the log while the real server still gets the real values", async () => {
+    const values = new Map<string, string>();
+    const vault = {
+      tokenize: (text: string) =>
+        text.replace(/[a-z.]+@[a-z-]+\.[a-z]+/g, (email) => {
+          const token = `<EMAIL_${values.size + 1}>`;
+          for (const [known, value] of values) if (value === email) return known;
+          values.set(token, email);
+          return token;
+        }),
+      reveal: <T>(value: T): T =>
+        JSON.parse(
+          JSON.stringify(value).replace(/<EMAIL_\d+>/g, (token) => values.get(token) ?? token),
+        ) as T,
+    };
+    const store = memoryEventStore();
+    const { host, proxy } = await proxied({
+      policy: policy([allow("*")]),
+      run: { agentId: "proxy", store, vault },
+    });
+    const result = await host.callTool({
+      name: "send_email",
+      arguments: { to: "jane.doe@acme.io", body: "Your refund for jane.doe@acme.io is on its way" },
+    });
+    // The server got (and answered with) the real address; the host sees its real answer.
+    expect(textOfResult(result)).toBe("sent to jane.doe@acme.io");
+    const log = JSON.stringify(await store.read(proxy.run.runId));
+    expect(log).toContain("<EMAIL_1>");
+    expect(log).not.toContain("jane.doe@acme.io");
+  });
+});

@@ -3,7 +3,7 @@ import type { StoredEvent } from "@loopguard/core";
 import { defaultScanner, quarantine, taintGate } from "@loopguard/injection";
 import { runMcpProxy } from "@loopguard/mcp";
 import { loadPolicyFile } from "@loopguard/policy";
-import { redactDeep } from "@loopguard/redact";
+import { createVault, redactDeep } from "@loopguard/redact";
 import type { Command } from "commander";
 import type { CliShared } from "../cli-context.js";
 import { UsageError } from "../usage-error.js";
@@ -82,6 +82,9 @@ export function register(program: Command, { exit }: CliShared): void {
             ...(options.runId ? { runId: options.runId } : {}),
             ...(options.task ? { task: options.task } : {}),
             ...(store ? { store, approval: { durable: true } } : {}),
+            // The log keeps tokens for personal data in arguments and results; the server the
+            // proxy fronts gets the real values (proxied tools reveal) and so does the host.
+            vault: createVault(),
             redact: redactor,
             // What the operator sees on stderr: each refusal and halt, redacted.
             onEvent: (event: StoredEvent) => {
