@@ -24,6 +24,7 @@ import type {
 } from "@loopguard/core";
 import { AppendConflictError, CorruptLogError, InvalidArgumentError } from "@loopguard/core";
 import { filterSummaries, summarize } from "@loopguard/core/plugin";
+import { checkBatchSize } from "./batch-size.js";
 import {
   DescriptorBudget,
   type Evictable,
@@ -98,6 +99,12 @@ export interface JsonlEventStore extends EventStore {
   fileOf(runId: string): string;
   /** Waits for writes in flight and brings summary files up to date; safe to call twice. */
   close(): Promise<void>;
+  /**
+   * Reads a run's log in order, `batchSize` events at a time (default 1 000), checking the
+   * chain as it goes: memory stays proportional to a batch and one read of 1 MB, not to the
+   * log, and the event loop gets a turn between reads. Yields nothing for an unknown run.
+   */
+  readBatches(runId: string, options?: { batchSize?: number }): AsyncIterable<StoredEvent[]>;
   /** Descriptors the store's budget allows, has open now, and held at most (logs kept open). */
   descriptors(): { cap: number; open: number; peakHeld: number };
 }
@@ -774,6 +781,51 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       return parsed.events;
     },
 
+    async *readBatches(runId: string, batchOptions: { batchSize?: number } = {}) {
+      assertRunId(runId, "jsonlEventStore.readBatches");
+      checkOpen();
+      const batchSize = checkBatchSize(batchOptions.batchSize, "jsonlEventStore.readBatches");
+      await runs.get(runId)?.flushing;
+      const file = fileOf(runId);
+      const fd = await openHeld(file, constants.O_RDONLY, `reading ${file}`);
+      if (fd === undefined) return;
+      try {
+        const cursor = chainStart(runId, chain.key);
+        const chunk = Buffer.allocUnsafe(readChunkBytes);
+        let carry = Buffer.alloc(0);
+        let position = 0;
+        let seq = 0;
+        let batch: StoredEvent[] = [];
+        for (;;) {
+          const read = await logFiles.read(fd, chunk, 0, chunk.length, position);
+          position += read;
+          const bytes =
+            carry.length > 0
+              ? Buffer.concat([carry, chunk.subarray(0, read)])
+              : chunk.subarray(0, read);
+          // Complete lines now; the rest waits for the next chunk (or is the tail at the end).
+          const end = read === 0 ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
+          const parsed = parseLog(bytes.subarray(0, end), file, seq, cursor);
+          carry = Buffer.from(bytes.subarray(end));
+          seq += parsed.events.length;
+          for (const event of parsed.events) {
+            batch.push(event);
+            if (batch.length >= batchSize) {
+              yield batch;
+              batch = [];
+            }
+          }
+          if (read === 0) break;
+          // Whatever the consumer does with a batch, the next chunk waits for a turn of the loop.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        if (seq === 0) throw emptyLog(file);
+        if (batch.length > 0) yield batch;
+      } finally {
+        await closeHeld(fd);
+      }
+    },
+
     async verify(runId: string): Promise<VerifyResult> {
       assertRunId(runId, "jsonlEventStore.verify");
       checkOpen();
@@ -931,6 +983,9 @@ function unreadableSummary(runId: string, error: unknown, changedAt: number): Ru
     error: error instanceof Error ? error.message : String(error),
   };
 }
+
+/** How much of a log `readBatches` reads at once. */
+const readChunkBytes = 1 << 20;
 
 /** The error for a log file that holds no complete event. */
 function emptyLog(file: string): CorruptLogError {

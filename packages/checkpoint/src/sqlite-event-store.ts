@@ -13,6 +13,7 @@ import type {
 import { AppendConflictError, CorruptLogError, InvalidArgumentError } from "@loopguard/core";
 import { filterSummaries, summarize } from "@loopguard/core/plugin";
 import type BetterSqlite3 from "better-sqlite3";
+import { checkBatchSize } from "./batch-size.js";
 import { holderIsGone, markHeld, newHolder } from "./file-lock.js";
 import {
   advance,
@@ -74,6 +75,11 @@ export interface SqliteEventStore extends EventStore {
    */
   acquireRun(runId: string): Promise<RunLease>;
   /**
+   * Reads a run's log in order, `batchSize` events at a time (default 1 000), a page query
+   * each, checking the chain as it goes, with a turn of the event loop between pages.
+   */
+  readBatches(runId: string, options?: { batchSize?: number }): AsyncIterable<StoredEvent[]>;
+  /**
    * Checks a run's log end to end: every row's seq and JSON, the hash chain (each link, with
    * the key when one is set), and the head kept in the run's `loopguard_runs` row (a log cut
    * short). Never throws for a damaged log: the result names the first bad seq and why.
@@ -90,11 +96,51 @@ interface Prepared {
   /** Commits a batch of appends in one transaction; each settles on its own (a conflict fails only itself). */
   commit: (batch: PendingAppend[]) => void;
   readRows: BetterSqlite3.Statement<[string], { seq: number; body: string; chain: string | null }>;
+  readPage: BetterSqlite3.Statement<
+    [string, number, number],
+    { seq: number; body: string; chain: string | null }
+  >;
   /** The run's row: its summary and the chain value of its last event. */
   runRow: BetterSqlite3.Statement<[string], { summary: string; head: string | null }>;
   /** Takes a run's lease for `holder` unless a live holder has it (then returns that holder). */
   takeLease: (runId: string, holder: string) => { taken: true } | { taken: false; holder: string };
   releaseLease: (runId: string, holder: string) => void;
+}
+
+/**
+ * One row of a run's log as an event, checked: its place (no gap), its JSON, and its link in
+ * the hash chain (`cursor` moves on). Throws `CorruptLogError` with the position (`seq`).
+ */
+function parseRow(
+  store: { where: string },
+  runId: string,
+  row: { seq: number; body: string; chain: string | null },
+  index: number,
+  cursor: ReturnType<typeof chainStart>,
+): StoredEvent {
+  const fail = (what: string, cause?: unknown): never => {
+    const error = new CorruptLogError(
+      `[checkpoint] ${store.where}: run ${runId} event ${row.seq} (table loopguard_events): ${what}; loopguard never skips a damaged event: restore the database from a backup or repair the row by hand`,
+      cause === undefined ? undefined : { cause },
+    );
+    // The position of the first bad event, for verify.
+    throw Object.assign(error, { seq: index });
+  };
+  if (row.seq !== index) fail(`expected event ${index} here: the log has a gap`);
+  let event: unknown;
+  try {
+    event = JSON.parse(row.body);
+  } catch (error) {
+    fail(`the stored body is not valid JSON (${(error as Error).message})`, error);
+  }
+  if (typeof event !== "object" || event === null || Array.isArray(event))
+    return fail("the stored body is not a JSON object");
+  const record = event as Record<string, unknown>;
+  if (record.seq !== row.seq || typeof record.type !== "string" || typeof record.at !== "number")
+    return fail("the stored body is not an event with this seq, a string type and a number at");
+  const broken = advance(cursor, row.body, row.chain ?? undefined);
+  if (broken) fail(broken);
+  return record as unknown as StoredEvent;
 }
 
 /** An append waiting for the next group commit. */
@@ -363,6 +409,12 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       readRows: db.prepare<[string], { seq: number; body: string; chain: string | null }>(
         "SELECT seq, body, chain FROM loopguard_events WHERE run_id = ? ORDER BY seq",
       ),
+      readPage: db.prepare<
+        [string, number, number],
+        { seq: number; body: string; chain: string | null }
+      >(
+        "SELECT seq, body, chain FROM loopguard_events WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
+      ),
       runRow: db.prepare<[string], { summary: string; head: string | null }>(
         "SELECT summary, head FROM loopguard_runs WHERE run_id = ?",
       ),
@@ -486,6 +538,21 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       };
     },
 
+    async *readBatches(runId: string, batchOptions: { batchSize?: number } = {}) {
+      assertRunId(runId, "sqliteEventStore.readBatches");
+      const batchSize = checkBatchSize(batchOptions.batchSize, "sqliteEventStore.readBatches");
+      const store = await open();
+      const cursor = chainStart(runId, chain.key);
+      // Pages by seq, not one long-lived iterator: the connection stays free for commits.
+      for (let from = 0; ; from += batchSize) {
+        const rows = store.readPage.all(runId, from, batchSize);
+        const events = rows.map((row, index) => parseRow(store, runId, row, from + index, cursor));
+        if (events.length > 0) yield events;
+        if (rows.length < batchSize) return;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    },
+
     async verify(runId: string): Promise<VerifyResult> {
       const events = await self.read(runId).catch((error: unknown) => error);
       if (!Array.isArray(events)) {
@@ -552,38 +619,7 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       const rows = store.readRows.all(runId);
       // The chain is checked on every read: resume refuses a log that was tampered with.
       const cursor = chainStart(runId, chain.key);
-      return rows.map((row, index) => {
-        const fail = (what: string, cause?: unknown): never => {
-          const error = new CorruptLogError(
-            `[checkpoint] ${store.where}: run ${runId} event ${row.seq} (table loopguard_events): ${what}; loopguard never skips a damaged event: restore the database from a backup or repair the row by hand`,
-            cause === undefined ? undefined : { cause },
-          );
-          // The position of the first bad event, for verify.
-          throw Object.assign(error, { seq: index });
-        };
-        if (row.seq !== index) fail(`expected event ${index} here: the log has a gap`);
-        let event: unknown;
-        try {
-          event = JSON.parse(row.body);
-        } catch (error) {
-          fail(`the stored body is not valid JSON (${(error as Error).message})`, error);
-        }
-        if (typeof event !== "object" || event === null || Array.isArray(event))
-          return fail("the stored body is not a JSON object");
-        const record = event as Record<string, unknown>;
-        if (
-          record.seq !== row.seq ||
-          typeof record.type !== "string" ||
-          typeof record.at !== "number"
-        ) {
-          return fail(
-            "the stored body is not an event with this seq, a string type and a number at",
-          );
-        }
-        const broken = advance(cursor, row.body, row.chain ?? undefined);
-        if (broken) fail(broken);
-        return record as unknown as StoredEvent;
-      });
+      return rows.map((row, index) => parseRow(store, runId, row, index, cursor));
     },
 
     async list(filter: ListFilter = {}): Promise<RunSummary[]> {

@@ -41,7 +41,10 @@ export interface SubmitRunOptions {
    * counts) and used by the workers' `tenantConcurrency`.
    */
   tenant?: string;
-  /** Higher runs are taken first by the workers, on every slice (a whole number, -1e6 to 1e6). Default 0. */
+  /**
+   * Higher runs are taken first by the workers, on every slice (a whole number, -1e6 to 1e6;
+   * recorded as the run context's `priority` attribute). Default 0.
+   */
   priority?: number;
 }
 
@@ -76,10 +79,18 @@ export async function submitRun(
   const runId = options.runId ?? `run_${randomBytes(8).toString("hex")}`;
   checkRunId(runId, where);
   const { tenant, priority } = checkTenantAndPriority(options, where);
+  // Recorded in the run-start: tenantBudget reads the tenant, approveRun re-queues with both.
   const context =
-    tenant === undefined
+    tenant === undefined && priority === undefined
       ? options.context
-      : { ...options.context, attributes: { ...options.context?.attributes, tenant } };
+      : {
+          ...options.context,
+          attributes: {
+            ...options.context?.attributes,
+            ...(tenant !== undefined ? { tenant } : {}),
+            ...(priority !== undefined ? { priority } : {}),
+          },
+        };
   const data: RunJobData = {
     runId,
     task,
@@ -137,9 +148,22 @@ export async function approveRun(
       );
     const result = await agent.approve(runId, answer, { resume: false });
     if (result.status !== "awaiting_approval") {
-      await boss.send(settings.queue, { runId } satisfies RunJobData, {
+      // The next slice keeps the run's tenant and priority, recorded in its run-start.
+      const [start] = await store.read(runId);
+      const recorded = start?.type === "run-start" ? start.context : undefined;
+      const tenant = typeof recorded?.tenant === "string" ? recorded.tenant : undefined;
+      const priority = Number.isSafeInteger(recorded?.priority)
+        ? (recorded?.priority as number)
+        : undefined;
+      const data: RunJobData = {
+        runId,
+        ...(tenant !== undefined ? { tenant } : {}),
+        ...(priority !== undefined ? { priority } : {}),
+      };
+      await boss.send(settings.queue, data, {
         ...submitJobSettings(settings),
         singletonKey: runId,
+        ...(priority !== undefined ? { priority } : {}),
       });
     }
     return result;

@@ -444,7 +444,7 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
       for (const worker of workers) expect((await worker.status()).frozen).toBe(false);
       await operator.freeze({ reason: "stop everything" });
       const committed = Date.now();
-      await new Promise((resolveWait) => setTimeout(resolveWait, 101));
+      await new Promise((resolveWait) => setTimeout(resolveWait, 150));
       for (const worker of workers) {
         expect(Date.now() - committed).toBeGreaterThan(100);
         expect((await worker.status()).frozen).toBe(true);
