@@ -2,8 +2,9 @@
 // answers at once (a trivial run), and with LIMITS=1 the fleet limits on: tenantBudget on the
 // PostgreSQL limit store (reserve at start, reserve and settle per step) and tenantConcurrency.
 // SIGTERM stops it.
-import { createAgent } from "@loopguard/core";
+import { createAgent, tool } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
+import * as v from "valibot";
 import { tenantBudget } from "../../policy/dist/index.js";
 import { postgresEventStore } from "../dist/postgres-event-store.js";
 import { postgresLimitStore } from "../dist/postgres-limit-store.js";
@@ -23,21 +24,39 @@ const limitStore = limits
 const budgets = limitStore
   ? [tenantBudget({ store: limitStore, perDay: { maxUsd: 1_000_000, maxRuns: 1_000_000 } })]
   : [];
+// STEPS=n: a run of n model steps (n - 1 tool calls), each model call taking STEP_MS.
+const steps = Number(env.STEPS ?? 1);
+const stepMs = Number(env.STEP_MS ?? 0);
+const work = tool({
+  name: "work",
+  description: "Does a piece of the work.",
+  input: v.object({ part: v.number() }),
+  run: async ({ part }) => `part ${part} done`,
+});
+const model = () =>
+  scriptedModel(
+    async (request) => {
+      if (stepMs > 0) await new Promise((done) => setTimeout(done, stepMs));
+      const done = request.messages.filter((message) => message.role === "assistant").length;
+      return done + 1 < steps
+        ? {
+            content: [
+              { type: "tool_use", id: `toolu_${done}`, name: "work", input: { part: done } },
+            ],
+          }
+        : { content: "done" };
+    },
+    { model: "claude-sonnet-5-5" },
+  );
 const worker = createWorker({
   store,
-  agent: (view) =>
-    createAgent({
-      store: view,
-      tools: [],
-      budgets,
-      model: scriptedModel([{ content: "done" }], { model: "claude-sonnet-5-5" }),
-    }),
+  agent: (view) => createAgent({ store: view, tools: [work], budgets, model: model() }),
   concurrency: Number(env.CONCURRENCY ?? 4),
-  sliceMs: 1000,
+  sliceMs: Number(env.SLICE_MS ?? 1000),
   leaseMs: 3000,
   pollingIntervalMs: 500,
   maintenanceIntervalMs: 1000,
-  ...(limits ? { tenantConcurrency: 4 } : {}),
+  ...(limits ? { tenantConcurrency: Number(env.TENANT_CONCURRENCY ?? 4) } : {}),
   onError: (error, where) =>
     print({ event: "error", where, message: String(error?.message ?? error) }),
 });

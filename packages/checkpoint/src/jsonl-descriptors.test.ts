@@ -7,7 +7,8 @@ import { constants, existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StoredEventInput } from "@loopguard/core";
-import { LoopguardError } from "@loopguard/core";
+import { createAgent, LoopguardError } from "@loopguard/core";
+import { scriptedModel } from "@loopguard/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultDescriptorCap } from "./descriptor-budget.js";
 import { type JsonlEventStore, jsonlEventStore, logFiles } from "./jsonl-event-store.js";
@@ -111,6 +112,26 @@ describe("the JSONL store's descriptor budget", () => {
     await expect(
       store.append("r_emfile", [event("run-start", 0)], { expectedSeq: 0 }),
     ).resolves.toEqual({ nextSeq: 1 });
+  });
+
+  it("agent.run returns failed (no throw) when the run-start cannot be written, and leaves no run running", async () => {
+    const store = newStore();
+    logFiles.open = async (path, flags) => {
+      if (flags & constants.O_CREAT) throw errno("EMFILE");
+      return original.open(path, flags);
+    };
+    const agent = createAgent({
+      store,
+      tools: [],
+      model: scriptedModel([{ content: "never asked" }]),
+    });
+    const result = await agent.run("where is order A1?", { runId: "r_cannot_start" });
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatch(
+      /could not start: the event store did not record its run-start .*out of file descriptors/,
+    );
+    expect(existsSync(store.fileOf("r_cannot_start"))).toBe(false);
+    expect(await store.list({ status: "running" })).toEqual([]);
   });
 
   it("retries EMFILE for a while before failing, so a brief shortage costs nothing", async () => {

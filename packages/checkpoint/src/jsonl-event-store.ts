@@ -335,14 +335,31 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       );
     }
     if (fileSize === log.size) return;
-    const buffer = Buffer.allocUnsafe(fileSize - log.size);
-    await readFully(fd, buffer, log.size);
-    const parsed = parseLog(buffer, log.file, log.nextSeq, log.cursor);
-    if (parsed.events.length > 0) {
-      log.summary = summarize(log.summary, log.runId, parsed.events);
-      log.nextSeq += parsed.events.length;
-      log.size += parsed.completeBytes;
+    // Read in 1 MB pieces with a turn of the event loop between them: a new instance taking a
+    // long log (a resume of a million events) never holds the loop, nor a copy of the whole log.
+    let pending: Buffer[] = [];
+    let position = log.size;
+    let parsed: ReturnType<typeof parseLog> | undefined;
+    while (position < fileSize) {
+      const chunk = Buffer.allocUnsafe(Math.min(readChunkBytes, fileSize - position));
+      await readFully(fd, chunk, position);
+      position += chunk.length;
+      const last = position >= fileSize;
+      pending.push(chunk);
+      // A line longer than a piece waits for its newline (no concat per piece).
+      if (!last && chunk.lastIndexOf(0x0a) === -1) continue;
+      const bytes = pending.length === 1 ? chunk : Buffer.concat(pending);
+      const end = last ? bytes.length : bytes.lastIndexOf(0x0a) + 1;
+      parsed = parseLog(bytes.subarray(0, end), log.file, log.nextSeq, log.cursor);
+      pending = end < bytes.length ? [Buffer.from(bytes.subarray(end))] : [];
+      if (parsed.events.length > 0) {
+        log.summary = summarize(log.summary, log.runId, parsed.events);
+        log.nextSeq += parsed.events.length;
+        log.size += parsed.completeBytes;
+      }
+      if (!last) await new Promise((resolve) => setImmediate(resolve));
     }
+    if (!parsed) return;
     if (parsed.unterminated) {
       // The last event is whole but lacks its newline: complete it rather than lose it.
       await writeFully(fd, Buffer.from("\n"), fileSize);

@@ -11,6 +11,7 @@ import {
   type StoredEventInput,
 } from "@loopguard/core";
 import { summarize } from "@loopguard/core/plugin";
+import { checkBatchSize } from "./batch-size.js";
 import {
   advance,
   chainSettings,
@@ -96,6 +97,11 @@ export interface PostgresEventStore extends EventStore {
    * throws for a damaged log: the result names the first bad seq and why.
    */
   verify(runId: string): Promise<VerifyResult>;
+  /**
+   * Reads a run's log in order, `batchSize` events at a time (default 1 000), one keyset page
+   * query each, checking the chain across pages.
+   */
+  readBatches(runId: string, options?: { batchSize?: number }): AsyncIterable<StoredEvent[]>;
   /** Ends the pool when the store opened it; safe to call twice. */
   close(): Promise<void>;
 }
@@ -124,6 +130,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     claim: statementName("claim", schema),
     claimRead: statementName("claim_read_v2", schema),
     read: statementName("read_v2", schema),
+    readPage: statementName("read_page", schema),
     runRow: statementName("run_row_v2", schema),
   };
   // The last summary this process wrote per run, so an append usually needs one round trip.
@@ -405,6 +412,27 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     }
   };
 
+  async function* readBatches(
+    runId: string,
+    batchOptions: { batchSize?: number } = {},
+  ): AsyncGenerator<StoredEvent[]> {
+    checkRunId(runId, "readBatches");
+    const batchSize = checkBatchSize(batchOptions.batchSize, "postgresEventStore.readBatches");
+    const pool = await ready();
+    const cursor = chainStart(runId, chain.key);
+    // Keyset pages by seq: one indexed range read each, the chain checked across pages.
+    for (let from = 0; ; from += batchSize) {
+      const { rows } = await pool.query({
+        name: names.readPage,
+        text: `SELECT seq, body, chain FROM ${s}.events WHERE run_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3`,
+        values: [runId, from, batchSize],
+      });
+      const events = rows.map((row, index) => parseRow(runId, row, from + index, cursor));
+      if (events.length > 0) yield events;
+      if (rows.length < batchSize) return;
+    }
+  }
+
   const verify = async (runId: string): Promise<VerifyResult> => {
     checkRunId(runId, "verify");
     const pool = await ready();
@@ -572,6 +600,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     claimAndRead,
     epochOf,
     verify,
+    readBatches,
     fenced(runId, epoch) {
       checkRunId(runId, "fenced");
       if (!Number.isInteger(epoch) || epoch < 1) {
@@ -594,6 +623,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
           return append(target, events, { expectedSeq: appendOptions?.expectedSeq, epoch });
         },
         read,
+        readBatches,
         list,
         async confirmOwner(target) {
           if (target !== runId)

@@ -103,6 +103,10 @@ describe.skipIf(!databaseUrl)("postgres: a tamper-evident log", () => {
           events: 6,
           chain: logKey ? "hmac" : "sha256",
         });
+        // Read in pages, the events are the same as one read.
+        const paged = [];
+        for await (const batch of store.readBatches(runId, { batchSize: 4 })) paged.push(...batch);
+        expect(paged).toEqual(await store.read(runId));
         await tamper(runId);
         const result = await verifyRun(store, runId);
         expect(result.ok, name).toBe(false);
