@@ -14,14 +14,7 @@ import {
   type PostgresEventStore,
   postgresEventStore,
 } from "./postgres-event-store.js";
-import {
-  describeTarget,
-  inTransaction,
-  isConnectionError,
-  type PgClient,
-  type PgPool,
-  type PgQueryResult,
-} from "./postgres-pool.js";
+import { describeTarget, inTransaction, isConnectionError, type PgPool } from "./postgres-pool.js";
 import {
   jobSettings,
   openQueue,
