@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import * as crypto from "node:crypto";
 import { canonicalJson } from "./json.js";
 
 /**
@@ -9,13 +9,19 @@ import { canonicalJson } from "./json.js";
  *
  * @example
  * digestOf({ order_id: "A1001", amount: 89.99 }) ===
- *   createHash("sha256").update('{"amount":89.99,"order_id":"A1001"}').digest("hex");
+ *   crypto.createHash("sha256").update('{"amount":89.99,"order_id":"A1001"}').digest("hex");
  */
 export function digestOf(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+  return sha256(canonicalJson(value));
 }
 
 /** A full SHA-256 hex digest of a string. */
 export function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  return oneShot
+    ? oneShot("sha256", text, "hex")
+    : crypto.createHash("sha256").update(text).digest("hex");
 }
+
+// Node 20.12+ hashes in one call, without a Hash object per digest (one per tool call here).
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: "hex") => string })
+  .hash;

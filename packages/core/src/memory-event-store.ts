@@ -10,7 +10,7 @@ import type {
 } from "./contracts/event-store.js";
 import { AppendConflictError, InvalidArgumentError } from "./errors.js";
 import { cloneJson } from "./json.js";
-import { summarize } from "./summary.js";
+import { summarize, summarizeInto } from "./summary.js";
 
 /**
  * An EventStore in memory: the default when an agent is given no store, and the reference
@@ -48,14 +48,17 @@ export function memoryEventStore(): EventStore & { readonly size: number } {
       }
       for (const event of stored) log.push(event);
       logs.set(runId, log);
-      summaries.set(runId, summarize(summaries.get(runId), runId, stored));
+      const summary = summaries.get(runId);
+      if (summary) summarizeInto(summary, stored);
+      else summaries.set(runId, summarize(undefined, runId, stored));
       return { nextSeq: log.length };
     },
     async read(runId: string): Promise<StoredEvent[]> {
       return cloneJson(logs.get(runId) ?? []);
     },
     async list(filter: ListFilter = {}): Promise<RunSummary[]> {
-      return filterSummaries([...summaries.values()], filter);
+      // The store updates its summaries in place: callers get copies.
+      return filterSummaries([...summaries.values()], filter).map((summary) => ({ ...summary }));
     },
     async close() {},
   };

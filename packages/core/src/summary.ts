@@ -20,6 +20,15 @@ export function summarize(
         createdAt: events[0]?.at ?? Date.now(),
         updatedAt: events[0]?.at ?? Date.now(),
       };
+  summarizeInto(summary, events);
+  return summary;
+}
+
+/**
+ * Updates a summary in place with newly appended events (for a store that owns its summaries
+ * and hands out copies): no new object per append.
+ */
+export function summarizeInto(summary: RunSummary, events: readonly StoredEvent[]): void {
   for (const event of events) {
     summary.events = Math.max(summary.events, event.seq + 1);
     summary.updatedAt = Math.max(summary.updatedAt, event.at);
@@ -50,5 +59,4 @@ export function summarize(
         break;
     }
   }
-  return summary;
 }
