@@ -101,7 +101,7 @@ export interface JsonlEventStore extends EventStore {
   close(): Promise<void>;
   /**
    * Reads a run's log in order, `batchSize` events at a time (default 1 000), checking the
-   * chain as it goes: memory stays proportional to a batch and one read of 1 MB, not to the
+   * chain as it goes: memory stays proportional to a batch and one read of 256 KB, not to the
    * log, and the event loop gets a turn between reads. Yields nothing for an unknown run.
    */
   readBatches(runId: string, options?: { batchSize?: number }): AsyncIterable<StoredEvent[]>;
@@ -1002,7 +1002,7 @@ function unreadableSummary(runId: string, error: unknown, changedAt: number): Ru
 }
 
 /** How much of a log `readBatches` reads at once. */
-const readChunkBytes = 1 << 20;
+const readChunkBytes = 1 << 18;
 
 /** The error for a log file that holds no complete event. */
 function emptyLog(file: string): CorruptLogError {
