@@ -73,7 +73,7 @@ export function program(shared: CliShared): Command {
       `
 State: --dir defaults to .loopguard/runs; the ledger, the freeze file and each run's 0600 PII
 vault (.loopguard/vault) sit beside it.
-Start with: loopguard demo`,
+Start with: loopguard demo --tour (the whole story, offline, each line explained)`,
     );
   root.helpCommand("help [command]", "print usage of a command");
   for (const register of commands) register(root, shared);
