@@ -24,7 +24,16 @@ import type {
 import { executeTool, formatToolOutput } from "./execute.js";
 import type { JsonValue } from "./json.js";
 import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
-import { defaultMaxOutputChars, limitOutput, mapInSlices } from "./output-limit.js";
+import {
+  defaultMaxOutputChars,
+  limitOutput,
+  mapInSlices,
+  yieldToEventLoop,
+} from "./output-limit.js";
+
+/** Outputs longer than this yield to the event loop between their stages (~16 KB of text). */
+const yieldAboveChars = 16_384;
+
 import { type Judgement, judgeCall } from "./pipeline.js";
 import type { Tool } from "./tool.js";
 
@@ -221,7 +230,11 @@ export class ToolCallPath {
       // Cut before the vault, the scanner and the envelope, so their work is bounded by the cap.
       const limit = tool.maxOutputChars ?? options.maxOutputChars ?? defaultMaxOutputChars;
       const limited = await limitOutput(raw, limit, tool.name);
+      // A long output's stages (tokenise, scan and wrap) each get their own turn of the event loop.
+      const long = limited.text.length > yieldAboveChars;
+      if (long) await yieldToEventLoop();
       const text = options.vault ? options.vault.tokenize(limited.text) : limited.text;
+      if (long && (options.scanner || options.envelope)) await yieldToEventLoop();
       const fullOutput =
         limited.cut && options.outputLog === "full"
           ? options.vault
