@@ -190,29 +190,7 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
       "model must implement the Model contract ({ name, model, create(request, { signal }) }); use claudeModel() or scriptedModel([...])",
     );
   }
-  if (!Array.isArray(options.tools))
-    fail("tools must be an array of tools made with tool({ ... })");
-  const names = new Set<string>();
-  for (const [index, item] of options.tools.entries()) {
-    if (!item || typeof item.parse !== "function" || !item.spec)
-      fail(
-        `tools[${index}] is not a tool; declare it with tool({ name, description, input, run })`,
-      );
-    if (names.has(item.name)) fail(`two tools are named "${item.name}"; tool names must be unique`);
-    names.add(item.name);
-  }
-  const gates = options.gates ?? [];
-  if (!Array.isArray(gates)) fail("gates must be an array");
-  for (const [index, gate] of gates.entries()) {
-    if (
-      !gate ||
-      typeof gate.check !== "function" ||
-      typeof gate.name !== "string" ||
-      typeof gate.step !== "string"
-    ) {
-      fail(`gates[${index}] is not a gate: it needs name, step and check(call)`);
-    }
-  }
+  const gates = checkToolsAndGates(options, fail);
   const budget = options.budget ?? {};
   for (const key of ["maxSteps", "maxTokens", "maxUsd", "wallClockMs"] as const) {
     const value = budget[key];
@@ -271,16 +249,7 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     fail(
       "redact must be a function (value) => redacted value, e.g. createRedactor() from @loopguard/redact, or false to export raw content on purpose",
     );
-  // Safe by default: message content leaves the process only redacted, unless the host says
-  // otherwise with redact: false.
-  if (options.redact === undefined) {
-    for (const exporter of options.exporters ?? []) {
-      if (exporter?.captureContent === true && exporter.redactsContent !== true)
-        fail(
-          `exporter "${String(exporter.name)}" captures message content but the agent has no redact: pass redact: createRedactor() from @loopguard/redact (or redact: false to export raw content on purpose)`,
-        );
-    }
-  }
+  checkContentLeaves(options, fail);
   try {
     validateExportQueueOptions(options.exportQueue, "[core] createAgent");
   } catch (error) {
@@ -338,4 +307,47 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     context: options.context ?? {},
     now: options.now,
   };
+}
+
+/** The tools (unique names) and the gates (each with name, step and check). */
+function checkToolsAndGates(
+  options: AgentOptions,
+  fail: (message: string) => never,
+): readonly Gate[] {
+  if (!Array.isArray(options.tools))
+    fail("tools must be an array of tools made with tool({ ... })");
+  const names = new Set<string>();
+  for (const [index, item] of options.tools.entries()) {
+    if (!item || typeof item.parse !== "function" || !item.spec)
+      fail(
+        `tools[${index}] is not a tool; declare it with tool({ name, description, input, run })`,
+      );
+    if (names.has(item.name)) fail(`two tools are named "${item.name}"; tool names must be unique`);
+    names.add(item.name);
+  }
+  const gates = options.gates ?? [];
+  if (!Array.isArray(gates)) fail("gates must be an array");
+  for (const [index, gate] of gates.entries()) {
+    if (
+      !gate ||
+      typeof gate.check !== "function" ||
+      typeof gate.name !== "string" ||
+      typeof gate.step !== "string"
+    ) {
+      fail(`gates[${index}] is not a gate: it needs name, step and check(call)`);
+    }
+  }
+  return gates;
+}
+
+/** Safe by default: message content leaves the process only redacted, unless the host says otherwise with redact: false. */
+function checkContentLeaves(options: AgentOptions, fail: (message: string) => never): void {
+  if (options.redact === undefined) {
+    for (const exporter of options.exporters ?? []) {
+      if (exporter?.captureContent === true && exporter.redactsContent !== true)
+        fail(
+          `exporter "${String(exporter.name)}" captures message content but the agent has no redact: pass redact: createRedactor() from @loopguard/redact (or redact: false to export raw content on purpose)`,
+        );
+    }
+  }
 }
