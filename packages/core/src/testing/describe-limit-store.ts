@@ -28,7 +28,7 @@ const keyOf = (label: string) =>
  */
 export async function describeLimitStore(options: LimitStoreSuiteOptions): Promise<void> {
   const vitest = await loadSuite("describeLimitStore", options, "nothing else");
-  const { afterEach, describe, expect, it } = vitest;
+  const { afterEach, describe } = vitest;
   const open = new Set<LimitStore>();
   const create = async () => {
     const store = await options.create();
@@ -39,169 +39,181 @@ export async function describeLimitStore(options: LimitStoreSuiteOptions): Promi
     for (const store of open) await store.close?.();
     open.clear();
   });
-  const bucket = { capacity: 3, refillPerSecond: 1 };
-  const t0 = Date.parse("2026-12-01T00:00:00Z");
 
   describe(`${options.name} (LimitStore conformance)`, () => {
-    it("has a name", async () => {
-      const store = await create();
-      expect(typeof store.name).toBe("string");
-      expect(store.name.length).toBeGreaterThan(0);
-    });
+    bucketCases(vitest, create);
+    counterCases(vitest, create);
+  });
+}
 
-    it("a new bucket is full; take never overdraws; the refusal says when to retry", async () => {
-      const store = await create();
-      const key = keyOf("bucket");
-      const taken = [];
-      for (let index = 0; index < 4; index += 1)
-        taken.push(await store.take(key, bucket, { now: t0 }));
-      expect(taken.map((result) => result.ok)).toEqual([true, true, true, false]);
-      expect(taken[2]!.remaining).toBeCloseTo(0, 6);
-      expect(taken[3]!.retryAfterMs).toBe(1000);
-      expect((await store.take(key, bucket, { now: t0, count: 2 })).ok).toBe(false);
-    });
+type Vitest = Awaited<ReturnType<typeof loadSuite>>;
+const bucket = { capacity: 3, refillPerSecond: 1 };
+const t0 = Date.parse("2026-12-01T00:00:00Z");
 
-    it("refills with the clock, never above capacity", async () => {
-      const store = await create();
-      const key = keyOf("refill");
-      for (let index = 0; index < 3; index += 1) await store.take(key, bucket, { now: t0 });
-      expect((await store.take(key, bucket, { now: t0 + 999 })).ok).toBe(false);
-      expect((await store.take(key, bucket, { now: t0 + 1000 })).ok).toBe(true);
-      const later = await store.take(key, bucket, { now: t0 + 3_600_000 });
-      expect(later.ok).toBe(true);
-      expect(later.remaining).toBeCloseTo(2, 6);
-    });
+/** Token buckets: full at first, never overdrawn (also concurrently), refilled by the clock, refunds capped. */
+function bucketCases(vitest: Vitest, create: () => Promise<LimitStore>): void {
+  const { expect, it } = vitest;
+  it("has a name", async () => {
+    const store = await create();
+    expect(typeof store.name).toBe("string");
+    expect(store.name.length).toBeGreaterThan(0);
+  });
 
-    it("refunds give tokens back, capped at capacity", async () => {
-      const store = await create();
-      const key = keyOf("refund");
-      await store.take(key, bucket, { now: t0, count: 3 });
-      await store.refund(key, bucket, { now: t0 });
-      expect((await store.take(key, bucket, { now: t0 })).ok).toBe(true);
-      await store.refund(key, bucket, { now: t0, count: 10 });
-      const after = await store.take(key, bucket, { now: t0 });
-      expect(after.remaining).toBeCloseTo(2, 6);
-    });
+  it("a new bucket is full; take never overdraws; the refusal says when to retry", async () => {
+    const store = await create();
+    const key = keyOf("bucket");
+    const taken = [];
+    for (let index = 0; index < 4; index += 1)
+      taken.push(await store.take(key, bucket, { now: t0 }));
+    expect(taken.map((result) => result.ok)).toEqual([true, true, true, false]);
+    expect(taken[2]!.remaining).toBeCloseTo(0, 6);
+    expect(taken[3]!.retryAfterMs).toBe(1000);
+    expect((await store.take(key, bucket, { now: t0, count: 2 })).ok).toBe(false);
+  });
 
-    it("concurrent takes on one key never admit more than the bucket holds", async () => {
-      const store = await create();
-      const key = keyOf("race");
-      const spec = { capacity: 10, refillPerSecond: 0.001 };
-      const results = await Promise.all(
-        Array.from({ length: 50 }, () => store.take(key, spec, { now: t0 })),
-      );
-      expect(results.filter((result) => result.ok)).toHaveLength(10);
-    });
+  it("refills with the clock, never above capacity", async () => {
+    const store = await create();
+    const key = keyOf("refill");
+    for (let index = 0; index < 3; index += 1) await store.take(key, bucket, { now: t0 });
+    expect((await store.take(key, bucket, { now: t0 + 999 })).ok).toBe(false);
+    expect((await store.take(key, bucket, { now: t0 + 1000 })).ok).toBe(true);
+    const later = await store.take(key, bucket, { now: t0 + 3_600_000 });
+    expect(later.ok).toBe(true);
+    expect(later.remaining).toBeCloseTo(2, 6);
+  });
 
-    it("keys are independent", async () => {
-      const store = await create();
-      const [a, b] = [keyOf("a"), keyOf("b")];
-      await store.take(a, bucket, { now: t0, count: 3 });
-      expect((await store.take(b, bucket, { now: t0, count: 3 })).ok).toBe(true);
-    });
+  it("refunds give tokens back, capped at capacity", async () => {
+    const store = await create();
+    const key = keyOf("refund");
+    await store.take(key, bucket, { now: t0, count: 3 });
+    await store.refund(key, bucket, { now: t0 });
+    expect((await store.take(key, bucket, { now: t0 })).ok).toBe(true);
+    await store.refund(key, bucket, { now: t0, count: 10 });
+    const after = await store.take(key, bucket, { now: t0 });
+    expect(after.remaining).toBeCloseTo(2, 6);
+  });
 
-    it("reservations fit under the cap, are one per id, and settle to the actual amount", async () => {
-      const store = await create();
-      const key = keyOf("budget");
-      const day = { cap: 10, windowStart: t0, windowMs: 86_400_000 };
-      expect(await store.reserve(key, day, 6, { id: "r1", now: t0 })).toEqual({
-        ok: true,
-        used: 6,
-      });
-      expect(await store.reserve(key, day, 6, { id: "r1", now: t0 })).toEqual({
-        ok: true,
-        used: 6,
-      });
-      expect(await store.reserve(key, day, 5, { id: "r2", now: t0 })).toEqual({
-        ok: false,
-        used: 6,
-      });
-      await store.settle(key, "r1", 2, { now: t0 });
-      expect(await store.reserve(key, day, 5, { id: "r2", now: t0 })).toEqual({
-        ok: true,
-        used: 7,
-      });
-      await store.settle(key, "r2", 0, { now: t0 });
-      await store.settle(key, "r2", 9, { now: t0 });
-      await store.settle(key, "unknown", 9, { now: t0 });
-      expect(await store.reserve(key, day, 8, { id: "r3", now: t0 })).toEqual({
-        ok: true,
-        used: 10,
-      });
-    });
+  it("concurrent takes on one key never admit more than the bucket holds", async () => {
+    const store = await create();
+    const key = keyOf("race");
+    const spec = { capacity: 10, refillPerSecond: 0.001 };
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => store.take(key, spec, { now: t0 })),
+    );
+    expect(results.filter((result) => result.ok)).toHaveLength(10);
+  });
 
-    it("concurrent reservations never cross the cap", async () => {
-      const store = await create();
-      const key = keyOf("budget-race");
-      const day = { cap: 10, windowStart: t0, windowMs: 86_400_000 };
-      const results = await Promise.all(
-        Array.from({ length: 30 }, (_unused, index) =>
-          store.reserve(key, day, 1, { id: `r${index}`, now: t0 }),
-        ),
-      );
-      expect(results.filter((result) => result.ok)).toHaveLength(10);
-    });
+  it("keys are independent", async () => {
+    const store = await create();
+    const [a, b] = [keyOf("a"), keyOf("b")];
+    await store.take(a, bucket, { now: t0, count: 3 });
+    expect((await store.take(b, bucket, { now: t0, count: 3 })).ok).toBe(true);
+  });
+}
 
-    it("another window is another counter", async () => {
-      const store = await create();
-      const key = keyOf("window");
-      const day = 86_400_000;
-      expect(
-        (
-          await store.reserve(key, { cap: 1, windowStart: t0, windowMs: day }, 1, {
-            id: "a",
-            now: t0,
-          })
-        ).ok,
-      ).toBe(true);
-      expect(
-        (
-          await store.reserve(key, { cap: 1, windowStart: t0, windowMs: day }, 1, {
-            id: "b",
-            now: t0,
-          })
-        ).ok,
-      ).toBe(false);
-      expect(
-        (
-          await store.reserve(key, { cap: 1, windowStart: t0 + day, windowMs: day }, 1, {
-            id: "c",
-            now: t0 + day,
-          })
-        ).ok,
-      ).toBe(true);
+/** Windowed counters: reservations under the cap, one per id, settled; windows apart; bad input refused. */
+function counterCases(vitest: Vitest, create: () => Promise<LimitStore>): void {
+  const { expect, it } = vitest;
+  it("reservations fit under the cap, are one per id, and settle to the actual amount", async () => {
+    const store = await create();
+    const key = keyOf("budget");
+    const day = { cap: 10, windowStart: t0, windowMs: 86_400_000 };
+    expect(await store.reserve(key, day, 6, { id: "r1", now: t0 })).toEqual({
+      ok: true,
+      used: 6,
     });
+    expect(await store.reserve(key, day, 6, { id: "r1", now: t0 })).toEqual({
+      ok: true,
+      used: 6,
+    });
+    expect(await store.reserve(key, day, 5, { id: "r2", now: t0 })).toEqual({
+      ok: false,
+      used: 6,
+    });
+    await store.settle(key, "r1", 2, { now: t0 });
+    expect(await store.reserve(key, day, 5, { id: "r2", now: t0 })).toEqual({
+      ok: true,
+      used: 7,
+    });
+    await store.settle(key, "r2", 0, { now: t0 });
+    await store.settle(key, "r2", 9, { now: t0 });
+    await store.settle(key, "unknown", 9, { now: t0 });
+    expect(await store.reserve(key, day, 8, { id: "r3", now: t0 })).toEqual({
+      ok: true,
+      used: 10,
+    });
+  });
 
-    it("bad input is refused with a clear error, never admitted", async () => {
-      const store = await create();
-      await expect(store.take("", bucket, { now: t0 })).rejects.toThrow(/key/);
-      await expect(
-        store.take(keyOf("x"), { capacity: 0, refillPerSecond: 1 }, { now: t0 }),
-      ).rejects.toThrow(/capacity/);
-      await expect(
-        store.take(keyOf("x"), { capacity: 1, refillPerSecond: Number.NaN }, { now: t0 }),
-      ).rejects.toThrow(/refillPerSecond/);
-      await expect(
-        store.reserve(
-          keyOf("x"),
-          { cap: Number.POSITIVE_INFINITY, windowStart: t0, windowMs: 1 },
-          1,
-          { id: "a", now: t0 },
-        ),
-      ).rejects.toThrow(/cap/);
-      await expect(
-        store.reserve(keyOf("x"), { cap: 1, windowStart: t0, windowMs: 1 }, -1, {
+  it("concurrent reservations never cross the cap", async () => {
+    const store = await create();
+    const key = keyOf("budget-race");
+    const day = { cap: 10, windowStart: t0, windowMs: 86_400_000 };
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_unused, index) =>
+        store.reserve(key, day, 1, { id: `r${index}`, now: t0 }),
+      ),
+    );
+    expect(results.filter((result) => result.ok)).toHaveLength(10);
+  });
+
+  it("another window is another counter", async () => {
+    const store = await create();
+    const key = keyOf("window");
+    const day = 86_400_000;
+    expect(
+      (
+        await store.reserve(key, { cap: 1, windowStart: t0, windowMs: day }, 1, {
           id: "a",
           now: t0,
-        }),
-      ).rejects.toThrow(/amount/);
-    });
+        })
+      ).ok,
+    ).toBe(true);
+    expect(
+      (
+        await store.reserve(key, { cap: 1, windowStart: t0, windowMs: day }, 1, {
+          id: "b",
+          now: t0,
+        })
+      ).ok,
+    ).toBe(false);
+    expect(
+      (
+        await store.reserve(key, { cap: 1, windowStart: t0 + day, windowMs: day }, 1, {
+          id: "c",
+          now: t0 + day,
+        })
+      ).ok,
+    ).toBe(true);
+  });
 
-    it("close() is safe to call twice", async () => {
-      const store = await create();
-      await store.close?.();
-      await store.close?.();
-      open.delete(store);
-    });
+  it("bad input is refused with a clear error, never admitted", async () => {
+    const store = await create();
+    await expect(store.take("", bucket, { now: t0 })).rejects.toThrow(/key/);
+    await expect(
+      store.take(keyOf("x"), { capacity: 0, refillPerSecond: 1 }, { now: t0 }),
+    ).rejects.toThrow(/capacity/);
+    await expect(
+      store.take(keyOf("x"), { capacity: 1, refillPerSecond: Number.NaN }, { now: t0 }),
+    ).rejects.toThrow(/refillPerSecond/);
+    await expect(
+      store.reserve(
+        keyOf("x"),
+        { cap: Number.POSITIVE_INFINITY, windowStart: t0, windowMs: 1 },
+        1,
+        { id: "a", now: t0 },
+      ),
+    ).rejects.toThrow(/cap/);
+    await expect(
+      store.reserve(keyOf("x"), { cap: 1, windowStart: t0, windowMs: 1 }, -1, {
+        id: "a",
+        now: t0,
+      }),
+    ).rejects.toThrow(/amount/);
+  });
+
+  it("close() is safe to call twice", async () => {
+    const store = await create();
+    await store.close?.();
+    await store.close?.();
   });
 }
