@@ -37,7 +37,23 @@ const NUMERIC_PII_KEYS: [RegExp, string][] = [
 ];
 
 /** The PII type a key's words name, such as PHONE for `customer_phone`, or undefined. */
+const numericKeyTypes = new Map<string, string | null>();
+
+/**
+ * The PII type a key's words name (cached: keys repeat on every span and log line). Only asked
+ * for keys whose value is a number.
+ */
 function numericKeyType(key: string): string | undefined {
+  let known = numericKeyTypes.get(key);
+  if (known === undefined) {
+    known = numericKeyTypeOf(key) ?? null;
+    if (numericKeyTypes.size >= 2048) numericKeyTypes.clear();
+    numericKeyTypes.set(key, known);
+  }
+  return known ?? undefined;
+}
+
+function numericKeyTypeOf(key: string): string | undefined {
   for (const word of keyWords(key))
     for (const [pattern, type] of NUMERIC_PII_KEYS) if (pattern.test(word)) return type;
   return undefined;
@@ -155,12 +171,24 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
     };
 
     // Numbers and BigInts: a card number stored as a number is still a card number.
-    const number = (value: number | bigint, keyType: string | undefined): unknown => {
-      if (typeof value === "number" && !Number.isInteger(value)) return value;
+    const number = (value: number | bigint, key: string | undefined): unknown => {
+      if (typeof value === "number") {
+        // Most numbers in spans are counts, sizes and times: no string is made for them.
+        if (!Number.isInteger(value)) return value;
+        const magnitude = Math.abs(value);
+        if (magnitude < 1000) return value;
+        if (magnitude < 1e11) {
+          if (key === undefined) return value;
+          const keyType = numericKeyType(key);
+          return keyType === undefined ? value : placeholderOf(keyType, value);
+        }
+      }
       const digits = digitsOf(value.toString());
       if (digits.length >= 12 && digits.length <= 19 && isCardNumber(digits))
         return placeholderOf("CREDIT_CARD", value);
-      if (keyType !== undefined && digits.length >= 4) return placeholderOf(keyType, value);
+      if (digits.length < 4 || key === undefined) return value;
+      const keyType = numericKeyType(key);
+      if (keyType !== undefined) return placeholderOf(keyType, value);
       return value;
     };
 
@@ -182,9 +210,9 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       return `[BINARY ${value.length} bytes with personal data]`;
     };
 
-    const walk = (value: unknown, depth: number, keyType?: string): unknown => {
+    const walk = (value: unknown, depth: number, key?: string): unknown => {
       if (typeof value === "string") return text(value);
-      if (typeof value === "number" || typeof value === "bigint") return number(value, keyType);
+      if (typeof value === "number" || typeof value === "bigint") return number(value, key);
       if (typeof value !== "object" || value === null) return value;
       if (seen.has(value)) return seen.get(value);
       if (depth >= depthLimit) return "[TRUNCATED]";
@@ -207,7 +235,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       if (ArrayBuffer.isView(value)) {
         // Numeric arrays (Int32Array, Float64Array, BigInt64Array): each number as above.
         const items = Array.from(value as unknown as ArrayLike<number | bigint>);
-        const redacted = items.map((item) => number(item, keyType));
+        const redacted = items.map((item) => number(item, key));
         return redacted.every((item, index) => item === items[index])
           ? (value as unknown as { slice(): unknown }).slice()
           : redacted;
@@ -221,7 +249,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
             walk(key, depth + 1),
             isSecret
               ? secretValue(item)
-              : walk(item, depth + 1, typeof key === "string" ? numericKeyType(key) : undefined),
+              : walk(item, depth + 1, typeof key === "string" ? key : undefined),
           );
         }
         return copy;
@@ -289,9 +317,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
           item = "[UNREADABLE]";
         }
         const redactedKey = text(key);
-        target[redactedKey] = sensitive(key)
-          ? secretValue(item)
-          : walk(item, depth + 1, numericKeyType(key));
+        target[redactedKey] = sensitive(key) ? secretValue(item) : walk(item, depth + 1, key);
       }
     };
 
