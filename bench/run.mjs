@@ -168,6 +168,10 @@ const systems = [
     "loopguard-all-gates-content",
     "loopguard, every gate on, traces with message content (redacted)",
   ],
+  [
+    "loopguard-all-gates-default-scanner",
+    "loopguard, every gate on, defaultScanner() (rules + learned detector) instead of the heuristic scanner",
+  ],
   ["loopguard-no-gates", "loopguard, no gates"],
   ["hand-loop", "hand-written loop (the floor)"],
   ["ai-sdk", `AI SDK generateText (ai ${version("ai")})`],

@@ -6,7 +6,7 @@ import { prosePage } from "./payload.mjs";
 
 const payload = prosePage(2048);
 
-async function loopguard(allGates, captureContent = false) {
+async function loopguard(allGates, captureContent = false, scanner = "heuristic") {
   const v = await import("valibot");
   const core = await import("@loopguard/core");
   const { memoryEventStore } = await import("@loopguard/core/testing");
@@ -33,8 +33,15 @@ async function loopguard(allGates, captureContent = false) {
       options.gates.push(injection.taintGate());
       active.push("taint gate");
     } else missing.push("taintGate (not exported by @loopguard/injection yet)");
-    options.scanner = injection.heuristicScanner();
-    active.push("heuristic scanner");
+    if (scanner === "default" && typeof injection.defaultScanner === "function") {
+      options.scanner = injection.defaultScanner();
+      active.push("default scanner (rules + learned detector)");
+    } else {
+      if (scanner === "default")
+        missing.push("defaultScanner (not exported by @loopguard/injection yet)");
+      options.scanner = injection.heuristicScanner();
+      active.push("heuristic scanner");
+    }
     const quarantine = injection.quarantineEnvelope ?? injection.quarantine;
     if (typeof quarantine === "function") {
       options.envelope = quarantine();
@@ -277,6 +284,7 @@ async function openaiAgents() {
 export const systems = {
   "loopguard-all-gates": () => loopguard(true),
   "loopguard-all-gates-content": () => loopguard(true, true),
+  "loopguard-all-gates-default-scanner": () => loopguard(true, false, "default"),
   "loopguard-no-gates": () => loopguard(false),
   "hand-loop": handLoop,
   "ai-sdk": aiSdk,
