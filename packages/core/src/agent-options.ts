@@ -58,7 +58,7 @@ export interface AgentOptions {
   /**
    * What `tool-call-result` keeps of an output that was cut: `"digest"` (default) the text the
    * model saw plus `cut: { chars, sha256 }` of the whole output; `"full"` also the whole output
-   * (tokenised by the vault, redacted like the rest of the log) in `fullOutput`.
+   * (tokenised by the vault; `onEvent` gets it too) in `fullOutput`.
    */
   outputLog?: "digest" | "full";
   /** Answers `ask` decisions. Without one, an `ask` is a deny (unless approvals are durable). */
