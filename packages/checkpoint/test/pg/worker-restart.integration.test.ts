@@ -67,13 +67,13 @@ describe.skipIf(!available)("workers across PostgreSQL restarts", () => {
     server("stop");
     server("start");
     process.on("uncaughtException", onUncaught);
-  }, 90_000);
+  }, 180_000);
 
   afterAll(async () => {
     process.off("uncaughtException", onUncaught);
     await Promise.all(workers.map((worker) => worker.stop().catch(() => undefined)));
     server("stop");
-  }, 60_000);
+  }, 120_000);
 
   const agentFactory = (store: Parameters<Parameters<typeof createWorker>[0]["agent"]>[0]) => {
     const step = tool({
@@ -145,7 +145,7 @@ describe.skipIf(!available)("workers across PostgreSQL restarts", () => {
       server("start");
     }
 
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 120_000;
     let completed = 0;
     while (Date.now() < deadline) {
       try {
@@ -167,7 +167,7 @@ describe.skipIf(!available)("workers across PostgreSQL restarts", () => {
     expect(uncaught).toEqual([]);
     // Each worker saw the database go and come back (after its backoff, at most 1 s).
     const lastOf = (name: string) => statuses.filter((status) => status.workerId === name).at(-1);
-    const backBy = Date.now() + 5_000;
+    const backBy = Date.now() + 15_000;
     while (
       Date.now() < backBy &&
       ["r1", "r2"].some((name) => lastOf(name)?.type !== "database-reachable")
@@ -186,5 +186,5 @@ describe.skipIf(!available)("workers across PostgreSQL restarts", () => {
     );
     await freezes.close();
     await store.close();
-  }, 120_000);
+  }, 240_000);
 });
