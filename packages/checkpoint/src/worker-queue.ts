@@ -18,6 +18,8 @@ export interface RunJobData {
   tenant?: string;
   /** The run's priority (`submitRun({ priority })`): higher is fetched first, on every slice. */
   priority?: number;
+  /** How many times in a row the job waited for its tenant's concurrency cap (its backoff). */
+  deferrals?: number;
 }
 
 /** A pg-boss job as `fetch` returns it. */

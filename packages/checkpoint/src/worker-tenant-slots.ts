@@ -122,9 +122,11 @@ function slotsOn(
 }
 
 /**
- * Puts a job whose tenant is at its cap back on the queue, to start after `delaySeconds`: the
- * job is completed and a copy sent in one transaction (the `stately` policy keeps one queued
- * job per run), so the run is never lost and never queued twice.
+ * Puts a job whose tenant is at its cap back on the queue: the job is completed and a copy sent
+ * in one transaction (the `stately` policy keeps one queued job per run), so the run is never
+ * lost and never queued twice. The copy starts after 1, 2, 4, then at most `maxDelaySeconds`
+ * seconds as it keeps waiting (its `deferrals`), so a big backlog behind a cap costs the
+ * database a few statements per run every few seconds, not every second.
  */
 export async function deferJob(
   boss: QueueClient,
@@ -132,20 +134,26 @@ export async function deferJob(
   settings: ResolvedQueueOptions,
   job: QueueJob,
   data: RunJobData,
-  delaySeconds: number,
+  maxDelaySeconds: number,
 ): Promise<void> {
+  const deferrals = (Number.isSafeInteger(data.deferrals) ? (data.deferrals as number) : 0) + 1;
+  const delaySeconds = Math.min(maxDelaySeconds, 2 ** Math.min(deferrals - 1, 10));
   const client = await connectGuarded(pool);
   try {
     await client.query("BEGIN");
     const db = queueDb(client);
     await boss.complete(settings.queue, job.id, { outcome: "deferred" }, { db });
-    await boss.send(settings.queue, data, {
-      ...jobSettings(settings),
-      singletonKey: data.runId,
-      startAfter: delaySeconds,
-      ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
-      db,
-    });
+    await boss.send(
+      settings.queue,
+      { ...data, deferrals },
+      {
+        ...jobSettings(settings),
+        singletonKey: data.runId,
+        startAfter: delaySeconds,
+        ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
+        db,
+      },
+    );
     await client.query("COMMIT");
   } catch (error) {
     await client.query("ROLLBACK").catch(() => undefined);

@@ -385,9 +385,11 @@ export function createWorker(options: WorkerOptions): Worker {
     if (tenant !== undefined) {
       try {
         slotHeld = await slots!.acquire(tenant, runId, id);
+        // Its next wait at the cap starts again from a short backoff.
+        if (slotHeld) delete data.deferrals;
         if (!slotHeld) {
           // The tenant is at its cap: the run waits in the queue, this worker takes other jobs.
-          await deferJob(boss!, pool!, settings, job, data, 1);
+          await deferJob(boss!, pool!, settings, job, data, 4);
           finish("deferred");
           return;
         }
