@@ -83,7 +83,10 @@ describe("tenantBudget", () => {
             }).run("go", as("acme"));
             spent += result.costUsd;
             if (result.status === "stopped" && result.why !== "max_tokens")
-              expect({ why: result.why, error: result.error }).toMatchObject({ why: "run_budget", error: expect.stringMatching(/would cross its \$/) });
+              expect({ why: result.why, error: result.error }).toMatchObject({
+                why: "run_budget",
+                error: expect.stringMatching(/would cross its \$/),
+              });
             else if (result.status !== "stopped") expect(result.status).toBe("completed");
           }
           expect(spent).toBeLessThanOrEqual(maxUsd + 1e-9);
@@ -100,6 +103,34 @@ describe("tenantBudget", () => {
       ),
       { numRuns: 25 },
     );
+  });
+
+  it("a step counts on the day it is taken: a run going on past midnight meets the new day's cap", async () => {
+    const store = memoryLimitStore();
+    const budget = tenantBudget({ store, perDay: { maxUsd: 0.05 } });
+    const midnight = Date.UTC(2026, 11, 2);
+    // The tenant's new day is already spent by other runs.
+    const day2 = budget.dayOf(midnight);
+    await store.reserve(
+      budget.keysOf("acme").usd,
+      { cap: 0.05, windowStart: day2.start, windowMs: day2.end - day2.start },
+      0.05,
+      { id: "other", now: midnight },
+    );
+    let clock = midnight - 30_000;
+    const now = () => {
+      clock += 20_000;
+      return clock;
+    };
+    const scripted = model(3);
+    const result = await createAgent({
+      model: scripted,
+      tools: [lookup],
+      budgets: [budget],
+      now,
+    }).run("go", as("acme"));
+    expect(result.status).toBe("stopped");
+    expect(result.error).toMatch(/spend for 2026-12-02 \(UTC\) would cross/);
   });
 
   it("a run without a tenant is refused (the budget cannot tell whose day it is)", async () => {

@@ -56,7 +56,8 @@ const keyPart = /^[A-Za-z0-9_.:@-]{1,128}$/;
  * run starts (a tenant past `maxRuns` gets no new run) and before each model step (the step's
  * worst-case cost is reserved; a step that could cross `maxUsd` is not taken, `max_tokens`
  * shrinking to what is left when that fits). The real cost is settled when the API reports
- * usage. A run counts on the day it started, in `timeZone`.
+ * usage. A run counts against `maxRuns` on the day it starts, and each step's spend against
+`maxUsd` on the day the step is taken, in `timeZone`.
  *
  * Reservations are named by run and step, so a step retried after a crash or a takeover holds
  * one reservation, settled by whichever worker finishes it; an abandoned reservation expires
@@ -203,7 +204,9 @@ export function tenantBudget(options: TenantBudgetOptions): TenantBudget {
       const found = who(run);
       if (!("tenant" in found)) return found;
       if (maxUsd === undefined) return { ok: true };
-      const day = dayOf(run.startedAt);
+      // Spend counts on the day it is spent: a run going on past midnight reserves on the new
+      // day (its old day's counter may be gone with its window).
+      const day = dayOf(step.now);
       const result = await store.reserve(
         keysOf(found.tenant).usd,
         { cap: maxUsd, windowStart: day.start, windowMs: day.end - day.start },
