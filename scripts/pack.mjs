@@ -19,9 +19,15 @@ const pnpm = existsSync(join(root, ".tools/node_modules/.bin/pnpm"))
   : "pnpm";
 
 function must(command, args, cwd, what) {
-  const result = spawnSync(command, args, { cwd, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
+  const result = spawnSync(command, args, {
+    cwd,
+    stdio: ["ignore", "pipe", "inherit"],
+    encoding: "utf8",
+  });
   if (result.error || result.status !== 0) {
-    console.error(`[pack] ${what} failed (${result.error?.message ?? `exit ${result.status}`}). Run \`npm run setup\` first if dependencies are missing.`);
+    console.error(
+      `[pack] ${what} failed (${result.error?.message ?? `exit ${result.status}`}). Run \`npm run setup\` first if dependencies are missing.`,
+    );
     process.exit(1);
   }
   return result.stdout;
@@ -34,7 +40,10 @@ export function publishedPackages() {
       ? readdirSync(join(root, group))
           .map((name) => join(root, group, name))
           .filter((dir) => existsSync(join(dir, "package.json")))
-          .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) }))
+          .map((dir) => ({
+            dir,
+            manifest: JSON.parse(readFileSync(join(dir, "package.json"), "utf8")),
+          }))
           .filter(({ manifest }) => !manifest.private)
       : [],
   );
@@ -43,7 +52,12 @@ export function publishedPackages() {
 const packages = publishedPackages();
 const filters = packages.flatMap(({ manifest }) => ["--filter", manifest.name]);
 console.log(`[pack] building ${packages.length} packages`);
-must(pnpm, ["exec", "turbo", "run", "build", "--output-logs=errors-only", ...filters], root, "the build");
+must(
+  pnpm,
+  ["exec", "turbo", "run", "build", "--output-logs=errors-only", ...filters],
+  root,
+  "the build",
+);
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 for (const { dir, manifest } of packages) {
@@ -51,7 +65,11 @@ for (const { dir, manifest } of packages) {
   console.log(`[pack] ${manifest.name}@${manifest.version}`);
 }
 const tarballs = readdirSync(out).filter((name) => name.endsWith(".tgz"));
-console.log(`\n[pack] ${tarballs.length} tarballs in ${relative(process.cwd(), out) || "."}. Install them together (npm resolves each @loopguard dependency to its tarball):`);
+console.log(
+  `\n[pack] ${tarballs.length} tarballs in ${relative(process.cwd(), out) || "."}. Install them together (npm resolves each @loopguard dependency to its tarball):`,
+);
 console.log(`  npm install ${join(out, "*.tgz")}`);
 console.log("or only what you need, with the packages it depends on, e.g.:");
-console.log(`  npm install ${join(out, "loopguard-core-*.tgz")} ${join(out, "loopguard-redact-*.tgz")}`);
+console.log(
+  `  npm install ${join(out, "loopguard-core-*.tgz")} ${join(out, "loopguard-redact-*.tgz")}`,
+);
