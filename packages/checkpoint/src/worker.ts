@@ -453,6 +453,16 @@ export function createWorker(options: WorkerOptions): Worker {
         finish("failed", { error: message });
         return;
       }
+      if (result.why === "run_budget_unavailable" && !view?.ended) {
+        // A run budget's store is down: the run took no step. It waits in the queue on a
+        // backoff (up to 30 s) instead of coming straight back to a store that fails.
+        await deferJob(boss!, pool!, settings, job, data, 30);
+        finish("deferred", {
+          status: result.status,
+          ...(result.error ? { error: result.error } : {}),
+        });
+        return;
+      }
       let outcome: SliceReport["outcome"];
       let action: "complete" | "continue" | "fail";
       let error: string | undefined;

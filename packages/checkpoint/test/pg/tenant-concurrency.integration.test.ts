@@ -4,7 +4,7 @@
  * backlog does not hold up another tenant, and a run submitted with a higher priority is
  * taken first.
  */
-import { createAgent, tool } from "@loopguard/core";
+import { createAgent, type RunBudget, tool } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { afterAll, describe, expect, it } from "vitest";
@@ -157,6 +157,59 @@ describe.skipIf(!databaseUrl)("tenantConcurrency and priorities", () => {
     expect(order[0]).toBe("high");
     expect(ended.size).toBe(3);
   }, 30_000);
+
+  it("a run whose budget store is down waits in the queue on a backoff, not lost, and finishes once it is back", async () => {
+    const schema = freshSchema("lg_budget_down");
+    schemas.push(schema);
+    const store = postgresEventStore({ connectionString: databaseUrl!, schema, max: 4 });
+    let down = true;
+    const budget: RunBudget = {
+      name: "flaky",
+      async reserve() {
+        if (down)
+          throw new Error("[checkpoint] postgresLimitStore.reserve: cannot reach PostgreSQL");
+        return { ok: true };
+      },
+      async settle() {},
+    };
+    const reports: SliceReport[] = [];
+    const worker = createWorker({
+      store,
+      concurrency: 1,
+      leaseMs: 4_000,
+      sliceMs: 2_000,
+      pollingIntervalMs: 500,
+      agent: (view) =>
+        createAgent({
+          store: view,
+          tools: [],
+          budgets: [budget],
+          model: scriptedModel([{ content: "done" }]),
+        }),
+      onSlice: (report) => reports.push(report),
+    });
+    await submitRun({ store }, "work", { runId: "budget-down", tenant: "acme" });
+    try {
+      await worker.start();
+      await waitFor(
+        () => reports.filter((report) => report.outcome === "deferred").length >= 2,
+        10_000,
+      );
+      down = false;
+      await waitFor(() => reports.some((report) => report.outcome === "ended"), 15_000);
+    } finally {
+      await worker.stop();
+      await store.close();
+    }
+    const deferred = reports.filter((report) => report.outcome === "deferred");
+    expect(deferred.length).toBeGreaterThanOrEqual(2);
+    expect(deferred[0]!.error).toMatch(
+      /run budget flaky could not be checked.*cannot reach PostgreSQL/,
+    );
+    // Backoff: the second wait is longer than the first (1 s, then 2 s).
+    expect(deferred[1]!.startedAt - deferred[0]!.startedAt).toBeGreaterThanOrEqual(900);
+    expect(reports.at(-1)).toMatchObject({ outcome: "ended", status: "completed" });
+  }, 40_000);
 
   it("bad tenants, priorities and caps are refused with [checkpoint] errors", async () => {
     await expect(
