@@ -369,17 +369,53 @@ if (args.has("--check")) {
       body.push("}");
       lineMap.push(sample.line + lines.length + 1);
     }
-    const header = [
-      `// ${source}: its TypeScript samples in order`,
-      ...imports.map(({ statement }) => statement),
+    // Two samples of a page often import the same names: merge named imports per module (a
+    // name imported twice is an error in one module), and keep other statements once.
+    const named = new Map();
+    const others = [];
+    for (const { statement } of imports) {
+      const match = /^import\s+(type\s+)?\{([^}]*)\}\s*from\s*(["'][^"']+["']);?\s*$/.exec(
+        statement,
+      );
+      if (!match) {
+        if (!others.includes(statement.trim())) others.push(statement.trim());
+        continue;
+      }
+      const key = `${match[1] ? "type " : ""}${match[3]}`;
+      const names = named.get(key) ?? new Set();
+      for (const name of match[2]
+        .split(",")
+        .map((part) => part.trim())
+        .filter(Boolean))
+        names.add(name);
+      named.set(key, names);
+    }
+    for (const [key, names] of named) {
+      // A name imported as a value needs no type-only import too.
+      if (!key.startsWith("type "))
+        named
+          .get(`type ${key}`)
+          ?.forEach((name) => names.has(name) && named.get(`type ${key}`).delete(name));
+    }
+    const merged = [
+      ...others,
+      ...[...named]
+        .filter(([, names]) => names.size > 0)
+        .map(
+          ([key, names]) =>
+            `import ${key.startsWith("type ") ? "type " : ""}{ ${[...names].join(", ")} } from ${key.replace(/^type /, "")};`,
+        ),
     ];
-    const headerLines = header.join("\n").split("\n").length;
-    const importLines = [
-      0,
-      ...imports.flatMap(({ statement, line }) =>
-        statement.split("\n").map((_, offset) => line + offset),
-      ),
-    ];
+    const header = [`// ${source}: its TypeScript samples in order`, ...merged];
+    const headerLines = header.length;
+    // An error in the merged imports points at the page's first import of that module.
+    const importLines = header.map((statement) => {
+      const module = /from\s*(["'][^"']+["'])/.exec(statement)?.[1];
+      return (
+        (module && imports.find((entry) => entry.statement.includes(module))?.line) ??
+        imports[0]?.line
+      );
+    });
     writeFileSync(join(dir, name), `${header.join("\n")}\n${body.join("\n")}\nexport {};\n`);
     files.push({
       source,
@@ -400,6 +436,10 @@ if (args.has("--check")) {
           typeRoots: ["../../node_modules/@types"],
           skipLibCheck: true,
           noUnusedLocals: false,
+          // Samples are for readers, so they are checked as a typical strict project compiles
+          // them; the repository's two extra strictness flags stay on its own sources.
+          exactOptionalPropertyTypes: false,
+          noUncheckedIndexedAccess: false,
         },
         include: ["*.ts", "../samples-prelude.d.ts"],
       },
