@@ -40,7 +40,8 @@ export interface AgentOptions {
   /**
    * Each exporter's background queue: runs never wait for an exporter; spans wait in a bounded
    * queue (dropped and counted past it), one send at a time, and an exporter that failed its last
-   * `breakAfter` sends is skipped until a probe succeeds. Drops are reported to `onError`.
+   * `breakAfter` sends is skipped until a probe succeeds. Drops are reported to `onError`. The
+   * queue belongs to the exporter object: the first agent (or `withRun`) that uses it sets these.
    */
   exportQueue?: ExportQueueOptions;
   /**
