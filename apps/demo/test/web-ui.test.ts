@@ -110,6 +110,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     expect(text).toContain("issue_refund");
     expect(text).toContain("649");
     expect(text).toMatch(/bound to arguments \S+ and policy \S+/);
+    expect(text).toMatch(/policy_ask \(asked by [a-z_]+\)/);
     expect(text).toMatch(/min left/);
     await expect.poll(() => page.locator("nav .count").textContent()).toBe("4");
     expect(await page.title()).toBe("(4) Inbox · loopguard");
@@ -148,7 +149,9 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
       .not.toBe("awaiting_approval");
     expect(refundsOf(ids.deny!)).toEqual([]);
     await page.goto(`${base}/runs/${ids.deny}`);
-    await expect.poll(() => page.locator("ul.refusals").textContent(), { timeout: 10_000 }).toMatch(/issue_refund/);
+    await expect
+      .poll(() => page.locator("ul.refusals").textContent(), { timeout: 10_000 })
+      .toMatch(/issue_refund/);
     const trace = page.frameLocator("iframe.trace");
     await expect
       .poll(() => trace.locator("body").textContent(), { timeout: 10_000 })

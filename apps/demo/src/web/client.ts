@@ -17,6 +17,7 @@ interface Boot {
 interface Reason {
   reason: string;
   message: string;
+  gate?: string;
 }
 
 interface Pending {
@@ -263,7 +264,14 @@ function approvalCard(item: Pending, headingLevel: "h2" | "h3"): HTMLElement {
       "ul",
       { class: "reasons" },
       ...item.reasons.map((reason) =>
-        h("li", {}, h("code", {}, reason.reason), " ", reason.message),
+        h(
+          "li",
+          {},
+          h("code", {}, reason.reason),
+          reason.gate ? h("span", { class: "muted" }, ` (asked by ${reason.gate})`) : null,
+          " ",
+          reason.message,
+        ),
       ),
     ),
     h("h4", {}, "Arguments"),

@@ -4,6 +4,8 @@ import type { StoredEvent } from "@loopguard/core";
 export interface AskReason {
   reason: string;
   message: string;
+  /** The gate that asked (logs written before reasons were recorded do not say). */
+  gate?: string;
 }
 
 /** A parked approval as the inbox shows it. */
@@ -189,6 +191,7 @@ function reasonsOf(
       return {
         reason: String(entry.reason ?? "ask"),
         message: String(redact(String(entry.message ?? ""))),
+        ...(typeof entry.gate === "string" ? { gate: entry.gate } : {}),
       };
     });
   }
