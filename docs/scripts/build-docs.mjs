@@ -392,10 +392,8 @@ if (args.has("--check")) {
     }
     for (const [key, names] of named) {
       // A name imported as a value needs no type-only import too.
-      if (!key.startsWith("type "))
-        named
-          .get(`type ${key}`)
-          ?.forEach((name) => names.has(name) && named.get(`type ${key}`).delete(name));
+      const typeOnly = key.startsWith("type ") ? undefined : named.get(`type ${key}`);
+      for (const name of names) typeOnly?.delete(name);
     }
     const merged = [
       ...others,
