@@ -110,7 +110,13 @@ if (command === "docs") {
   const build = rest.includes("--build");
   const passed = rest.filter((arg) => arg !== "--build");
   process.exit(
-    run(pnpm, ["--filter", "loopguard-docs", "run", build ? "site:build" : "site:check", ...passed]),
+    run(pnpm, [
+      "--filter",
+      "loopguard-docs",
+      "run",
+      build ? "site:build" : "site:check",
+      ...passed,
+    ]),
   );
 }
 must(pnpm, ["exec", "turbo", "run", "build", "--output-logs=errors-only"], "the build");

@@ -1,4 +1,4 @@
-import { type EventStore, type Span, type StoredEvent } from "@loopguard/core";
+import type { EventStore, Span, StoredEvent } from "@loopguard/core";
 import { spansFromEvents } from "@loopguard/core/plugin";
 import type { RecordingExporter } from "@loopguard/core/testing";
 
