@@ -335,8 +335,9 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
       );
     }
     if (fileSize === log.size) return;
-    // Read in 1 MB pieces with a turn of the event loop between them: a new instance taking a
-    // long log (a resume of a million events) never holds the loop, nor a copy of the whole log.
+    // Read in readBatches-sized pieces (256 KB) with a turn of the event loop between them: a
+    // new instance taking a long log (a resume of a million events) never holds the loop, nor a
+    // copy of the whole log.
     let pending: Buffer[] = [];
     let position = log.size;
     let parsed: ReturnType<typeof parseLog> | undefined;
