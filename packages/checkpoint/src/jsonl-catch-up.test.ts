@@ -1,7 +1,8 @@
 /**
- * A new store instance taking a long log (the lease's catch-up) reads it in 1 MB pieces with a
+ * A new store instance taking a long log (the lease's catch-up) reads it in 256 KB pieces with a
  * turn of the event loop between them: the seq, the chain and the summary come out as from one
- * read, across piece boundaries and lines longer than a piece; a torn tail is still cut off.
+ * read, across piece boundaries and lines longer than a piece (a 1.5 MB line); a torn tail is
+ * still cut off.
  */
 import { appendFileSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
