@@ -96,6 +96,32 @@ describe("winston", () => {
   });
 });
 
+describe("winston with errors (the README's setup)", () => {
+  it("logs an Error's redacted message and stack, not {level: error}", () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString().trim());
+        done();
+      },
+    });
+    const logger = winston.createLogger({
+      format: winston.format.combine(
+        winston.format.errors({ stack: true }),
+        redactFormat(),
+        winston.format.json(),
+      ),
+      transports: [new winston.transports.Stream({ stream })],
+    });
+    logger.error(new Error("mailbox jane@acme.io is full"));
+    const entry = JSON.parse(lines[0]!) as { level: string; message?: string; stack?: string };
+    expect(entry.level).toBe("error");
+    expect(entry.message).toBe("mailbox [EMAIL] is full");
+    expect(entry.stack).toMatch(/^Error: mailbox \[EMAIL\] is full\n\s+at /);
+    expect(lines[0]).not.toContain("jane@acme.io");
+  });
+});
+
 describe("patchConsole", () => {
   it("redacts every argument and undoes cleanly", () => {
     const printed: unknown[][] = [];
