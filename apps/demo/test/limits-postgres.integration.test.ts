@@ -1,8 +1,7 @@
-import { postgresLimitStore } from "@loopguard/checkpoint";
+import { postgresEventStore, postgresLimitStore } from "@loopguard/checkpoint";
 import { createAgent, tool } from "@loopguard/core";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
 import { rateLimit, tenantBudget } from "@loopguard/policy";
-import pg from "pg";
 import * as v from "valibot";
 import { afterAll, describe, expect, it } from "vitest";
 import { main } from "../src/cli.js";
@@ -13,10 +12,10 @@ const schema = `limits_cli_${process.pid}`;
 
 describe.skipIf(!url)("loopguard limits", () => {
   afterAll(async () => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await client.end();
+    const store = postgresEventStore({ connectionString: url!, schema, max: 1 });
+    const pool = await store.pool();
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await store.close();
   });
 
   it("shows the rate-limit buckets and each tenant's spend and runs today", async () => {
