@@ -7,6 +7,7 @@ import type { Vault } from "./contracts/vault.js";
 import { InvalidArgumentError } from "./errors.js";
 import type { ApprovalDecisionEvent, ApprovalRequestEvent, Budget } from "./events.js";
 import { guardRunModel, RunFold } from "./fold.js";
+import { foldLog } from "./fold-stream.js";
 import type { JsonValue } from "./json.js";
 import { memoryEventStore } from "./memory-event-store.js";
 import type { RunContextInput, RunState } from "./run-state.js";
@@ -125,9 +126,19 @@ export async function openGuardRun(
     ...(vault ? { reveal: (text: string) => vault.reveal(text) } : {}),
     onApplied: forRun.onApplied,
   };
-  const events = await store.read(runId);
+  // A long log (a guarded session resumed after an approval) is streamed and folded in slices
+  // that yield, as the loop's resume does.
+  const where = `run ${runId} (${store.name} store)`;
+  const replay = forRun.spans;
+  const folded = await foldLog(
+    store,
+    runId,
+    where,
+    vault ? { reveal: options.reveal! } : {},
+    replay ? (event, fold) => replay.push(event, fold.messages) : undefined,
+  );
   let writer: RunWriter;
-  if (events.length === 0) {
+  if (!folded) {
     writer = new RunWriter(store, runId, 0, options);
     const roles = context.roles ? [...context.roles] : [];
     await writer.write({
@@ -143,13 +154,7 @@ export async function openGuardRun(
       context: { roles, ...(context.attributes ?? {}) } as Record<string, JsonValue>,
     });
   } else {
-    const where = `run ${runId} (${store.name} store)`;
-    const fold = new RunFold(events[0]!, where, vault ? { reveal: options.reveal! } : {});
-    forRun.spans?.push(events[0]!, fold.messages);
-    for (let index = 1; index < events.length; index += 1) {
-      fold.apply(events[index]!);
-      forRun.spans?.push(events[index]!, fold.messages);
-    }
+    const fold = folded.fold;
     if (fold.start.model !== guardRunModel)
       throw new InvalidArgumentError(
         `[core] withRun: run ${runId} in the ${store.name} store is a loop run (model ${fold.start.model}); continue it with agent.resume("${runId}"), or omit runId to start a guarded run`,
@@ -158,8 +163,8 @@ export async function openGuardRun(
       throw new InvalidArgumentError(
         `[core] withRun: run ${runId} already ended (${fold.end.status}); omit runId to start a new run`,
       );
-    writer = new RunWriter(store, runId, events.length, options, fold);
-    await writer.write({ type: "run-resume", fromSeq: events.length });
+    writer = new RunWriter(store, runId, folded.events, options, fold);
+    await writer.write({ type: "run-resume", fromSeq: folded.events });
   }
   const fold = writer.fold;
   const state = fold.state;
