@@ -280,7 +280,7 @@ function payloadCases(suite: Suite): void {
   const { expect, it } = suite.vitest;
   const { create, closeAndReopen, expectRejection, open, options } = suite;
   const { reopen } = options;
-  it("writes a thousand events in one append and reads them in order", async () => {
+  it("writes a thousand events in one append and reads them in order (and in batches, with readBatches)", async () => {
     const store = await create();
     const runId = newRunId("many");
     const events: StoredEventInput[] = [build.start(runId, 0)];
@@ -299,6 +299,20 @@ function payloadCases(suite: Suite): void {
     const read = await store.read(runId);
     expect(read).toHaveLength(1000);
     expect(read.every((event, index) => event.seq === index && event.at === index)).toBe(true);
+    // The optional readBatches (resume streams long logs through it) adds up to read().
+    if (store.readBatches) {
+      const batches: StoredEvent[] = [];
+      let largest = 0;
+      for await (const batch of store.readBatches(runId, { batchSize: 64 })) {
+        largest = Math.max(largest, batch.length);
+        batches.push(...batch);
+      }
+      expect(batches).toEqual(read);
+      expect(largest).toBeLessThanOrEqual(64);
+      const unknown: StoredEvent[] = [];
+      for await (const batch of store.readBatches(newRunId("none"))) unknown.push(...batch);
+      expect(unknown).toEqual([]);
+    }
   });
 
   it("stores a 5 MB event", async () => {
