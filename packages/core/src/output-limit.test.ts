@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { ModelRequest, Scanner, StoredEvent, ToolCallResultEvent, Vault } from "./index.js";
 import { createAgent, defaultMaxOutputChars, tool } from "./index.js";
 import { limitOutput, mapInSlices } from "./output-limit.js";
-import { memoryEventStore, scriptedModel } from "./testing/index.js";
+import { memoryEventStore, recordingExporter, scriptedModel } from "./testing/index.js";
 
 const head = "HEAD-START alice@example.com ";
 const middle = "MIDDLE-ONLY-IN-THE-CUT-PART";
@@ -76,11 +76,13 @@ describe("tool output limits (issue 24.4)", () => {
         return { verdict: "clean", score: 0, findings: [] };
       },
     };
+    const exporter = recordingExporter();
     const agent = createAgent({
       model,
       tools: [fetchPage()],
       store,
       scanner,
+      exporters: [exporter],
       maxOutputChars: 20_000,
     });
     const result = await agent.run("Read the page");
@@ -102,6 +104,11 @@ describe("tool output limits (issue 24.4)", () => {
       sha256: sha256(big),
     });
     expect(event.fullOutput).toBeUndefined();
+    const span = exporter.spans.find((item) => item.name === "execute_tool fetch_page")!;
+    expect(span.attributes).toMatchObject({
+      "loopguard.output.chars": big.length,
+      "loopguard.output.sha256": sha256(big),
+    });
     expect(scanned.length).toBe(1);
     expect(scanned[0]!.length).toBeLessThanOrEqual(20_000);
     expect(scanned[0]).not.toContain(middle);

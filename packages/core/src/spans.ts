@@ -333,6 +333,12 @@ export class SpanBuilder {
           span.statusMessage = event.errorKind ?? "tool error";
           span.attributes["loopguard.error.kind"] = event.errorKind ?? "tool_error";
         }
+        if (event.cut) {
+          // The model saw a cut output: how long it was and the digest that names it.
+          span.attributes["loopguard.output.chars"] = event.cut.chars;
+          span.attributes["loopguard.output.removed_chars"] = event.cut.removedChars;
+          span.attributes["loopguard.output.sha256"] = event.cut.sha256;
+        }
         if (event.scan) {
           span.attributes["loopguard.injection.verdict"] = event.scan.verdict;
           span.attributes["loopguard.injection.score"] = event.scan.score;
