@@ -156,6 +156,51 @@ describe("tool output limits (issue 24.4)", () => {
     expect(JSON.stringify(requests)).not.toContain("alice@example.com");
   });
 
+  it("a 50 MB output: the model gets the cap, the log the digest, and the event loop keeps turning while it is cut", async () => {
+    const huge = `${head}${"z".repeat(50 * 2 ** 20)}${tail}`;
+    const { model, requests } = recordingModel();
+    const store = memoryEventStore();
+    const scanned: number[] = [];
+    const agent = createAgent({
+      model,
+      tools: [
+        tool({
+          name: "fetch_page",
+          description: "Fetch a page.",
+          input: v.object({ url: v.string() }),
+          run: () => huge,
+        }),
+      ],
+      store,
+      scanner: {
+        name: "length",
+        scan: (text) => {
+          scanned.push(text.length);
+          return { verdict: "clean", score: 0, findings: [] };
+        },
+      },
+    });
+    let ticks = 0;
+    const ticker = setInterval(() => {
+      ticks += 1;
+    }, 0);
+    const result = await agent.run("Read the page");
+    clearInterval(ticker);
+    expect(result.status).toBe("completed");
+    const seen = toolResultOf(requests.at(-1)!);
+    expect(seen.length).toBeLessThanOrEqual(defaultMaxOutputChars);
+    expect(seen.startsWith(head)).toBe(true);
+    expect(seen.endsWith(tail)).toBe(true);
+    expect(JSON.stringify(requests).length).toBeLessThan(4 * defaultMaxOutputChars);
+    const event = await resultEvent(store, result.runId);
+    expect(event.cut).toMatchObject({ chars: huge.length, sha256: sha256(huge) });
+    expect(scanned).toEqual([expect.any(Number)]);
+    expect(scanned[0]).toBeLessThanOrEqual(defaultMaxOutputChars);
+    // The 50 MB are hashed in 1 MB slices, with a turn of the event loop between them (a run with
+    // no yield would leave the timer no turn at all).
+    expect(ticks).toBeGreaterThan(0);
+  }, 30_000);
+
   it("refuses a cap below 1,000 with the option's name", () => {
     expect(() => fetchPage(10)).toThrow(
       /\[core\] tool "fetch_page": maxOutputChars must be an integer of at least 1000, got 10/,
