@@ -113,12 +113,15 @@ async function measure(label, bytes, options, smallCount = 20) {
   histogram.enable();
   const started = performance.now();
   const bigRun = big
-    ? big.run("Read the whole page.").then((result) => ({ result, ms: performance.now() - started }))
+    ? big
+        .run("Read the whole page.")
+        .then((result) => ({ result, ms: performance.now() - started }))
     : Promise.resolve({ result: undefined, ms: 0 });
   const smallRuns = smalls.map(async (agent) => {
     const begun = performance.now();
     const result = await agent.run("Read five pages.");
-    if (result.status !== "completed") throw new Error(`small run: ${result.status} ${result.error}`);
+    if (result.status !== "completed")
+      throw new Error(`small run: ${result.status} ${result.error}`);
     return performance.now() - begun;
   });
   const [{ result, ms }, ...latencies] = await Promise.all([bigRun, ...smallRuns]);

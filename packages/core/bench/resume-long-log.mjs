@@ -44,7 +44,14 @@ function scripted(steps) {
       const calls = request.messages.filter((message) => message.role === "assistant").length;
       const content =
         calls < steps
-          ? [{ type: "tool_use", id: `toolu_${calls}`, name: "lookup_order", input: { order_id: `A${calls}` } }]
+          ? [
+              {
+                type: "tool_use",
+                id: `toolu_${calls}`,
+                name: "lookup_order",
+                input: { order_id: `A${calls}` },
+              },
+            ]
           : [{ type: "text", text: "All delivered." }];
       return {
         id: `msg_${calls}`,
@@ -143,7 +150,9 @@ async function measure(dir, mode) {
       mode === "read"
         ? Object.assign(Object.create(null), store, { readBatches: undefined, name: store.name })
         : store;
-    if (mode === "read") for (const key of ["append", "read", "list", "acquireRun"]) used[key] = store[key]?.bind(store);
+    if (mode === "read")
+      for (const key of ["append", "read", "list", "acquireRun"])
+        used[key] = store[key]?.bind(store);
     const agent = createAgent({ model: scripted(0), tools: [lookup], store: used });
     const result = await agent.resume(runId);
     outcome = `${result.status}, ${result.steps} steps`;
@@ -206,6 +215,7 @@ if (first === "--child") {
       `longest stall: ${(rows.before.maxStallMs / rows.batches.maxStallMs).toFixed(0)}x shorter with readBatches; peak RSS ${(rows.batches.peakRssMb / rows.before.peakRssMb).toFixed(2)}x of before`,
     );
   } finally {
-    if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true }); else console.log(dir);
+    if (!process.env.KEEP) rmSync(dir, { recursive: true, force: true });
+    else console.log(dir);
   }
 }

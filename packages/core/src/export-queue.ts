@@ -242,7 +242,7 @@ export class ExportQueue {
 
   #settle(item: Item, result: ExportResult | undefined): void {
     const where = `exporter ${this.exporter.name}`;
-    if (!result || result.code !== "failed") {
+    if (result?.code !== "failed") {
       if (this.#open) {
         this.#open = false;
         this.#probeAfterMs = this.#options.probeAfterMs;
