@@ -16,11 +16,22 @@ import { LoopguardError } from "../errors.js";
  * `false` for what it cannot (an event type this version of loopguard does not know).
  */
 export class StreamProtocolError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.StreamProtocolError";
   /** A stable name: `stream_cut`, `malformed_stream`, `malformed_tool_input`, `unknown_stream_event`. */
   readonly kind: string;
   readonly retryable: boolean;
-  constructor(kind: string, retryable: boolean, message: string, options?: { cause?: unknown }) {
-    super("stream_protocol", message, options);
+  /** Code `stream_protocol`; a subclass (`StreamIdleError`) passes its own `code`. */
+  constructor(
+    kind: string,
+    retryable: boolean,
+    message: string,
+    options?: { cause?: unknown; code?: string },
+  ) {
+    super(
+      options?.code ?? "stream_protocol",
+      message,
+      options?.cause !== undefined ? { cause: options.cause } : undefined,
+    );
     this.kind = kind;
     this.retryable = retryable;
   }
@@ -85,20 +96,276 @@ const knownDeltaTargets: Record<string, string> = {
  * const message = assembler.finish();
  */
 export function createMessageAssembler(): MessageAssembler {
-  let message: ModelResponse | undefined;
-  const blocks: OpenBlock[] = [];
-  let done = false;
-  let hasContent = false;
+  return new Assembler();
+}
 
-  const fail = (kind: string, retryable: boolean, detail: string): never => {
-    throw new StreamProtocolError(
-      kind,
-      retryable,
-      `[core] the model's stream ${detail}${retryable ? "; the step is retried" : ""}`,
-    );
-  };
-  const open = (index: unknown, what: string): OpenBlock => {
-    const block = Number.isInteger(index) ? blocks[index as number] : undefined;
+/** The state of one message being assembled; one method per kind of stream event. */
+class Assembler implements MessageAssembler {
+  #message: ModelResponse | undefined;
+  readonly #blocks: OpenBlock[] = [];
+  #done = false;
+  #hasContent = false;
+
+  get hasContent(): boolean {
+    return this.#hasContent;
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  get usage(): Usage | undefined {
+    return this.#message?.usage;
+  }
+
+  push(event: MessageStreamEvent): AssemblerUpdate | undefined {
+    if (
+      !event ||
+      typeof event !== "object" ||
+      typeof (event as { type?: unknown }).type !== "string"
+    ) {
+      return fail(
+        "malformed_stream",
+        true,
+        `sent an event that is not an object with a type: ${preview(event)}`,
+      );
+    }
+    if (event.type === "ping") return undefined;
+    if (this.#done) return fail("malformed_stream", true, `sent ${event.type} after message_stop`);
+    if (event.type !== "message_start" && !this.#message) {
+      return fail("malformed_stream", true, `sent ${event.type} before message_start`);
+    }
+    switch (event.type) {
+      case "message_start":
+        return this.#start(event);
+      case "content_block_start":
+        return this.#blockStart(event);
+      case "content_block_delta":
+        return this.#delta(event);
+      case "content_block_stop":
+        return this.#blockStop(event);
+      case "message_delta":
+        return this.#messageDelta(event);
+      case "message_stop":
+        return this.#stop();
+      default:
+        return fail(
+          "unknown_stream_event",
+          false,
+          `sent an event of unknown type ${JSON.stringify((event as { type: string }).type)}; upgrade @loopguard/core or report it`,
+        );
+    }
+  }
+
+  finish() {
+    if (!this.#message) fail("stream_cut", true, "ended before message_start");
+    if (!this.#done)
+      fail("stream_cut", true, "ended without message_stop (the connection was cut or went idle)");
+    return {
+      ...this.#message!,
+      content: this.#blocks.map((open) => open.block as unknown as ContentBlock),
+    };
+  }
+
+  /** `message_start`: the message's id, model and first usage. */
+  #start(
+    event: Extract<MessageStreamEvent, { type: "message_start" }>,
+  ): AssemblerUpdate | undefined {
+    if (this.#message) return fail("malformed_stream", true, "sent message_start twice");
+    const start = event.message;
+    if (!start || typeof start !== "object" || !start.usage) {
+      return fail(
+        "malformed_stream",
+        true,
+        `sent a message_start without a message and usage: ${preview(event)}`,
+      );
+    }
+    this.#message = { ...start, content: [], usage: { ...start.usage } };
+    return undefined;
+  }
+
+  /** `content_block_start`: a new block, in order. */
+  #blockStart(
+    event: Extract<MessageStreamEvent, { type: "content_block_start" }>,
+  ): AssemblerUpdate | undefined {
+    const block = event.content_block as unknown as OpenBlock["block"] | undefined;
+    if (event.index !== this.#blocks.length) {
+      return fail(
+        "malformed_stream",
+        true,
+        `started block ${String(event.index)} out of order (expected block ${this.#blocks.length})`,
+      );
+    }
+    if (!block || typeof block !== "object" || typeof block.type !== "string") {
+      // The model's reply itself is malformed (as content[i] without a type would be in a
+      // whole response): retrying the same request would not help.
+      return fail(
+        "malformed_response",
+        false,
+        `started block ${String(event.index)} with no type: ${preview(block)} (a malformed model response)`,
+      );
+    }
+    this.#hasContent = true;
+    const copy = { ...block };
+    const parts: string[] = [];
+    if (copy.type === "text") parts.push(String(copy.text ?? ""));
+    if (copy.type === "thinking") parts.push(String(copy.thinking ?? ""));
+    const signature =
+      copy.type === "thinking" && typeof copy.signature === "string" ? [copy.signature] : [];
+    this.#blocks.push({ block: copy, parts, signature, stopped: false });
+    return undefined;
+  }
+
+  /** `content_block_delta`: text, thinking, signature, citations or tool-input JSON for an open block. */
+  #delta(
+    event: Extract<MessageStreamEvent, { type: "content_block_delta" }>,
+  ): AssemblerUpdate | undefined {
+    const target = this.#open(event.index, "a delta");
+    const delta = event.delta as unknown as { type?: unknown } & Record<string, unknown>;
+    const deltaType = typeof delta?.type === "string" ? delta.type : "";
+    if (deltaType === "input_json_delta") {
+      if (typeof delta.partial_json !== "string")
+        return fail(
+          "malformed_stream",
+          true,
+          `sent an input_json_delta without partial_json for block ${event.index}`,
+        );
+      if (target.block.type === "text" || target.block.type === "thinking")
+        return fail(
+          "malformed_stream",
+          true,
+          `sent an input_json_delta for the ${target.block.type} block ${event.index}`,
+        );
+      target.parts.push(delta.partial_json);
+      return undefined;
+    }
+    const expected = knownDeltaTargets[deltaType];
+    if (!expected)
+      return fail(
+        "unknown_stream_event",
+        false,
+        `sent a delta of unknown type ${JSON.stringify(deltaType)} (block ${event.index}); upgrade @loopguard/core or report it`,
+      );
+    if (expected !== target.block.type) {
+      return fail(
+        "malformed_stream",
+        true,
+        `sent a ${deltaType} for the ${target.block.type} block ${event.index}`,
+      );
+    }
+    switch (deltaType) {
+      case "text_delta":
+        if (typeof delta.text !== "string")
+          return fail(
+            "malformed_stream",
+            true,
+            `sent a text_delta without text (block ${event.index})`,
+          );
+        target.parts.push(delta.text);
+        return delta.text === ""
+          ? undefined
+          : { type: "text", index: event.index, text: delta.text };
+      case "thinking_delta":
+        if (typeof delta.thinking !== "string")
+          return fail(
+            "malformed_stream",
+            true,
+            `sent a thinking_delta without thinking (block ${event.index})`,
+          );
+        target.parts.push(delta.thinking);
+        return delta.thinking === ""
+          ? undefined
+          : { type: "thinking", index: event.index, thinking: delta.thinking };
+      case "signature_delta":
+        if (typeof delta.signature !== "string")
+          return fail(
+            "malformed_stream",
+            true,
+            `sent a signature_delta without signature (block ${event.index})`,
+          );
+        target.signature.push(delta.signature);
+        return undefined;
+      default: {
+        const citations = Array.isArray(target.block.citations) ? target.block.citations : [];
+        target.block.citations = [...citations, delta.citation];
+        return undefined;
+      }
+    }
+  }
+
+  /** `content_block_stop`: the block is whole (a tool call's JSON is parsed here). */
+  #blockStop(
+    event: Extract<MessageStreamEvent, { type: "content_block_stop" }>,
+  ): AssemblerUpdate | undefined {
+    const target = this.#open(event.index, "content_block_stop");
+    target.stopped = true;
+    const block = target.block;
+    if (block.type === "text") block.text = target.parts.join("");
+    else if (block.type === "thinking") {
+      block.thinking = target.parts.join("");
+      block.signature = target.signature.join("");
+    } else if (target.parts.length > 0 || block.type === "tool_use") {
+      const json = target.parts.join("");
+      if (json !== "" || target.parts.length > 0) {
+        try {
+          block.input = json === "" ? {} : JSON.parse(json);
+        } catch {
+          return fail(
+            "malformed_tool_input",
+            true,
+            `sent tool input that is not JSON for block ${event.index} (${String(block.name ?? block.type)}): ${preview(json)}`,
+          );
+        }
+      }
+    }
+    target.parts = [];
+    return { type: "block", index: event.index, block: block as unknown as ContentBlock };
+  }
+
+  /** `message_delta`: the stop reason and cumulative usage. */
+  #messageDelta(
+    event: Extract<MessageStreamEvent, { type: "message_delta" }>,
+  ): AssemblerUpdate | undefined {
+    const delta = event.delta;
+    const usage = event.usage;
+    if (!delta || typeof delta !== "object" || !usage || typeof usage.output_tokens !== "number") {
+      return fail(
+        "malformed_stream",
+        true,
+        `sent a message_delta without delta and usage.output_tokens: ${preview(event)}`,
+      );
+    }
+    const current = this.#message!;
+    current.stop_reason = delta.stop_reason ?? null;
+    if (delta.stop_sequence !== undefined) current.stop_sequence = delta.stop_sequence;
+    const merged: Usage = { ...current.usage, output_tokens: usage.output_tokens };
+    for (const key of [
+      "input_tokens",
+      "cache_creation_input_tokens",
+      "cache_read_input_tokens",
+    ] as const) {
+      const value = usage[key];
+      if (typeof value === "number") (merged as unknown as Record<string, number>)[key] = value;
+    }
+    current.usage = merged;
+    return undefined;
+  }
+
+  /** `message_stop`: every block must have stopped. */
+  #stop(): AssemblerUpdate | undefined {
+    const unfinished = this.#blocks.findIndex((block) => !block.stopped);
+    if (unfinished >= 0)
+      return fail(
+        "malformed_stream",
+        true,
+        `sent message_stop while block ${unfinished} was still open`,
+      );
+    this.#done = true;
+    return undefined;
+  }
+
+  #open(index: unknown, what: string): OpenBlock {
+    const block = Number.isInteger(index) ? this.#blocks[index as number] : undefined;
     if (!block)
       return fail(
         "malformed_stream",
@@ -112,237 +379,15 @@ export function createMessageAssembler(): MessageAssembler {
         `sent ${what} for block ${String(index)} after it stopped`,
       );
     return block;
-  };
+  }
+}
 
-  const push = (event: MessageStreamEvent): AssemblerUpdate | undefined => {
-    if (
-      !event ||
-      typeof event !== "object" ||
-      typeof (event as { type?: unknown }).type !== "string"
-    ) {
-      return fail(
-        "malformed_stream",
-        true,
-        `sent an event that is not an object with a type: ${preview(event)}`,
-      );
-    }
-    if (event.type === "ping") return undefined;
-    if (done) return fail("malformed_stream", true, `sent ${event.type} after message_stop`);
-    if (event.type !== "message_start" && !message) {
-      return fail("malformed_stream", true, `sent ${event.type} before message_start`);
-    }
-    switch (event.type) {
-      case "message_start": {
-        if (message) return fail("malformed_stream", true, "sent message_start twice");
-        const start = event.message;
-        if (!start || typeof start !== "object" || !start.usage) {
-          return fail(
-            "malformed_stream",
-            true,
-            `sent a message_start without a message and usage: ${preview(event)}`,
-          );
-        }
-        message = { ...start, content: [], usage: { ...start.usage } };
-        return undefined;
-      }
-      case "content_block_start": {
-        const block = event.content_block as unknown as OpenBlock["block"] | undefined;
-        if (event.index !== blocks.length) {
-          return fail(
-            "malformed_stream",
-            true,
-            `started block ${String(event.index)} out of order (expected block ${blocks.length})`,
-          );
-        }
-        if (!block || typeof block !== "object" || typeof block.type !== "string") {
-          // The model's reply itself is malformed (as content[i] without a type would be in a
-          // whole response): retrying the same request would not help.
-          return fail(
-            "malformed_response",
-            false,
-            `started block ${String(event.index)} with no type: ${preview(block)} (a malformed model response)`,
-          );
-        }
-        hasContent = true;
-        const copy = { ...block };
-        const parts: string[] = [];
-        if (copy.type === "text") parts.push(String(copy.text ?? ""));
-        if (copy.type === "thinking") parts.push(String(copy.thinking ?? ""));
-        const signature =
-          copy.type === "thinking" && typeof copy.signature === "string" ? [copy.signature] : [];
-        blocks.push({ block: copy, parts, signature, stopped: false });
-        return undefined;
-      }
-      case "content_block_delta": {
-        const target = open(event.index, "a delta");
-        const delta = event.delta as unknown as { type?: unknown } & Record<string, unknown>;
-        const deltaType = typeof delta?.type === "string" ? delta.type : "";
-        if (deltaType === "input_json_delta") {
-          if (typeof delta.partial_json !== "string")
-            return fail(
-              "malformed_stream",
-              true,
-              `sent an input_json_delta without partial_json for block ${event.index}`,
-            );
-          if (target.block.type === "text" || target.block.type === "thinking")
-            return fail(
-              "malformed_stream",
-              true,
-              `sent an input_json_delta for the ${target.block.type} block ${event.index}`,
-            );
-          target.parts.push(delta.partial_json);
-          return undefined;
-        }
-        const expected = knownDeltaTargets[deltaType];
-        if (!expected)
-          return fail(
-            "unknown_stream_event",
-            false,
-            `sent a delta of unknown type ${JSON.stringify(deltaType)} (block ${event.index}); upgrade @loopguard/core or report it`,
-          );
-        if (expected !== target.block.type) {
-          return fail(
-            "malformed_stream",
-            true,
-            `sent a ${deltaType} for the ${target.block.type} block ${event.index}`,
-          );
-        }
-        switch (deltaType) {
-          case "text_delta":
-            if (typeof delta.text !== "string")
-              return fail(
-                "malformed_stream",
-                true,
-                `sent a text_delta without text (block ${event.index})`,
-              );
-            target.parts.push(delta.text);
-            return delta.text === ""
-              ? undefined
-              : { type: "text", index: event.index, text: delta.text };
-          case "thinking_delta":
-            if (typeof delta.thinking !== "string")
-              return fail(
-                "malformed_stream",
-                true,
-                `sent a thinking_delta without thinking (block ${event.index})`,
-              );
-            target.parts.push(delta.thinking);
-            return delta.thinking === ""
-              ? undefined
-              : { type: "thinking", index: event.index, thinking: delta.thinking };
-          case "signature_delta":
-            if (typeof delta.signature !== "string")
-              return fail(
-                "malformed_stream",
-                true,
-                `sent a signature_delta without signature (block ${event.index})`,
-              );
-            target.signature.push(delta.signature);
-            return undefined;
-          default: {
-            const citations = Array.isArray(target.block.citations) ? target.block.citations : [];
-            target.block.citations = [...citations, delta.citation];
-            return undefined;
-          }
-        }
-      }
-      case "content_block_stop": {
-        const target = open(event.index, "content_block_stop");
-        target.stopped = true;
-        const block = target.block;
-        if (block.type === "text") block.text = target.parts.join("");
-        else if (block.type === "thinking") {
-          block.thinking = target.parts.join("");
-          block.signature = target.signature.join("");
-        } else if (target.parts.length > 0 || block.type === "tool_use") {
-          const json = target.parts.join("");
-          if (json !== "" || target.parts.length > 0) {
-            try {
-              block.input = json === "" ? {} : JSON.parse(json);
-            } catch {
-              return fail(
-                "malformed_tool_input",
-                true,
-                `sent tool input that is not JSON for block ${event.index} (${String(block.name ?? block.type)}): ${preview(json)}`,
-              );
-            }
-          }
-        }
-        target.parts = [];
-        return { type: "block", index: event.index, block: block as unknown as ContentBlock };
-      }
-      case "message_delta": {
-        const delta = event.delta;
-        const usage = event.usage;
-        if (
-          !delta ||
-          typeof delta !== "object" ||
-          !usage ||
-          typeof usage.output_tokens !== "number"
-        ) {
-          return fail(
-            "malformed_stream",
-            true,
-            `sent a message_delta without delta and usage.output_tokens: ${preview(event)}`,
-          );
-        }
-        const current = message!;
-        current.stop_reason = delta.stop_reason ?? null;
-        if (delta.stop_sequence !== undefined) current.stop_sequence = delta.stop_sequence;
-        const merged: Usage = { ...current.usage, output_tokens: usage.output_tokens };
-        for (const key of [
-          "input_tokens",
-          "cache_creation_input_tokens",
-          "cache_read_input_tokens",
-        ] as const) {
-          const value = usage[key];
-          if (typeof value === "number") (merged as unknown as Record<string, number>)[key] = value;
-        }
-        current.usage = merged;
-        return undefined;
-      }
-      case "message_stop": {
-        const unfinished = blocks.findIndex((block) => !block.stopped);
-        if (unfinished >= 0)
-          return fail(
-            "malformed_stream",
-            true,
-            `sent message_stop while block ${unfinished} was still open`,
-          );
-        done = true;
-        return undefined;
-      }
-      default:
-        return fail(
-          "unknown_stream_event",
-          false,
-          `sent an event of unknown type ${JSON.stringify((event as { type: string }).type)}; upgrade @loopguard/core or report it`,
-        );
-    }
-  };
-
-  return {
-    push,
-    get hasContent() {
-      return hasContent;
-    },
-    get done() {
-      return done;
-    },
-    get usage() {
-      return message?.usage;
-    },
-    finish() {
-      if (!message) fail("stream_cut", true, "ended before message_start");
-      if (!done)
-        fail(
-          "stream_cut",
-          true,
-          "ended without message_stop (the connection was cut or went idle)",
-        );
-      return { ...message!, content: blocks.map((open) => open.block as unknown as ContentBlock) };
-    },
-  };
+function fail(kind: string, retryable: boolean, detail: string): never {
+  throw new StreamProtocolError(
+    kind,
+    retryable,
+    `[core] the model's stream ${detail}${retryable ? "; the step is retried" : ""}`,
+  );
 }
 
 /**

@@ -7,12 +7,15 @@ import {
 
 /** The idle watchdog fired: the stream sent nothing for `idleTimeoutMs`. */
 export class StreamIdleError extends StreamProtocolError {
+  static override readonly marker: string = "loopguard.error.StreamIdleError";
   readonly idleTimeoutMs: number;
+  /** Code `stream_idle` (kind `stream_idle`). */
   constructor(idleTimeoutMs: number) {
     super(
       "stream_idle",
       true,
       `[core] the model's stream sent nothing for ${idleTimeoutMs} ms (idleTimeoutMs) and was aborted; the step is retried`,
+      { code: "stream_idle" },
     );
     this.idleTimeoutMs = idleTimeoutMs;
   }
