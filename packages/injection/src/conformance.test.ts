@@ -1,9 +1,10 @@
-import { describeGate, describeScanner } from "@loopguard/core/testing";
+import { describeGate, describeScanner, scriptedModel } from "@loopguard/core/testing";
 import {
   compositeScanner,
   defaultScanner,
   heuristicScanner,
   learnedScanner,
+  llmClassifier,
   taintGate,
 } from "./index.js";
 
@@ -30,6 +31,23 @@ await describeScanner({
   create: () => compositeScanner({ heuristic: heuristicScanner(), classifier: learnedScanner() }),
   flags,
   passes,
+});
+
+// The classifier's plumbing (request, reply parsing, cache, fail-closed) under the suite: its
+// model is scripted to answer as a classifier would for the suite's two kinds of text.
+await describeScanner({
+  name: "llmClassifier (scripted model)",
+  create: () =>
+    llmClassifier({
+      model: scriptedModel((request) => ({
+        content: JSON.stringify(request.messages).includes("Ignore all previous instructions")
+          ? '{"verdict":"injection","confidence":0.95,"reason":"overrides the instructions"}'
+          : '{"verdict":"benign","confidence":0.9}',
+      })),
+    }),
+  flags,
+  passes,
+  largeChars: 100_000,
 });
 
 await describeGate({
