@@ -181,7 +181,9 @@ export function runBudgetHooks(
         }
         reserved.push(budget);
       }
-      open.set(run.runId, { step, spentBefore: fold.committedUsd });
+      // Real spend, not committedUsd: that also counts an orphan request's estimate (a crashed
+      // attempt), which the re-issued request of this step replaces.
+      open.set(run.runId, { step, spentBefore: fold.state.spend.usd });
       return { maxTokens, promptBound };
     },
     async afterStep(writer, step) {
@@ -189,7 +191,7 @@ export function runBudgetHooks(
       const entry = open.get(fold.start.runId);
       if (!entry || entry.step !== step) return;
       open.delete(fold.start.runId);
-      await settleStep(runOf(fold), step, fold.committedUsd - entry.spentBefore);
+      await settleStep(runOf(fold), step, fold.state.spend.usd - entry.spentBefore);
     },
     async afterDrive(writer) {
       const fold = writer.fold;
@@ -200,7 +202,7 @@ export function runBudgetHooks(
       // A fenced writer leaves the reservation to the worker that took the run over: it
       // reserves the same step (one reservation) and settles it at what it really cost.
       if (writer.broken) return;
-      await settleStep(runOf(fold), entry.step, fold.committedUsd - entry.spentBefore);
+      await settleStep(runOf(fold), entry.step, fold.state.spend.usd - entry.spentBefore);
     },
   };
 }
