@@ -13,11 +13,23 @@ export function breakerOf(tool: Tool<any, any>, options?: BreakerOptions): Circu
     byOptions = new Map();
     breakers.set(tool, byOptions);
   }
-  const key = `${options?.failureThreshold ?? ""}:${options?.cooldownMs ?? ""}:${options?.now ? "clock" : ""}`;
+  const key = keyOf(options);
   let breaker = byOptions.get(key);
   if (!breaker) {
     breaker = new CircuitBreaker(options);
     byOptions.set(key, breaker);
   }
   return breaker;
+}
+
+/** The settings key of a breaker, made once per options object (this runs for every call). */
+const keys = new WeakMap<BreakerOptions, string>();
+function keyOf(options: BreakerOptions | undefined): string {
+  if (!options) return "::";
+  let key = keys.get(options);
+  if (key === undefined) {
+    key = `${options.failureThreshold ?? ""}:${options.cooldownMs ?? ""}:${options.now ? "clock" : ""}`;
+    keys.set(options, key);
+  }
+  return key;
 }
