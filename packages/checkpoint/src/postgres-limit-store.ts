@@ -74,7 +74,7 @@ export interface PostgresLimitStore extends LimitStore {
 
 const where = "postgresLimitStore";
 /** The version of the limit tables and functions this package writes. */
-const limitSchemaVersion = 1;
+const limitSchemaVersion = 2;
 const pruneEveryMs = 60_000;
 
 /**
@@ -85,7 +85,8 @@ const pruneEveryMs = 60_000;
  * One round trip per call: a `take` or `refund` is one `INSERT ... ON CONFLICT DO UPDATE ...
  * RETURNING` that refills and takes under the row's lock (concurrent takes queue on the row,
  * none is lost); `reserve` and `settle` are one call of a PL/pgSQL function that locks the
- * counter row. Counters carry their window's end and are deleted after it. Errors reject with
+ * counter row. The same reservation id asked for more than it holds (a step taken over by a
+ * worker that computed a larger worst case) grows to that amount if it fits, else is refused. Counters carry their window's end and are deleted after it. Errors reject with
  * a `[checkpoint]` message: the gate or budget that asked fails closed.
  *
  * @example
@@ -419,13 +420,31 @@ async function migrateLimits(pool: PgPool, schema: string, s: string): Promise<v
      DECLARE
        c_settled float8;
        c_reserved float8;
+       r_amount float8;
+       r_start bigint;
      BEGIN
        INSERT INTO ${s}.limit_counters AS c (key, window_start, window_end, cap)
          VALUES (p_key, p_start, p_end, p_cap)
          ON CONFLICT (key, window_start) DO UPDATE SET cap = excluded.cap, window_end = excluded.window_end
          RETURNING c.settled, c.reserved INTO c_settled, c_reserved;
-       IF EXISTS (SELECT 1 FROM ${s}.limit_reservations r WHERE r.key = p_key AND r.id = p_id) THEN
-         RETURN QUERY SELECT true, c_settled + c_reserved;
+       SELECT r.amount, r.window_start INTO r_amount, r_start
+         FROM ${s}.limit_reservations r WHERE r.key = p_key AND r.id = p_id;
+       IF FOUND THEN
+         -- The same id again (a retried or taken-over step) is one reservation. Asked for more
+         -- than it holds (another worker's max_tokens), it grows to that if it fits, else is
+         -- refused: what it holds must cover what the step may now spend.
+         IF p_amount <= r_amount OR r_start <> p_start THEN
+           RETURN QUERY SELECT true, c_settled + c_reserved;
+           RETURN;
+         END IF;
+         IF c_settled + c_reserved - r_amount + p_amount > p_cap THEN
+           RETURN QUERY SELECT false, c_settled + c_reserved;
+           RETURN;
+         END IF;
+         UPDATE ${s}.limit_reservations SET amount = p_amount WHERE key = p_key AND id = p_id;
+         UPDATE ${s}.limit_counters SET reserved = reserved - r_amount + p_amount
+           WHERE key = p_key AND window_start = p_start;
+         RETURN QUERY SELECT true, c_settled + c_reserved - r_amount + p_amount;
          RETURN;
        END IF;
        IF c_settled + c_reserved + p_amount > p_cap THEN

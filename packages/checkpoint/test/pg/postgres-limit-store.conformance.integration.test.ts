@@ -59,6 +59,40 @@ if (databaseUrl) {
       });
     });
 
+    it("the same id asked for more (a taken-over step with a larger max_tokens) grows if it fits, else is refused", async () => {
+      const store = made();
+      const key = `grow:${Math.random()}`;
+      const day = { cap: 1, windowStart: t0, windowMs: 86_400_000 };
+      expect(await store.reserve(key, day, 0.2, { id: "step", now: t0 })).toEqual({
+        ok: true,
+        used: 0.2,
+      });
+      expect(await store.reserve(key, day, 0.5, { id: "other", now: t0 })).toEqual({
+        ok: true,
+        used: 0.7,
+      });
+      // Less than it holds: the same reservation.
+      expect(await store.reserve(key, day, 0.1, { id: "step", now: t0 })).toEqual({
+        ok: true,
+        used: 0.7,
+      });
+      // More, and it fits: it grows.
+      expect(await store.reserve(key, day, 0.4, { id: "step", now: t0 })).toEqual({
+        ok: true,
+        used: 0.9,
+      });
+      // More than fits: refused, and it keeps what it held.
+      expect(await store.reserve(key, day, 0.6, { id: "step", now: t0 })).toEqual({
+        ok: false,
+        used: 0.9,
+      });
+      await store.settle(key, "step", 0.3, { now: t0 });
+      expect((await store.inspect({ prefix: key, now: t0 })).counters[0]).toMatchObject({
+        settled: 0.3,
+        reserved: 0.5,
+      });
+    });
+
     it("counters expire with their window (prune drops them and their reservations)", async () => {
       const store = made();
       const key = `expire:${Math.random()}`;
