@@ -1,4 +1,9 @@
-import { createWorker, type PgPool, postgresFreezeStore } from "@loopguard/checkpoint";
+import {
+  createWorker,
+  type PgPool,
+  postgresFreezeStore,
+  postgresLimitStore,
+} from "@loopguard/checkpoint";
 import {
   type Agent,
   createAgent,
@@ -6,6 +11,7 @@ import {
   type Gate,
   type Model,
   type ModelRequest,
+  type RunBudget,
   type Tool,
   type ToolContext,
 } from "@loopguard/core";
@@ -39,6 +45,12 @@ export interface RunWorkerOptions {
   pollingIntervalMs?: number;
   /** Latency of each model step in ms, as a real model has. Default 0. */
   stepDelayMs?: number;
+  /** At most this many runs of one tenant advanced at once across the fleet. */
+  tenantConcurrency?: number;
+  /** Each tenant's USD per calendar day (UTC), on the PostgreSQL limit store (`tenantBudget`). */
+  tenantUsdPerDay?: number;
+  /** Each tenant's runs per calendar day (UTC). */
+  tenantRunsPerDay?: number;
   out: (line: string) => void;
 }
 
@@ -59,6 +71,9 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     connectionString: options.connectionString,
     schema,
     concurrency: options.concurrency,
+    ...(options.tenantConcurrency !== undefined
+      ? { tenantConcurrency: options.tenantConcurrency }
+      : {}),
     ...(options.leaseMs !== undefined ? { leaseMs: options.leaseMs } : {}),
     ...(options.sliceMs !== undefined ? { sliceMs: options.sliceMs } : {}),
     ...(options.pollingIntervalMs !== undefined
@@ -86,11 +101,28 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     await createTables(opened, schema);
     return opened;
   });
+  // Tenant budgets on the fleet's limit store (what `loopguard limits` shows).
+  const budgets: RunBudget[] = [];
+  if (options.tenantUsdPerDay !== undefined || options.tenantRunsPerDay !== undefined) {
+    const policyModule = packages.modules.policy;
+    if (!policyModule)
+      throw new Error("[loopguard] worker: tenant budgets need @loopguard/policy in this build");
+    budgets.push(
+      policyModule.tenantBudget({
+        store: postgresLimitStore({ pool, schema }),
+        perDay: {
+          ...(options.tenantUsdPerDay !== undefined ? { maxUsd: options.tenantUsdPerDay } : {}),
+          ...(options.tenantRunsPerDay !== undefined ? { maxRuns: options.tenantRunsPerDay } : {}),
+        },
+      }),
+    );
+  }
   const makeAgent = supportDeskAgents({
     pool,
     schema,
     stepDelayMs: options.stepDelayMs ?? 0,
     packages,
+    budgets,
   });
 
   await withDatabase(options.connectionString, () => worker.start());
@@ -118,6 +150,8 @@ export function supportDeskAgents(options: {
   schema: string;
   stepDelayMs: number;
   packages: Awaited<ReturnType<typeof loadPackages>>;
+  /** Run budgets (tenant budgets) of every run. */
+  budgets?: readonly RunBudget[];
 }): (store: EventStore, runId: string, epoch: number) => Promise<Agent> {
   const { pool, schema, stepDelayMs, packages } = options;
   const s = `"${schema}"`;
@@ -190,6 +224,7 @@ export function supportDeskAgents(options: {
       vault,
       store: view,
       budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 120_000 },
+      ...(options.budgets && options.budgets.length > 0 ? { budgets: options.budgets } : {}),
       approval: { durable: true },
       retry: { baseDelayMs: 50 },
       agentId: "support-desk",

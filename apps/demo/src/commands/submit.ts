@@ -1,5 +1,9 @@
 import { submitRun } from "@loopguard/checkpoint";
-import { type Command, Option } from "commander";
+import {
+  type Command,
+  InvalidArgumentError as CommanderInvalidArgumentError,
+  Option,
+} from "commander";
 import type { CliShared } from "../cli-context.js";
 import { withDatabase } from "../postgres-connection.js";
 import { UsageError } from "../usage-error.js";
@@ -22,10 +26,29 @@ export function register(program: Command, { out, colors }: CliShared): void {
     .option("--connection <url>", "the PostgreSQL URL (default: DATABASE_URL)")
     .option("--schema <name>", "the schema the workers use", "loopguard")
     .option("--run-id <id>", "the run's id (default: a new run_<16 hex>)")
+    .option("--tenant <name>", "the customer the run is for (tenant budgets and concurrency)")
+    .option(
+      "--priority <n>",
+      "higher runs are taken first (a whole number, default 0)",
+      (value: string) => {
+        if (!/^-?\d+$/.test(value))
+          throw new CommanderInvalidArgumentError(
+            `--priority must be a whole number, got ${JSON.stringify(value)}`,
+          );
+        return Number(value);
+      },
+    )
     .action(
       async (
         task: string,
-        options: { agent: string; connection?: string; schema: string; runId?: string },
+        options: {
+          agent: string;
+          connection?: string;
+          schema: string;
+          runId?: string;
+          tenant?: string;
+          priority?: number;
+        },
       ) => {
         if (task.trim() === "")
           throw new UsageError(
@@ -39,6 +62,8 @@ export function register(program: Command, { out, colors }: CliShared): void {
         const { runId, jobId } = await withDatabase(connectionString, () =>
           submitRun({ connectionString, schema: options.schema }, task, {
             ...(options.runId !== undefined ? { runId: options.runId } : {}),
+            ...(options.tenant !== undefined ? { tenant: options.tenant } : {}),
+            ...(options.priority !== undefined ? { priority: options.priority } : {}),
             context: { attributes: { agent: options.agent } },
           }),
         );

@@ -1,5 +1,5 @@
 import { loadPackages } from "@loopguard/evals";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { type CliShared, positiveInt } from "../cli-context.js";
 import { UsageError } from "../usage-error.js";
 
@@ -25,6 +25,28 @@ export function register(program: Command, { out, exit }: CliShared): void {
     .option("--slice-ms <n>", "how long one job advances a run", positiveInt("--slice-ms"))
     .option("--polling-ms <n>", "how often an idle worker polls", positiveInt("--polling-ms"))
     .option(
+      "--tenant-concurrency <n>",
+      "at most this many runs of one tenant (submit --tenant) advanced at once across the fleet",
+      positiveInt("--tenant-concurrency"),
+    )
+    .option(
+      "--tenant-usd-per-day <usd>",
+      "each tenant's USD per day (UTC), shared by the fleet (see: loopguard limits)",
+      (value: string) => {
+        const usd = Number(value);
+        if (!/^\d+(\.\d+)?$/.test(value) || !Number.isFinite(usd))
+          throw new InvalidArgumentError(
+            `--tenant-usd-per-day must be a number of dollars >= 0, got ${JSON.stringify(value)}`,
+          );
+        return usd;
+      },
+    )
+    .option(
+      "--tenant-runs-per-day <n>",
+      "each tenant's runs per day (UTC), shared by the fleet",
+      positiveInt("--tenant-runs-per-day"),
+    )
+    .option(
       "--step-delay <ms>",
       "latency of each model step, as a real model has",
       positiveInt("--step-delay"),
@@ -38,6 +60,9 @@ export function register(program: Command, { out, exit }: CliShared): void {
         sliceMs?: number;
         pollingMs?: number;
         stepDelay?: number;
+        tenantConcurrency?: number;
+        tenantUsdPerDay?: number;
+        tenantRunsPerDay?: number;
       }) => {
         const connectionString = options.connection ?? process.env.DATABASE_URL;
         const checkpoint = (await loadPackages()).modules.checkpoint;
@@ -59,6 +84,15 @@ export function register(program: Command, { out, exit }: CliShared): void {
             ...(options.sliceMs !== undefined ? { sliceMs: options.sliceMs } : {}),
             ...(options.pollingMs !== undefined ? { pollingIntervalMs: options.pollingMs } : {}),
             ...(options.stepDelay !== undefined ? { stepDelayMs: options.stepDelay } : {}),
+            ...(options.tenantConcurrency !== undefined
+              ? { tenantConcurrency: options.tenantConcurrency }
+              : {}),
+            ...(options.tenantUsdPerDay !== undefined
+              ? { tenantUsdPerDay: options.tenantUsdPerDay }
+              : {}),
+            ...(options.tenantRunsPerDay !== undefined
+              ? { tenantRunsPerDay: options.tenantRunsPerDay }
+              : {}),
             out,
           }),
         );
