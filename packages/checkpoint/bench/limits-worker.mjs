@@ -56,7 +56,10 @@ const worker = createWorker({
   leaseMs: 3000,
   pollingIntervalMs: 500,
   maintenanceIntervalMs: 1000,
-  ...(limits ? { tenantConcurrency: Number(env.TENANT_CONCURRENCY ?? 4) } : {}),
+  // TENANT_CONCURRENCY=0: tenant budgets only (to see what each limit costs).
+  ...(limits && env.TENANT_CONCURRENCY !== "0"
+    ? { tenantConcurrency: Number(env.TENANT_CONCURRENCY ?? 4) }
+    : {}),
   onError: (error, where) =>
     print({ event: "error", where, message: String(error?.message ?? error) }),
 });
