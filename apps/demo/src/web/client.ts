@@ -12,6 +12,7 @@ interface Boot {
   where: string;
   data: unknown;
   query?: Record<string, string>;
+  version?: string;
 }
 
 interface Reason {
@@ -612,14 +613,17 @@ function render(): void {
 /** Re-reads the current view's data after a change the server announced. */
 async function refresh(): Promise<void> {
   // A half-written reason or an answer in flight must not be wiped by a refresh.
+  // It is put off (and tried again shortly), never dropped.
   const active = document.activeElement;
-  if (
+  const typing =
     active &&
     (active.tagName === "TEXTAREA" || active.tagName === "INPUT") &&
-    (active as HTMLInputElement).value !== ""
-  )
+    (active as HTMLInputElement).value !== "";
+  if (typing || main.querySelector("button:disabled")) {
+    clearTimeout(timer);
+    timer = setTimeout(() => void refresh(), 2_000);
     return;
-  if (main.querySelector("button:disabled")) return;
+  }
   const path =
     boot.view === "inbox"
       ? "/api/inbox"
@@ -640,7 +644,7 @@ async function refresh(): Promise<void> {
 
 let timer: ReturnType<typeof setTimeout> | undefined;
 function connect(): void {
-  const source = new EventSource("/api/live");
+  const source = new EventSource(`/api/live?since=${encodeURIComponent(boot.version ?? "")}`);
   source.addEventListener("change", () => {
     clearTimeout(timer);
     timer = setTimeout(() => void refresh(), 150);

@@ -8,6 +8,8 @@ export interface PageBoot {
   where: string;
   data: unknown;
   query?: Record<string, string>;
+  /** The state the page was rendered from; the live feed announces any other. */
+  version?: string;
 }
 
 let script: string | undefined;

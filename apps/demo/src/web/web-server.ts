@@ -87,9 +87,9 @@ export function createWebHandler(options: WebOptions): WebHandler {
   const ready = index.start();
   ready.catch((error) => report(error, "indexing the runs"));
   const locks = new Map<string, Promise<unknown>>();
-  const live = new Set<ServerResponse>();
+  /** Each live page, with the state it was last told about (its page's version at first). */
+  const live = new Map<ServerResponse, string>();
   let liveTimer: ReturnType<typeof setInterval> | undefined;
-  let lastSignature = "";
 
   const report = (error: unknown, where: string) => {
     try {
@@ -248,8 +248,16 @@ export function createWebHandler(options: WebOptions): WebHandler {
 
   function notify(runId?: string): void {
     if (runId !== undefined) index.touch(runId);
-    lastSignature = "";
-    for (const client of live) client.write("event: change\ndata: {}\n\n");
+    for (const client of live.keys()) client.write("event: change\ndata: {}\n\n");
+  }
+
+  /** Tells every page whose state differs from `current` to refresh. */
+  function announce(current: string): void {
+    for (const [client, seen] of live) {
+      if (seen === current) continue;
+      live.set(client, current);
+      client.write("event: change\ndata: {}\n\n");
+    }
   }
 
   async function signature(): Promise<string> {
@@ -276,11 +284,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
         return;
       }
       signature()
-        .then((next) => {
-          if (lastSignature !== "" && next !== lastSignature)
-            for (const client of live) client.write("event: change\ndata: {}\n\n");
-          lastSignature = next;
-        })
+        .then(announce)
         .catch((error) => report(error, "live feed"));
     }, options.livePollMs ?? 1_000);
     liveTimer.unref?.();
@@ -460,9 +464,14 @@ export function createWebHandler(options: WebOptions): WebHandler {
             connection: "keep-alive",
           });
           response.write(": live\n\n");
-          live.add(response);
+          // The page says which state it rendered: a change between its render and this
+          // connection is announced at once instead of being taken as the baseline.
+          live.set(response, url.searchParams.get("since") ?? "");
           request.on("close", () => live.delete(response));
           startLive();
+          signature()
+            .then(announce)
+            .catch((error) => report(error, "live feed"));
           return;
         }
         if (parts[1] === "runs" && parts[2]) {
@@ -573,6 +582,9 @@ export function createWebHandler(options: WebOptions): WebHandler {
         return send(response, 200, index.all());
       }
 
+      // The state before the page's data is read: a change landing while it is read is then
+      // announced to the page when its live feed connects (never missed).
+      const version = await signature();
       const csrf = session?.csrf ?? "";
       const page = async (
         view: PageBoot["view"],
@@ -590,7 +602,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
           response,
           status,
           shellPage(
-            { view, user, csrf, where: backend.where, data, ...(query ? { query } : {}) },
+            { view, user, csrf, where: backend.where, data, version, ...(query ? { query } : {}) },
             nonce,
             waiting,
           ),
@@ -632,7 +644,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
     close() {
       index.close();
       if (liveTimer) clearInterval(liveTimer);
-      for (const client of live) client.end();
+      for (const client of live.keys()) client.end();
       live.clear();
     },
   };
