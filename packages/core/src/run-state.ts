@@ -74,11 +74,6 @@ export class RunState implements RunView {
   readonly refusals: RefusedCall[] = [];
   readonly outputs: SeenOutput[] = [];
   readonly spend: Spend = { usd: 0, inputTokens: 0, outputTokens: 0, steps: 0 };
-  /**
-   * Per-run caches for gates; never durable, always re-derivable from the fields above.
-   * @deprecated Use `memory(gateMemory(name, init))`.
-   */
-  readonly scratch = new Map<string, unknown>();
   #memory: Map<GateMemoryKey<unknown>, unknown> | undefined;
   #halted = false;
   #haltReason: string | undefined;

@@ -7,7 +7,7 @@
  */
 
 import type { JsonValue } from "../json.js";
-import type { RunState } from "../run-state.js";
+import type { RunView } from "./run-view.js";
 
 /** Where a gate sits in the pipeline (DESIGN.md's step numbers). */
 export type GateStep =
@@ -38,11 +38,12 @@ export interface ToolCall {
   sensitive: boolean;
   idempotent: boolean;
   /**
-   * The run this call belongs to, or `undefined` for a guarded call outside any run. Read it
-   * as a `RunView` (read-only but for the halt latch; per-gate memory through `memory(key)`):
-   * the type narrows to `RunView` once every gate in the repository reads it so.
+   * The run this call belongs to, or `undefined` for a guarded call outside any run: read-only
+   * (but for the halt latch, which only closes), with typed per-gate memory through
+   * `memory(gateMemory(name, init))`. A gate that wants the run halted returns a deny with
+   * `halt: true` (and `haltReason`); it cannot change the run's calls, refusals, outputs or spend.
    */
-  run: RunState | undefined;
+  readonly run: RunView | undefined;
   /** Whether this call is being re-checked after a durable approval. */
   recheck?: boolean;
 }

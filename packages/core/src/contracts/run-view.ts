@@ -48,11 +48,11 @@ export interface RunView {
   readonly halted: boolean;
   readonly haltReason: string | undefined;
   /** Admitted calls, in order. */
-  readonly calls: readonly AdmittedCall[];
+  readonly calls: ReadonlyArray<Readonly<AdmittedCall>>;
   /** Refused calls, in order. */
-  readonly refusals: readonly RefusedCall[];
+  readonly refusals: ReadonlyArray<Readonly<RefusedCall>>;
   /** Tool outputs the model saw, in order. */
-  readonly outputs: readonly SeenOutput[];
+  readonly outputs: ReadonlyArray<Readonly<SeenOutput>>;
   readonly spend: Readonly<Spend>;
   /**
    * Sets the halt latch (halting twice keeps the first reason). The one write a view allows:
@@ -62,9 +62,4 @@ export interface RunView {
   halt(reason: string, source?: string): void;
   /** This gate's memory of the run, made by `key.init` on first use. */
   memory<T>(key: GateMemoryKey<T>): T;
-  /**
-   * Untyped per-run caches keyed by strings.
-   * @deprecated Use `memory(gateMemory(name, init))`: typed, and keys cannot collide.
-   */
-  readonly scratch: Map<string, unknown>;
 }
