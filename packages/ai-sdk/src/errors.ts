@@ -2,6 +2,7 @@ import { LoopguardError } from "@loopguard/core";
 
 /** A tool set or option that `guardTools` cannot guard (no schema, no `execute`, a provider tool). */
 export class GuardToolsError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.GuardToolsError";
   constructor(message: string, options?: { cause?: unknown }) {
     super("guard_tools_invalid", message, options);
   }
@@ -9,6 +10,7 @@ export class GuardToolsError extends LoopguardError {
 
 /** A guarded tool failed while it ran (timeout, a thrown error); the AI SDK hands it to the model as a tool error. */
 export class GuardedToolError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.GuardedToolError";
   /** The failure kind loopguard recorded (`timeout`, `tool_error`, `aborted`, ...). */
   readonly kind: string;
   constructor(message: string, kind: string) {
@@ -19,6 +21,7 @@ export class GuardedToolError extends LoopguardError {
 
 /** The run's budget cannot afford another model call. */
 export class BudgetExceededError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.BudgetExceededError";
   /** Which cap was reached: `maxSteps`, `maxTokens` or `maxUsd`. */
   readonly limit: string;
   constructor(message: string, limit: string) {

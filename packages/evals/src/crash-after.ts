@@ -1,14 +1,4 @@
-import { type EventStore, InvalidArgumentError, LoopguardError } from "@loopguard/core";
-
-/** The error a `crashAfter` store throws when its process "dies". */
-export class SimulatedCrashError extends LoopguardError {
-  constructor(appends: number) {
-    super(
-      "simulated_crash",
-      `[evals] simulated crash after ${appends} durable append${appends === 1 ? "" : "s"}`,
-    );
-  }
-}
+import { type EventStore, InvalidArgumentError } from "@loopguard/core";
 
 /**
  * Wraps a store so the process "dies" right after the Nth durable append: the append lands,

@@ -1,4 +1,4 @@
-export { crashAfter, SimulatedCrashError } from "./crash-after.js";
+export { crashAfter } from "./crash-after.js";
 export type {
   LoadedPackages,
   OptionalPackage,

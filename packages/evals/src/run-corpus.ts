@@ -53,6 +53,7 @@ export interface CorpusReport {
 
 /** The corpus error: the file is missing or unreadable. */
 export class CorpusFileError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.CorpusFileError";
   constructor(message: string, options?: { cause?: unknown }) {
     super("corpus_file", message, options);
   }

@@ -2,6 +2,7 @@ import { LoopguardError } from "@loopguard/core";
 
 /** A policy document (JSON or object) does not match the schema; the message names the JSON path. */
 export class PolicyValidationError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.PolicyValidationError";
   /** Every problem found, each as `path: what was expected`. */
   readonly issues: readonly string[];
   constructor(issues: readonly string[], options?: { cause?: unknown }) {
@@ -16,6 +17,7 @@ export class PolicyValidationError extends LoopguardError {
 
 /** A frozen policy was asked to change. */
 export class PolicyFrozenError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.PolicyFrozenError";
   constructor(what: string) {
     super(
       "policy_frozen",
@@ -26,6 +28,7 @@ export class PolicyFrozenError extends LoopguardError {
 
 /** A freeze store could not be read or written. */
 export class FreezeStoreError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.FreezeStoreError";
   constructor(message: string, options?: { cause?: unknown }) {
     super("freeze_store_error", message, options);
   }
