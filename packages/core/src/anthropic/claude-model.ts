@@ -51,6 +51,7 @@ export type ClaudeCache = boolean | { ttl: "5m" | "1h" };
 
 /** No API key could be found for the Claude backend. */
 export class MissingApiKeyError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.MissingApiKeyError";
   constructor(options?: { cause?: unknown }) {
     super(
       "missing_api_key",

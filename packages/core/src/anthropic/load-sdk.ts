@@ -5,6 +5,7 @@ export type AnthropicSdk = typeof import("@anthropic-ai/sdk");
 
 /** `@anthropic-ai/sdk` (an optional peer) is not installed. */
 export class MissingSdkError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.MissingSdkError";
   constructor(what: string, options?: { cause?: unknown }) {
     super(
       "missing_sdk",
