@@ -27,7 +27,7 @@ let base = "";
 
 const parked = () => {
   const result = run(["demo", "--order", "A1002", "--dir", runs]);
-  expect(result.stdout).toMatch(/awaiting_approval/);
+  expect(result.stdout, `demo failed:\n${result.stderr}`).toMatch(/awaiting_approval/);
   return runIdOf(result.stdout);
 };
 const refundsOf = (runId: string) =>
