@@ -22,6 +22,7 @@ export interface MissingPeerErrorOptions {
  * `MissingDriverError` is the same class under its earlier name.
  */
 export class MissingPeerError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.MissingPeerError";
   /** The package at fault, e.g. `pg`. */
   readonly peer: string;
   constructor(peer: string, what: string, options: MissingPeerErrorOptions = {}) {

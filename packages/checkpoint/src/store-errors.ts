@@ -5,6 +5,7 @@ import { LoopguardError } from "@loopguard/core";
 
 /** A store was used after `close()`. */
 export class StoreClosedError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.StoreClosedError";
   constructor(store: string) {
     super(
       "store_closed",
@@ -15,6 +16,7 @@ export class StoreClosedError extends LoopguardError {
 
 /** Another writer held a run's lock for longer than the store would wait. */
 export class RunLockedError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.RunLockedError";
   readonly lockPath: string;
   constructor(lockPath: string, holder: string, waitedMs: number) {
     super(
@@ -27,6 +29,7 @@ export class RunLockedError extends LoopguardError {
 
 /** A write or fsync of a run's log failed: what reached the disk is unknown until a reopen. */
 export class StoreWriteError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.StoreWriteError";
   constructor(message: string, options?: { cause?: unknown }) {
     super("store_write_failed", message, options);
   }
