@@ -5,30 +5,20 @@
 //
 //   pnpm --filter @loopguard/core build && pnpm --filter @loopguard/checkpoint build
 //   node bench/chain-cpu.mjs
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jsonlEventStore, sqliteEventStore } from "../dist/index.js";
+import { scratchDirs, toolResult } from "./bench-events.mjs";
 
 const base = process.env.BENCH_DIR ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir());
-const dirs = [];
-const newDir = () => {
-  const dir = mkdtempSync(join(base, "lg-chain-cpu-"));
-  dirs.push(dir);
-  return dir;
-};
-const event = (index) => ({
-  type: "tool-call-result",
-  step: 1,
-  toolUseId: `toolu_${index}`,
-  tool: "lookup_order",
-  status: "ok",
-  content: JSON.stringify({ order_id: "A1001", note: "x".repeat(300) }),
-  isError: false,
-  durationMs: 12,
-  attempts: 1,
-  at: Date.now(),
-});
+const { newDir, removeAll } = scratchDirs(base, "chain-cpu");
+const event = (index) =>
+  toolResult(
+    `toolu_${index}`,
+    JSON.stringify({ order_id: "A1001", note: "x".repeat(300) }),
+    Date.now(),
+  );
 
 async function cpuOf(store) {
   const started = process.cpuUsage();
@@ -59,4 +49,4 @@ for (const [name, make] of [
     `${name.padEnd(7)} on ${median(on).toFixed(0).padStart(5)} ms  off ${median(off).toFixed(0).padStart(5)} ms  ${(median(on) / median(off)).toFixed(3)}x  (+${(((median(on) - median(off)) / 10_000) * 1000).toFixed(1)} us per append)`,
   );
 }
-for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+removeAll();

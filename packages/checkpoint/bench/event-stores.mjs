@@ -5,42 +5,32 @@
 // `pnpm --filter @loopguard/checkpoint bench` (it builds first). Prints figures and ratios;
 // asserts nothing about time. BENCH_SECONDS sets each measurement's length; BENCH_ONLY=chain
 // runs only the hash chain's on/off comparison.
-import { closeSync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fdatasyncSync, openSync, writeSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { foldRun } from "@loopguard/core/plugin";
 import { jsonlEventStore, sqliteEventStore } from "../dist/index.js";
+import { scratchDirs, take, toolResult, toolRunLog } from "./bench-events.mjs";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 2);
 const durationMs = seconds * 1000;
 const base = process.env.BENCH_DIR ?? tmpdir();
-const scratch = [];
-const newDir = (label) => {
-  const dir = mkdtempSync(join(base, `lg-bench-${label}-`));
-  scratch.push(dir);
-  return dir;
-};
+const { newDir, removeAll } = scratchDirs(base, "bench");
 
 /** A realistic event: a tool result of about 500 bytes once serialised. */
-const event = (index) => ({
-  type: "tool-call-result",
-  step: 1,
-  toolUseId: `toolu_${index}`,
-  tool: "lookup_order",
-  status: "ok",
-  content: JSON.stringify({
-    order_id: "A1001",
-    status: "delivered",
-    total: 89.99,
-    items: ["kettle", "mug"],
-    note: "x".repeat(240),
-  }),
-  isError: false,
-  durationMs: 12,
-  attempts: 1,
-  at: Date.now(),
-});
+const event = (index) =>
+  toolResult(
+    `toolu_${index}`,
+    JSON.stringify({
+      order_id: "A1001",
+      status: "delivered",
+      total: 89.99,
+      items: ["kettle", "mug"],
+      note: "x".repeat(240),
+    }),
+    Date.now(),
+  );
 const lineBytes = Buffer.byteLength(`${JSON.stringify({ seq: 123456, ...event(123456) })}\n`);
 
 /** writeSync + fdatasyncSync of one line at a time on one file: one writer's limit. */
@@ -130,65 +120,8 @@ async function storePipelined(makeStore) {
 
 /** A run of `count` events that folds: start, then model request, response (one tool call), intent and result per step. */
 function runLog(runId, count) {
-  const events = [
-    {
-      type: "run-start",
-      runId,
-      agentId: "bench",
-      task: "Order A1001 arrived broken, refund please",
-      model: "claude-sonnet-5-5",
-      maxTokens: 1024,
-      budget: {},
-      policyDigest: "p",
-      toolDigest: "t",
-      at: 1,
-    },
-  ];
-  for (let step = 1; events.length < count; step += 1) {
-    const id = `toolu_${step}`;
-    events.push({
-      type: "model-request",
-      step,
-      maxTokens: 1024,
-      estimateUsd: 0.01,
-      requestDigest: `d${step}`,
-      at: step,
-    });
-    events.push({
-      type: "model-response",
-      step,
-      response: {
-        id: `msg_${step}`,
-        type: "message",
-        role: "assistant",
-        model: "claude-sonnet-5-5",
-        content: [
-          { type: "text", text: "Checking." },
-          { type: "tool_use", id, name: "lookup_order", input: { order_id: "A1001" } },
-        ],
-        stop_reason: "tool_use",
-        stop_sequence: null,
-        usage: { input_tokens: 200, output_tokens: 30 },
-      },
-      costUsd: 0.0009,
-      latencyMs: 700,
-      attempts: 1,
-      at: step,
-    });
-    events.push({
-      type: "tool-call-intent",
-      step,
-      toolUseId: id,
-      tool: "lookup_order",
-      args: { order_id: "A1001" },
-      argsDigest: "a",
-      idempotencyKey: `${runId}:${id}`,
-      decision: { outcome: "allow", passed: ["1:validation"] },
-      at: step,
-    });
-    events.push({ ...event(step), step, toolUseId: id, at: step });
-  }
-  return events.slice(0, count);
+  const steps = toolRunLog(runId, { responseText: "Checking.", resultContent: event(0).content });
+  return [...take(steps, count)];
 }
 
 /** Milliseconds to read a run of `count` events in a fresh store and fold it. */
@@ -322,4 +255,4 @@ for (const [label, measure] of chainCases) {
   );
 }
 
-for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+removeAll();

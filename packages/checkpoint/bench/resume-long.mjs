@@ -14,78 +14,21 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createAgent } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
 import { jsonlEventStore, sqliteEventStore } from "../dist/index.js";
+import { take, toolRunLog } from "./bench-events.mjs";
 
 const count = Number(process.env.BENCH_EVENTS ?? 250_000);
 const base = process.env.BENCH_DIR ?? tmpdir();
 const runId = "run_long";
 
-function* runLog() {
-  yield {
-    type: "run-start",
-    runId,
-    agentId: "bench",
-    task: "Order A1001 arrived broken, refund please",
-    model: "claude-sonnet-5-5",
-    maxTokens: 1024,
-    budget: {},
-    policyDigest: "p",
-    toolDigest: "t",
-    at: 1,
-  };
-  let written = 1;
-  for (let step = 1; written < count - 1; step += 1) {
-    const id = `toolu_${step}`;
-    yield {
-      type: "model-request",
-      step,
-      maxTokens: 1024,
-      estimateUsd: 0.01,
-      requestDigest: `d${step}`,
-      at: step,
-    };
-    yield {
-      type: "model-response",
-      step,
-      response: {
-        id: `msg_${step}`,
-        type: "message",
-        role: "assistant",
-        model: "claude-sonnet-5-5",
-        content: [{ type: "tool_use", id, name: "lookup_order", input: { order_id: "A1001" } }],
-        stop_reason: "tool_use",
-        stop_sequence: null,
-        usage: { input_tokens: 200, output_tokens: 30 },
-      },
-      costUsd: 0.0009,
-      latencyMs: 700,
-      attempts: 1,
-      at: step,
-    };
-    yield {
-      type: "tool-call-intent",
-      step,
-      toolUseId: id,
-      tool: "lookup_order",
-      args: { order_id: "A1001" },
-      argsDigest: "a",
-      idempotencyKey: `${runId}:${id}`,
-      decision: { outcome: "allow", passed: ["1:validation"] },
-      at: step,
-    };
-    yield {
-      type: "tool-call-result",
-      step,
-      toolUseId: id,
-      tool: "lookup_order",
-      status: "ok",
-      content: `{"order_id":"A1001","status":"delivered","note":"${"x".repeat(200)}"}`,
-      isError: false,
-      durationMs: 12,
-      attempts: 1,
-      at: step,
-    };
-    written += 4;
-  }
+/** Whole steps (4 events each) after the start, until at least count - 1 events. */
+function runLog() {
+  const steps = Math.max(0, Math.ceil((count - 2) / 4));
+  return take(
+    toolRunLog(runId, {
+      resultContent: `{"order_id":"A1001","status":"delivered","note":"${"x".repeat(200)}"}`,
+    }),
+    1 + 4 * steps,
+  );
 }
 
 async function write(store) {

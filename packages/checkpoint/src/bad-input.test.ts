@@ -5,7 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LoopguardError } from "@loopguard/core";
+import { thrownError as thrown } from "@loopguard/core/testing";
 import { describe, expect, it } from "vitest";
 import {
   approveRun,
@@ -22,18 +22,6 @@ import { missingPeerError } from "./missing-peer-error.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;
-
-function thrown(make: () => unknown): LoopguardError {
-  let caught: unknown;
-  try {
-    make();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, "expected the call to throw").toBeDefined();
-  expect(LoopguardError.isInstance(caught), `not a loopguard error: ${String(caught)}`).toBe(true);
-  return caught as LoopguardError;
-}
 
 const url = "postgres://localhost:1/none";
 const agent = () => bad({});

@@ -13,7 +13,7 @@ import {
   type EventStore,
   type StoredEventInput,
 } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
+import { retryLog, scriptedModel } from "@loopguard/core/testing";
 import Database from "better-sqlite3";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
@@ -24,33 +24,8 @@ import { verifyRun } from "./verify-run.js";
 
 const key = "a-test-log-key-of-32-characters!";
 const runId = "run_chain";
-const events = (count: number): StoredEventInput[] => [
-  {
-    type: "run-start",
-    runId,
-    agentId: "a",
-    task: "refund A1001",
-    model: "m",
-    maxTokens: 1,
-    budget: {},
-    policyDigest: "p",
-    toolDigest: "t",
-    at: 1,
-  } as StoredEventInput,
-  ...Array.from(
-    { length: count - 1 },
-    (_, index) =>
-      ({
-        type: "model-retry",
-        step: 1,
-        attempt: index,
-        kind: "overloaded",
-        waitMs: 1,
-        message: `m${index}`,
-        at: 2 + index,
-      }) as StoredEventInput,
-  ),
-];
+const events = (count: number): StoredEventInput[] =>
+  retryLog(runId, count, { task: "refund A1001" });
 
 /** One of the ways an attacker changes a log, applied to its lines (seq order). */
 type Tamper =

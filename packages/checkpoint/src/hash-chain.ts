@@ -182,3 +182,65 @@ export type VerifyResult =
       reason: string;
       events: number;
     };
+
+/**
+ * The result for a log whose every link held: `head` is its last event's chain value, `chained`
+ * whether the log carries a chain at all (by default: whether there is a head). Shared by the
+ * three stores' `verifyRun`.
+ */
+export function verifiedLog(
+  runId: string,
+  events: number,
+  head: string | undefined,
+  key: Buffer | undefined,
+  notes: string[] = [],
+  chained: boolean = Boolean(head),
+): VerifyResult {
+  return {
+    ok: true,
+    runId,
+    events,
+    ...(head ? { head } : {}),
+    chain: !chained
+      ? "none"
+      : head?.startsWith("hmac:")
+        ? key
+          ? "hmac"
+          : "hmac-unchecked"
+        : "sha256",
+    notes,
+  };
+}
+
+/**
+ * For the SQL stores: whether a run's rows agree with what its run row records (the number of
+ * events, when recorded, and the head). Returns the failure, or undefined when they agree.
+ */
+export function runRowMismatch(
+  runId: string,
+  held: number,
+  recorded: { events: number | undefined; head: unknown },
+  last: string | undefined,
+): VerifyResult | undefined {
+  const { events, head } = recorded;
+  if (events !== undefined && events !== held)
+    return {
+      ok: false,
+      runId,
+      firstBadSeq: Math.min(events, held),
+      events: held,
+      reason:
+        events > held
+          ? `the log was cut short: its run row records ${events} events, the table holds ${held}; events ${held} to ${events - 1} were removed`
+          : `the table holds ${held} events but the run row records ${events}: events from ${events} on were added outside loopguard`,
+    };
+  if ((typeof head === "string" ? head : undefined) !== last)
+    return {
+      ok: false,
+      runId,
+      firstBadSeq: held - 1,
+      events: held,
+      reason: `the last event's link is not the head its run row records (${String(head)}): the log was rewritten`,
+    };
+  return undefined;
+}

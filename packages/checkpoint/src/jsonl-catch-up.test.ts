@@ -7,33 +7,14 @@
 import { appendFileSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { StoredEventInput } from "@loopguard/core";
+import { bareStart, retryEvent } from "@loopguard/core/testing";
 import { describe, expect, it } from "vitest";
 import { jsonlEventStore } from "./jsonl-event-store.js";
 
 const runId = "run_catch_up";
-const start = {
-  type: "run-start",
-  runId,
-  agentId: "a",
-  task: "t",
-  model: "m",
-  maxTokens: 1,
-  budget: {},
-  policyDigest: "p",
-  toolDigest: "t",
-  at: 1,
-} as StoredEventInput;
+const start = bareStart(runId);
 const retry = (attempt: number, size: number) =>
-  ({
-    type: "model-retry",
-    step: 1,
-    attempt,
-    kind: "overloaded",
-    waitMs: 1,
-    message: `${"é".repeat(attempt % 5)}${"x".repeat(size)}`,
-    at: 2,
-  }) as StoredEventInput;
+  retryEvent(attempt, `${"é".repeat(attempt % 5)}${"x".repeat(size)}`, 2);
 
 describe("jsonl catch-up in pieces", () => {
   it("a 3 MB log with a 1.5 MB line: a new instance appends after it, the chain verifies, a timer runs meanwhile", async () => {

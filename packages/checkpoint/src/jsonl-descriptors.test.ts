@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StoredEventInput } from "@loopguard/core";
 import { createAgent, LoopguardError } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
+import { bareStart, retryEvent, scriptedModel } from "@loopguard/core/testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { defaultDescriptorCap } from "./descriptor-budget.js";
 import { type JsonlEventStore, jsonlEventStore, logFiles } from "./jsonl-event-store.js";
@@ -28,28 +28,7 @@ const newStore = (options: { maxOpenFiles?: number; lockIdleMs?: number } = {}) 
   return store;
 };
 const event = (type: string, index: number): StoredEventInput =>
-  (type === "run-start"
-    ? {
-        type,
-        runId: `r${index}`,
-        agentId: "a",
-        task: "t",
-        model: "m",
-        maxTokens: 1,
-        budget: {},
-        policyDigest: "p",
-        toolDigest: "t",
-        at: 1,
-      }
-    : {
-        type: "model-retry",
-        step: 1,
-        attempt: index,
-        kind: "overloaded",
-        waitMs: 1,
-        message: "m",
-        at: 1,
-      }) as StoredEventInput;
+  type === "run-start" ? bareStart(`r${index}`) : retryEvent(index, "m", 1);
 const errno = (code: string) => Object.assign(new Error(`${code}: injected`), { code });
 
 describe("the JSONL store's descriptor budget", () => {

@@ -38,6 +38,7 @@ import {
   chainStart,
   link,
   type VerifyResult,
+  verifiedLog,
   withChain,
 } from "./hash-chain.js";
 import { encodeStored, lineAt, parseLog, storedEvent } from "./jsonl-log.js";
@@ -918,20 +919,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
           };
       }
       const last = parsed.chains?.at(-1);
-      return {
-        ok: true,
-        runId,
-        events,
-        ...(last ? { head: last } : {}),
-        chain: !cursor.chained
-          ? "none"
-          : last?.startsWith("hmac:")
-            ? chain.key
-              ? "hmac"
-              : "hmac-unchecked"
-            : "sha256",
-        notes,
-      };
+      return verifiedLog(runId, events, last, chain.key, notes, cursor.chained === true);
     },
 
     async list(filter: ListFilter = {}): Promise<RunSummary[]> {

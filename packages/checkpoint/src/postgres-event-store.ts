@@ -18,11 +18,14 @@ import {
   chainStart,
   genesis,
   link,
+  runRowMismatch,
   type VerifyResult,
+  verifiedLog,
 } from "./hash-chain.js";
 import { FencedError, PostgresStoreError } from "./postgres-errors.js";
 import { migrate } from "./postgres-migrations.js";
 import {
+  lazyPool,
   openPool,
   type PgPool,
   type PostgresConnectionOptions,
@@ -121,8 +124,6 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
   const where = "postgresEventStore";
   const { schema, quoted: s } = validateConnection(options, where);
   const chain = chainSettings(options, where);
-  let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
-  let closed = false;
   // The statements of every slice are prepared once per connection (named), so PostgreSQL
   // parses and plans the append's CTE once, not on every append.
   const names = {
@@ -149,29 +150,13 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     if (summaries.size > 10_000) summaries.delete(summaries.keys().next().value as string);
   };
 
-  const ready = (): Promise<PgPool> => {
-    if (closed)
-      return Promise.reject(
-        new InvalidArgumentError(
-          `[checkpoint] the postgres event store (schema ${schema}) is closed; create a new one`,
-        ),
-      );
-    opened ??= (async () => {
-      const connection = await openPool(options, where);
-      try {
-        await migrate(connection.pool, schema, s);
-      } catch (error) {
-        if (connection.owned) await connection.pool.end().catch(() => undefined);
-        throw unreachableError(error, options, where);
-      }
-      return connection;
-    })();
-    // A failed first use (database down) must not poison the store forever.
-    opened.catch(() => {
-      opened = undefined;
-    });
-    return opened.then((connection) => connection.pool);
-  };
+  const { ready, close } = lazyPool({
+    store: "event",
+    schema,
+    open: () => openPool(options, where),
+    prepare: (pool) => migrate(pool, schema, s),
+    prepareError: (error) => unreachableError(error, options, where),
+  });
 
   // Appends to one run issued by this process are applied in the order they were issued
   // (core's writer may pipeline them), so they cannot overtake each other on two connections.
@@ -458,42 +443,16 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     const run = (
       await pool.query(`SELECT next_seq, head FROM ${s}.runs WHERE run_id = $1`, [runId])
     ).rows[0];
-    const recorded = Number(run?.next_seq ?? 0);
-    if (recorded !== rows.length)
-      return {
-        ok: false,
-        runId,
-        firstBadSeq: Math.min(recorded, rows.length),
-        events: rows.length,
-        reason:
-          recorded > rows.length
-            ? `the log was cut short: its run row records ${recorded} events, the table holds ${rows.length}; events ${rows.length} to ${recorded - 1} were removed`
-            : `the table holds ${rows.length} events but the run row records ${recorded}: events from ${recorded} on were added outside loopguard`,
-      };
     const last =
       typeof rows.at(-1)?.chain === "string" ? (rows.at(-1)!.chain as string) : undefined;
-    if ((typeof run?.head === "string" ? run.head : undefined) !== last)
-      return {
-        ok: false,
+    return (
+      runRowMismatch(
         runId,
-        firstBadSeq: rows.length - 1,
-        events: rows.length,
-        reason: `the last event's link is not the head its run row records (${String(run?.head)}): the log was rewritten`,
-      };
-    return {
-      ok: true,
-      runId,
-      events: rows.length,
-      ...(last ? { head: last } : {}),
-      chain: !last
-        ? "none"
-        : last.startsWith("hmac:")
-          ? chain.key
-            ? "hmac"
-            : "hmac-unchecked"
-          : "sha256",
-      notes: [],
-    };
+        rows.length,
+        { events: Number(run?.next_seq ?? 0), head: run?.head },
+        last,
+      ) ?? verifiedLog(runId, rows.length, last, chain.key)
+    );
   };
 
   const list = async (filter: ListFilter = {}): Promise<RunSummary[]> => {
@@ -642,13 +601,7 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
         async close() {},
       };
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      const connection = await opened?.catch(() => undefined);
-      opened = undefined;
-      if (connection?.owned) await connection.pool.end();
-    },
+    close,
   };
   return store;
 }

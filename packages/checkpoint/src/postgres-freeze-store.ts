@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from "@loopguard/core";
 import { migrate } from "./postgres-migrations.js";
 import {
+  lazyPool,
   openPool,
-  type PgPool,
   type PostgresConnectionOptions,
   unreachableError,
   validateConnection,
@@ -76,28 +76,13 @@ export function postgresFreezeStore(options: PostgresFreezeStoreOptions): Postgr
   // freeze committed before t, so it may stand in for any call until t + cacheMs.
   let cached: { status: FreezeStatus; sentAt: number } | undefined;
   let inFlight: { promise: Promise<FreezeStatus>; sentAt: number } | undefined;
-  let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
-  let closed = false;
-  const ready = async (): Promise<PgPool> => {
-    if (closed)
-      throw new InvalidArgumentError(
-        `[checkpoint] the postgres freeze store (schema ${schema}) is closed; create a new one`,
-      );
-    opened ??= (async () => {
-      const connection = await openPool(options, where);
-      try {
-        await migrate(connection.pool, schema, s);
-      } catch (error) {
-        if (connection.owned) await connection.pool.end().catch(() => undefined);
-        throw unreachableError(error, options, where);
-      }
-      return connection;
-    })();
-    opened.catch(() => {
-      opened = undefined;
-    });
-    return (await opened).pool;
-  };
+  const { ready, close } = lazyPool({
+    store: "freeze",
+    schema,
+    open: () => openPool(options, where),
+    prepare: (pool) => migrate(pool, schema, s),
+    prepareError: (error) => unreachableError(error, options, where),
+  });
   const read = async (): Promise<FreezeStatus> => {
     const pool = await ready();
     const { rows } = await pool.query(
@@ -180,12 +165,6 @@ export function postgresFreezeStore(options: PostgresFreezeStoreOptions): Postgr
       cached = { status: { frozen: false }, sentAt: now() };
       inFlight = undefined;
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      const connection = await opened?.catch(() => undefined);
-      opened = undefined;
-      if (connection?.owned) await connection.pool.end();
-    },
+    close,
   };
 }

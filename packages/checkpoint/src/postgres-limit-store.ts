@@ -6,12 +6,13 @@ import type {
   TakeResult,
 } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
+import { limitSpecs } from "@loopguard/core/plugin";
 import { PostgresStoreError } from "./postgres-errors.js";
 import {
   describeTarget,
-  guardPool,
   isConnectionError,
-  loadPg,
+  lazyPool,
+  openPool,
   type PgPool,
   type PostgresConnectionOptions,
   statementName,
@@ -100,45 +101,16 @@ export function postgresLimitStore(options: PostgresLimitStoreOptions): Postgres
     throw new InvalidArgumentError(
       `[checkpoint] ${where}: timeoutMs must be a positive number of milliseconds, got ${String(timeoutMs)}`,
     );
-  let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
-  let closed = false;
   // Spread over the minute, so a fleet started at once does not prune at once.
   let lastPrune = Date.now() - Math.random() * pruneEveryMs;
 
-  const ready = async (): Promise<PgPool> => {
-    if (closed)
-      throw new InvalidArgumentError(
-        `[checkpoint] the postgres limit store (schema ${schema}) is closed; create a new one`,
-      );
-    opened ??= (async () => {
-      let connection: { pool: PgPool; owned: boolean };
-      if (options.pool) {
-        guardPool(options.pool, (error) => options.onError?.(error));
-        connection = { pool: options.pool, owned: false };
-      } else {
-        const { Pool } = await loadPg(where);
-        const pool = new Pool({
-          connectionString: options.connectionString,
-          max: options.max ?? 10,
-          connectionTimeoutMillis: timeoutMs,
-          query_timeout: timeoutMs,
-        });
-        guardPool(pool, (error) => options.onError?.(error));
-        connection = { pool, owned: true };
-      }
-      try {
-        await migrateLimits(connection.pool, schema, s);
-      } catch (error) {
-        if (connection.owned) await connection.pool.end().catch(() => undefined);
-        throw error;
-      }
-      return connection;
-    })();
-    opened.catch(() => {
-      opened = undefined;
-    });
-    return (await opened).pool;
-  };
+  const { ready, close } = lazyPool({
+    store: "limit",
+    schema,
+    open: () =>
+      openPool(options, where, { connectionTimeoutMillis: timeoutMs, query_timeout: timeoutMs }),
+    prepare: (pool) => migrateLimits(pool, schema, s),
+  });
 
   // Every failure becomes a `[checkpoint]` error that says which call on which key failed;
   // callers (rateLimit, tenantBudget) refuse on it: limits fail closed.
@@ -327,13 +299,7 @@ export function postgresLimitStore(options: PostgresLimitStoreOptions): Postgres
       const now = pruneOptions.now ?? Date.now();
       return run("prune", "*", (pool) => pruneRows(pool, s, now));
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      const connection = await opened?.catch(() => undefined);
-      opened = undefined;
-      if (connection?.owned) await connection.pool.end();
-    },
+    close,
   };
 }
 
@@ -527,49 +493,17 @@ function checkKey(key: string): void {
 }
 
 function checkBucket(spec: BucketSpec): void {
-  if (
-    spec === null ||
-    typeof spec !== "object" ||
-    !Number.isInteger(spec.capacity) ||
-    spec.capacity < 1 ||
-    typeof spec.refillPerSecond !== "number" ||
-    !Number.isFinite(spec.refillPerSecond) ||
-    spec.refillPerSecond <= 0
-  )
-    throw new InvalidArgumentError(
-      `[checkpoint] ${where}: a bucket needs a positive integer capacity and a positive finite refillPerSecond, got ${JSON.stringify(spec)}`,
-    );
+  limitSpecs.bucket(spec, `[checkpoint] ${where}`);
 }
 
 function checkCounter(spec: CounterSpec): void {
-  if (
-    spec === null ||
-    typeof spec !== "object" ||
-    typeof spec.cap !== "number" ||
-    !Number.isFinite(spec.cap) ||
-    spec.cap < 0 ||
-    !Number.isFinite(spec.windowStart) ||
-    !Number.isFinite(spec.windowMs) ||
-    spec.windowMs <= 0
-  )
-    throw new InvalidArgumentError(
-      `[checkpoint] ${where}: a counter needs a finite cap >= 0, a finite windowStart and a positive windowMs, got ${JSON.stringify(spec)}`,
-    );
+  limitSpecs.counter(spec, `[checkpoint] ${where}`);
 }
 
 function countOf(count: number | undefined): number {
-  if (count === undefined) return 1;
-  if (!Number.isInteger(count) || count < 1)
-    throw new InvalidArgumentError(
-      `[checkpoint] ${where}: count must be a positive integer, got ${String(count)}`,
-    );
-  return count;
+  return limitSpecs.count(count, `[checkpoint] ${where}`);
 }
 
 function nowOf(now: number | undefined): number {
-  if (typeof now !== "number" || !Number.isFinite(now))
-    throw new InvalidArgumentError(
-      `[checkpoint] ${where}: now must be epoch milliseconds, got ${String(now)}`,
-    );
-  return now;
+  return limitSpecs.now(now, `[checkpoint] ${where}`);
 }

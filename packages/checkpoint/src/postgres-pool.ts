@@ -172,19 +172,83 @@ export function unreachableError(
   );
 }
 
-/** Opens the pool described by `options`; `owned` says whether closing should end it. */
+/**
+ * Opens the pool described by `options` (with `config` added to a pool it creates, such as
+ * timeouts); `owned` says whether closing should end it.
+ */
 export async function openPool(
   options: PostgresConnectionOptions,
   where: string,
+  config: Record<string, unknown> = {},
 ): Promise<{ pool: PgPool; owned: boolean }> {
   if (options.pool) {
     guardPool(options.pool, (error) => options.onError?.(error));
     return { pool: options.pool, owned: false };
   }
   const { Pool } = await loadPg(where);
-  const pool = new Pool({ connectionString: options.connectionString, max: options.max ?? 10 });
+  const pool = new Pool({
+    connectionString: options.connectionString,
+    max: options.max ?? 10,
+    ...config,
+  });
   guardPool(pool, (error) => options.onError?.(error));
   return { pool, owned: true };
+}
+
+/** A store's pool as `lazyPool` keeps it. */
+export interface LazyPool {
+  /** The pool, opened and prepared on first use; refused once closed. */
+  ready(): Promise<PgPool>;
+  /** Ends the pool when the store opened it; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * The pool of one PostgreSQL store (event, freeze or limit), shared by its calls: opened and
+ * prepared (migrated) by the first call; a first use that failed (database down) is forgotten,
+ * so it cannot poison the store and the next call tries again; after `close`, calls are refused
+ * with a message naming the store.
+ */
+export function lazyPool(settings: {
+  /** As in the closed message: "event", "freeze", "limit". */
+  store: string;
+  schema: string;
+  open: () => Promise<{ pool: PgPool; owned: boolean }>;
+  prepare: (pool: PgPool) => Promise<unknown>;
+  /** What a failed `prepare` is rethrown as (default: as it is). */
+  prepareError?: (error: unknown) => unknown;
+}): LazyPool {
+  let opened: Promise<{ pool: PgPool; owned: boolean }> | undefined;
+  let closed = false;
+  return {
+    async ready() {
+      if (closed)
+        throw new InvalidArgumentError(
+          `[checkpoint] the postgres ${settings.store} store (schema ${settings.schema}) is closed; create a new one`,
+        );
+      opened ??= (async () => {
+        const connection = await settings.open();
+        try {
+          await settings.prepare(connection.pool);
+        } catch (error) {
+          if (connection.owned) await connection.pool.end().catch(() => undefined);
+          throw settings.prepareError ? settings.prepareError(error) : error;
+        }
+        return connection;
+      })();
+      opened.catch(() => {
+        opened = undefined;
+      });
+      return (await opened).pool;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      const connection = await opened?.catch(() => undefined);
+      opened = undefined;
+      if (connection?.owned) await connection.pool.end();
+    },
+  };
 }
 
 const guarded = new WeakSet<object>();

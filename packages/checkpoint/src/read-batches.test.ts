@@ -9,38 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { StoredEvent, StoredEventInput } from "@loopguard/core";
+import { retryLog } from "@loopguard/core/testing";
 import { describe, expect, it } from "vitest";
 import { jsonlEventStore } from "./jsonl-event-store.js";
 import { sqliteEventStore } from "./sqlite-event-store.js";
 
 const runId = "run_long";
-const events = (count: number): StoredEventInput[] => [
-  {
-    type: "run-start",
-    runId,
-    agentId: "a",
-    task: "t",
-    model: "m",
-    maxTokens: 1,
-    budget: {},
-    policyDigest: "p",
-    toolDigest: "t",
-    at: 1,
-  } as StoredEventInput,
-  ...Array.from(
-    { length: count - 1 },
-    (_, index) =>
-      ({
-        type: "model-retry",
-        step: 1,
-        attempt: index,
-        kind: "overloaded",
-        waitMs: 1,
-        message: `${"é".repeat(index % 7)}${"x".repeat(300)}`,
-        at: 2 + index,
-      }) as StoredEventInput,
-  ),
-];
+const events = (count: number): StoredEventInput[] =>
+  retryLog(runId, count, { message: (index) => `${"é".repeat(index % 7)}${"x".repeat(300)}` });
 
 async function collect(batches: AsyncIterable<StoredEvent[]>) {
   const all: StoredEvent[] = [];

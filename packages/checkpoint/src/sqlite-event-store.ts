@@ -22,7 +22,9 @@ import {
   chainStart,
   genesis,
   link,
+  runRowMismatch,
   type VerifyResult,
+  verifiedLog,
 } from "./hash-chain.js";
 import { encodeEventBody, lineOf } from "./jsonl-log.js";
 import { assertRunId } from "./run-id.js";
@@ -576,41 +578,18 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       const store = await open();
       const rows = store.readRows.all(runId);
       const row = store.runRow.get(runId);
-      const recorded = row ? (JSON.parse(row.summary) as RunSummary).events : undefined;
-      if (recorded !== undefined && recorded !== events.length)
-        return {
-          ok: false,
-          runId,
-          firstBadSeq: Math.min(recorded, events.length),
-          events: events.length,
-          reason:
-            recorded > events.length
-              ? `the log was cut short: its run row records ${recorded} events, the table holds ${events.length}; events ${events.length} to ${recorded - 1} were removed`
-              : `the table holds ${events.length} events but the run row records ${recorded}: events from ${recorded} on were added outside loopguard`,
-        };
       const last = rows.at(-1)?.chain ?? undefined;
-      if (row && (row.head ?? undefined) !== last)
-        return {
-          ok: false,
+      if (row) {
+        const recorded = (JSON.parse(row.summary) as RunSummary).events;
+        const mismatch = runRowMismatch(
           runId,
-          firstBadSeq: events.length - 1,
-          events: events.length,
-          reason: `the last event's link is not the head its run row records (${row.head}): the log was rewritten`,
-        };
-      return {
-        ok: true,
-        runId,
-        events: events.length,
-        ...(last ? { head: last } : {}),
-        chain: !last
-          ? "none"
-          : last.startsWith("hmac:")
-            ? chain.key
-              ? "hmac"
-              : "hmac-unchecked"
-            : "sha256",
-        notes: [],
-      };
+          events.length,
+          { events: recorded, head: row.head },
+          last,
+        );
+        if (mismatch) return mismatch;
+      }
+      return verifiedLog(runId, events.length, last, chain.key);
     },
 
     async read(runId: string): Promise<StoredEvent[]> {

@@ -13,8 +13,8 @@
 // the 20 small runs (the stall of 20 runs stepping at once, with nothing big).
 // Figures: the event loop's longest stall (perf_hooks.monitorEventLoopDelay, 10 ms resolution),
 // its p99, peak RSS, the big run's latency and the small runs' p50 / max. Nothing is asserted.
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import * as v from "valibot";
+import { stallMeter } from "./stall-meter.mjs";
 
 const dist = (pkg, path = "index.js") =>
   import(new URL(`../../${pkg}/dist/${path}`, import.meta.url).href);
@@ -90,27 +90,7 @@ async function measure(label, bytes, options, smallCount = 20) {
   const output = pageOf(bytes);
   const big = bytes > 0 ? agentFor("fetch_big", output, 1, options) : undefined;
   const smalls = Array.from({ length: smallCount }, () => agentFor("fetch_small", small, 5, {}));
-  const histogram = monitorEventLoopDelay({ resolution: 10 });
-  // A second, plain measure: the longest gap between 5 ms ticks, minus the 5 ms.
-  let lastTick = performance.now();
-  let maxGapMs = 0;
-  // CPU this process used between two ticks: on a loaded machine a gap is mostly waiting for a
-  // core, so this is the closer measure of how long one synchronous stretch computed.
-  let lastCpu = process.cpuUsage();
-  let maxCpuMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - lastTick - 5);
-    lastTick = now;
-    const cpu = process.cpuUsage();
-    maxCpuMs = Math.max(maxCpuMs, (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000);
-    lastCpu = cpu;
-  }, 5);
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
-  }, 20);
-  histogram.enable();
+  const meter = stallMeter();
   const started = performance.now();
   const bigRun = big
     ? big
@@ -125,16 +105,7 @@ async function measure(label, bytes, options, smallCount = 20) {
     return performance.now() - begun;
   });
   const [{ result, ms }, ...latencies] = await Promise.all([bigRun, ...smallRuns]);
-  histogram.disable();
-  clearInterval(sampler);
-  clearInterval(ticker);
-  maxGapMs = Math.max(maxGapMs, performance.now() - lastTick - 5);
-  const endCpu = process.cpuUsage();
-  maxCpuMs = Math.max(
-    maxCpuMs,
-    (endCpu.user - lastCpu.user + endCpu.system - lastCpu.system) / 1000,
-  );
-  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  const stalls = meter.stop();
   if (result && result.status !== "completed")
     throw new Error(`${label}: ${result.status} ${result.error}`);
   const events = result ? await big.store.read(result.runId) : [];
@@ -143,11 +114,7 @@ async function measure(label, bytes, options, smallCount = 20) {
   if (latencies.length === 0) latencies.push(Number.NaN);
   return {
     label,
-    // The histogram reads 0 when its timer never fired inside the window; the tick gap then speaks.
-    maxCpuMs,
-    maxStallMs: Math.max(histogram.count > 0 ? histogram.max / 1e6 : 0, maxGapMs),
-    p99StallMs: histogram.count > 0 ? histogram.percentile(99) / 1e6 : Number.NaN,
-    peakRssMb: peakRss / 2 ** 20,
+    ...stalls,
     bigRunMs: ms,
     smallP50Ms: latencies[Math.floor(latencies.length / 2)],
     smallMaxMs: latencies.at(-1),

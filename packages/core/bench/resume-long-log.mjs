@@ -17,9 +17,9 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import * as v from "valibot";
+import { stallMeter } from "./stall-meter.mjs";
 
 const dist = (pkg, path = "index.js") =>
   import(new URL(`../../${pkg}/dist/${path}`, import.meta.url).href);
@@ -119,26 +119,7 @@ async function writeLog(dir, total) {
 
 async function measure(dir, mode) {
   const store = jsonlEventStore({ dir });
-  const histogram = monitorEventLoopDelay({ resolution: 10 });
-  let lastTick = performance.now();
-  let maxGapMs = 0;
-  // CPU this process used between two ticks: on a loaded machine a gap is mostly waiting for a
-  // core, so this is the closer measure of how long one synchronous stretch computed.
-  let lastCpu = process.cpuUsage();
-  let maxCpuMs = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - lastTick - 5);
-    lastTick = now;
-    const cpu = process.cpuUsage();
-    maxCpuMs = Math.max(maxCpuMs, (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000);
-    lastCpu = cpu;
-  }, 5);
-  let peakRss = process.memoryUsage().rss;
-  const sampler = setInterval(() => {
-    peakRss = Math.max(peakRss, process.memoryUsage().rss);
-  }, 20);
-  histogram.enable();
+  const meter = stallMeter();
   const started = performance.now();
   let outcome;
   if (mode === "before") {
@@ -158,22 +139,13 @@ async function measure(dir, mode) {
     outcome = `${result.status}, ${result.steps} steps`;
   }
   const ms = performance.now() - started;
-  histogram.disable();
-  clearInterval(ticker);
-  clearInterval(sampler);
-  maxGapMs = Math.max(maxGapMs, performance.now() - lastTick - 5);
-  const endCpu = process.cpuUsage();
-  maxCpuMs = Math.max(
-    maxCpuMs,
-    (endCpu.user - lastCpu.user + endCpu.system - lastCpu.system) / 1000,
-  );
-  peakRss = Math.max(peakRss, process.memoryUsage().rss);
+  const { maxCpuMs, maxStallMs, peakRssMb } = meter.stop();
   await store.close();
   return {
     ms,
     maxCpuMs,
-    maxStallMs: Math.max(histogram.count > 0 ? histogram.max / 1e6 : 0, maxGapMs),
-    peakRssMb: peakRss / 2 ** 20,
+    maxStallMs,
+    peakRssMb,
     outcome,
     streamed: mode === "batches" && typeof store.readBatches === "function",
   };

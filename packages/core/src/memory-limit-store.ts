@@ -6,6 +6,7 @@ import type {
   TakeResult,
 } from "./contracts/limit-store.js";
 import { InvalidArgumentError } from "./errors.js";
+import { limitSpecs } from "./limit-specs.js";
 
 interface Bucket {
   tokens: number;
@@ -152,49 +153,17 @@ function checkKey(key: string): void {
 }
 
 function checkBucket(spec: BucketSpec): void {
-  if (
-    spec === null ||
-    typeof spec !== "object" ||
-    !Number.isInteger(spec.capacity) ||
-    spec.capacity < 1 ||
-    typeof spec.refillPerSecond !== "number" ||
-    !Number.isFinite(spec.refillPerSecond) ||
-    spec.refillPerSecond <= 0
-  )
-    throw new InvalidArgumentError(
-      `[core] limit store: a bucket needs a positive integer capacity and a positive finite refillPerSecond, got ${JSON.stringify(spec)}`,
-    );
+  limitSpecs.bucket(spec, "[core] limit store");
 }
 
 function checkCounter(spec: CounterSpec): void {
-  if (
-    spec === null ||
-    typeof spec !== "object" ||
-    typeof spec.cap !== "number" ||
-    !Number.isFinite(spec.cap) ||
-    spec.cap < 0 ||
-    !Number.isFinite(spec.windowStart) ||
-    !Number.isFinite(spec.windowMs) ||
-    spec.windowMs <= 0
-  )
-    throw new InvalidArgumentError(
-      `[core] limit store: a counter needs a finite cap >= 0, a finite windowStart and a positive windowMs, got ${JSON.stringify(spec)}`,
-    );
+  limitSpecs.counter(spec, "[core] limit store");
 }
 
 function countOf(count: number | undefined): number {
-  if (count === undefined) return 1;
-  if (!Number.isInteger(count) || count < 1)
-    throw new InvalidArgumentError(
-      `[core] limit store: count must be a positive integer, got ${String(count)}`,
-    );
-  return count;
+  return limitSpecs.count(count, "[core] limit store");
 }
 
 function nowOf(now: number): number {
-  if (typeof now !== "number" || !Number.isFinite(now))
-    throw new InvalidArgumentError(
-      `[core] limit store: now must be epoch milliseconds, got ${String(now)}`,
-    );
-  return now;
+  return limitSpecs.now(now, "[core] limit store");
 }

@@ -1,38 +1,18 @@
-import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import type { RunBudget, RunBudgetRun } from "./contracts/run-budget.js";
-import { createAgent, InvalidArgumentError, tool } from "./index.js";
-import { memoryEventStore, memoryLimitStore, scriptedModel } from "./testing/index.js";
+import { createAgent, InvalidArgumentError } from "./index.js";
+import {
+  lookupOrderTool,
+  memoryEventStore,
+  memoryLimitStore,
+  toolLoopModel,
+} from "./testing/index.js";
 
-const lookup = tool({
-  name: "lookup_order",
-  description: "Look up an order.",
-  input: v.object({ id: v.string() }),
-  run: async ({ id }) => `order ${id}: shipped`,
-});
+const lookup = lookupOrderTool;
 
 /** A model that calls a tool `calls` times, then answers. */
 const model = (calls: number, outputTokens = 50) =>
-  scriptedModel(
-    (request, call) =>
-      call <= calls
-        ? {
-            content: [
-              {
-                type: "tool_use",
-                id: `toolu_${call}`,
-                name: "lookup_order",
-                input: { id: `A${call}` },
-              },
-            ],
-            usage: { input_tokens: 100, output_tokens: Math.min(outputTokens, request.max_tokens) },
-          }
-        : {
-            content: [{ type: "text", text: "done" }],
-            usage: { input_tokens: 100, output_tokens: 20 },
-          },
-    { model: "claude-sonnet-5-5" },
-  );
+  toolLoopModel(calls, { input: 100, call: outputTokens, answer: 20 });
 
 /**
  * A run budget on a LimitStore counter: at most `capUsd` over all runs, reservations per run

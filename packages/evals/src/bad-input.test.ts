@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LoopguardError } from "@loopguard/core";
+import { thrownError as thrown } from "@loopguard/core/testing";
 import { describe, expect, it } from "vitest";
 import {
   crashAfter,
@@ -27,18 +27,6 @@ import {
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;
-
-function thrown(make: () => unknown): LoopguardError {
-  let caught: unknown;
-  try {
-    make();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, "expected the call to throw").toBeDefined();
-  expect(LoopguardError.isInstance(caught), `not a loopguard error: ${String(caught)}`).toBe(true);
-  return caught as LoopguardError;
-}
 
 const noPackages = { modules: {}, missing: {} };
 const meta = { name: "x", category: "faults", title: "t" } as const;

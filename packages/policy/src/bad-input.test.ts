@@ -1,7 +1,7 @@
 // Every public factory of @loopguard/policy, fed input it cannot use: each must throw a
 // loopguard error whose message starts with `[policy]`, names the entry point and the option,
 // and says what to pass instead. A raw TypeError, or nonsense accepted silently, fails here.
-import { LoopguardError } from "@loopguard/core";
+import { thrownError as thrown } from "@loopguard/core/testing";
 import { describe, expect, it } from "vitest";
 import {
   all,
@@ -27,19 +27,6 @@ import {
   rateLimit,
   runGuard,
 } from "./index.js";
-
-/** Calls `make` with nonsense (bypassing the types) and returns the error it threw. */
-function thrown(make: () => unknown): LoopguardError {
-  let caught: unknown;
-  try {
-    make();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, "expected the call to throw").toBeDefined();
-  expect(LoopguardError.isInstance(caught), `not a loopguard error: ${String(caught)}`).toBe(true);
-  return caught as LoopguardError;
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;

@@ -1,5 +1,5 @@
 import { createAgent, type EventStore, type StoredEventInput, tool } from "@loopguard/core";
-import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { memoryEventStore, toolCallsModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { policy } from "./policy.js";
@@ -21,15 +21,7 @@ const lookupOrder = tool({
 });
 
 /** A model that makes the given calls one per turn, then answers. */
-function scripted(calls: Array<{ name: string; input: Record<string, unknown> }>) {
-  return scriptedModel((_request, index) => {
-    const next = calls[index - 1];
-    if (!next) return { content: [{ type: "text", text: "done" }], stop_reason: "end_turn" };
-    return {
-      content: [{ type: "tool_use", id: `toolu_${index}`, name: next.name, input: next.input }],
-    };
-  });
-}
+const scripted = toolCallsModel;
 
 async function recordRuns(store: EventStore) {
   // Run 1: two emails, one outside the company (the live policy allowed both).

@@ -7,7 +7,7 @@ import {
   tool,
   withRun,
 } from "@loopguard/core";
-import { memoryEventStore, recordingExporter, scriptedModel } from "@loopguard/core/testing";
+import { memoryEventStore, recordingExporter, toolCallsModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { callOf } from "./__fixtures__/calls.js";
@@ -31,15 +31,7 @@ const refund = tool({
   run: async () => "refunded",
 });
 
-function scripted(calls: Array<{ name: string; input: Record<string, unknown> }>) {
-  return scriptedModel((_request, index) => {
-    const next = calls[index - 1];
-    if (!next) return { content: [{ type: "text", text: "done" }], stop_reason: "end_turn" };
-    return {
-      content: [{ type: "tool_use", id: `toolu_${index}`, name: next.name, input: next.input }],
-    };
-  });
-}
+const scripted = toolCallsModel;
 
 const shadowEvents = (events: StoredEvent[]) =>
   events.filter(

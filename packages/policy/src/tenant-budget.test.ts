@@ -1,39 +1,14 @@
-import { createAgent, InvalidArgumentError, tool } from "@loopguard/core";
-import { memoryLimitStore, scriptedModel } from "@loopguard/core/testing";
+import { createAgent, InvalidArgumentError } from "@loopguard/core";
+import { lookupOrderTool, memoryLimitStore, toolLoopModel } from "@loopguard/core/testing";
 import fc from "fast-check";
-import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { tenantBudget } from "./tenant-budget.js";
 
-const lookup = tool({
-  name: "lookup_order",
-  description: "Look up an order.",
-  input: v.object({ id: v.string() }),
-  run: async ({ id }) => `order ${id}: shipped`,
-});
+const lookup = lookupOrderTool;
 
 /** A model that calls a tool `calls` times (each answer `output` tokens), then answers. */
 const model = (calls: number, output = 50) =>
-  scriptedModel(
-    (request, call) =>
-      call <= calls
-        ? {
-            content: [
-              {
-                type: "tool_use",
-                id: `toolu_${call}`,
-                name: "lookup_order",
-                input: { id: `A${call}` },
-              },
-            ],
-            usage: { input_tokens: 200, output_tokens: Math.min(output, request.max_tokens) },
-          }
-        : {
-            content: [{ type: "text", text: "done" }],
-            usage: { input_tokens: 200, output_tokens: 10 },
-          },
-    { model: "claude-sonnet-5-5" },
-  );
+  toolLoopModel(calls, { input: 200, call: output, answer: 10 });
 
 const as = (tenant: string) => ({ context: { attributes: { tenant } } });
 

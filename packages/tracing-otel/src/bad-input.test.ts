@@ -1,7 +1,7 @@
 // Every public factory of @loopguard/tracing-otel, fed input it cannot use: each must throw a
 // loopguard error whose message starts with `[tracing-otel]`, names the option or variable and
 // says what to set instead. A raw TypeError, or nonsense accepted silently, fails here.
-import { LoopguardError } from "@loopguard/core";
+import { thrownError as thrown } from "@loopguard/core/testing";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
 import {
@@ -14,18 +14,6 @@ import {
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;
-
-function thrown(make: () => unknown): LoopguardError {
-  let caught: unknown;
-  try {
-    make();
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, "expected the call to throw").toBeDefined();
-  expect(LoopguardError.isInstance(caught), `not a loopguard error: ${String(caught)}`).toBe(true);
-  return caught as LoopguardError;
-}
 
 const exporter = () => new InMemorySpanExporter();
 

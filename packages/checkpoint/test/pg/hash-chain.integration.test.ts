@@ -3,41 +3,13 @@
  * (naming the first bad seq) and an edited row is refused by read, so by resume; with a key,
  * a row forged with a recomputed plain link is refused.
  */
-import type { StoredEventInput } from "@loopguard/core";
+import { retryLog } from "@loopguard/core/testing";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { link } from "../../src/hash-chain.js";
 import { postgresEventStore } from "../../src/postgres-event-store.js";
 import { verifyRun } from "../../src/verify-run.js";
 import { databaseUrl, dropSchema, freshSchema } from "./database.js";
-
-const events = (runId: string, count: number): StoredEventInput[] => [
-  {
-    type: "run-start",
-    runId,
-    agentId: "a",
-    task: "t",
-    model: "m",
-    maxTokens: 1,
-    budget: {},
-    policyDigest: "p",
-    toolDigest: "t",
-    at: 1,
-  } as StoredEventInput,
-  ...Array.from(
-    { length: count - 1 },
-    (_, index) =>
-      ({
-        type: "model-retry",
-        step: 1,
-        attempt: index,
-        kind: "overloaded",
-        waitMs: 1,
-        message: `m${index}`,
-        at: 2 + index,
-      }) as StoredEventInput,
-  ),
-];
 
 describe.skipIf(!databaseUrl)("postgres: a tamper-evident log", () => {
   const schema = freshSchema("lg_chain");
@@ -97,7 +69,7 @@ describe.skipIf(!databaseUrl)("postgres: a tamper-evident log", () => {
           max: 2,
           ...(logKey ? { logKey } : {}),
         });
-        await store.append(runId, events(runId, 6), { expectedSeq: 0 });
+        await store.append(runId, retryLog(runId, 6), { expectedSeq: 0 });
         expect(await verifyRun(store, runId)).toMatchObject({
           ok: true,
           events: 6,

@@ -14,6 +14,7 @@ export { formatToolOutput } from "../execute.js";
 export type { PendingTurn } from "../fold.js";
 export { foldRun, RunFold, textOf } from "../fold.js";
 export { canonicalJson } from "../json.js";
+export { limitSpecs } from "../limit-specs.js";
 export { filterSummaries } from "../memory-event-store.js";
 export type { HaltingGate, JudgeInput, Judgement } from "../pipeline.js";
 export { defaultHaltOn, judgeCall, policyDigestOf, sortGates } from "../pipeline.js";

@@ -36,6 +36,7 @@ export type {
 export { promptCacheSimulator } from "./prompt-cache-simulator.js";
 export type { RecordingExporter } from "./recording-exporter.js";
 export { recordingExporter } from "./recording-exporter.js";
+export { bareStart, retryEvent, retryLog } from "./retry-log.js";
 export type {
   Script,
   ScriptedModel,
@@ -43,3 +44,11 @@ export type {
   ScriptedReply,
 } from "./scripted-model.js";
 export { fillReply, scriptedModel } from "./scripted-model.js";
+export { thrownError } from "./thrown-error.js";
+export {
+  lookupOrderTool,
+  type ScriptedCall,
+  type ToolLoopUsage,
+  toolCallsModel,
+  toolLoopModel,
+} from "./tool-loop-model.js";
