@@ -3,7 +3,6 @@ import {
   type Approver,
   currentRun,
   type Gate,
-  type GuardOptions,
   guardTool,
   type Tool as LoopguardTool,
   type RunContextInput,
@@ -11,7 +10,7 @@ import {
   type ToolCall,
   withRun,
 } from "@loopguard/core";
-import { formatToolOutput } from "@loopguard/core/plugin";
+import { formatToolOutput, type SharedGuardOptions } from "@loopguard/core/plugin";
 import {
   asSchema,
   type InferToolInput,
@@ -48,18 +47,7 @@ export interface GuardedToolFlags {
 }
 
 /** Options of `guardTools`. */
-export interface GuardToolsOptions
-  extends Pick<
-    GuardOptions,
-    | "gates"
-    | "scanner"
-    | "envelope"
-    | "approver"
-    | "approvalTimeoutMs"
-    | "haltOn"
-    | "breaker"
-    | "onError"
-  > {
+export interface GuardToolsOptions extends SharedGuardOptions {
   /**
    * Who answers a gate's `ask`. `"ai-sdk"`: the tool gets `needsApproval`, so `generateText`
    * and `streamText` stop with a `tool-approval-request` (and UI messages carry the approval

@@ -5,6 +5,7 @@
  * at what the user actually sent.
  */
 
+import { latinLookAlikes } from "@loopguard/core/plugin";
 import { createAsciiReader, createUnitReader } from "./ascii-bytes.js";
 import {
   base64Class,
@@ -102,51 +103,8 @@ function normalizeCodePoint(cp: number): string {
   return text;
 }
 
-/** Cyrillic and Greek letters that look like Latin ones (folded only inside mixed-script words). */
-const homoglyphs: Record<string, string> = {
-  а: "a",
-  в: "b",
-  е: "e",
-  ё: "e",
-  к: "k",
-  м: "m",
-  н: "h",
-  о: "o",
-  р: "p",
-  с: "c",
-  т: "t",
-  у: "y",
-  х: "x",
-  і: "i",
-  ї: "i",
-  ј: "j",
-  ѕ: "s",
-  ԁ: "d",
-  ԛ: "q",
-  ԝ: "w",
-  һ: "h",
-  ӏ: "l",
-  ɡ: "g",
-  ɑ: "a",
-  ο: "o",
-  α: "a",
-  ι: "i",
-  ν: "v",
-  κ: "k",
-  ρ: "p",
-  τ: "t",
-  υ: "u",
-  ε: "e",
-  β: "b",
-  η: "n",
-  μ: "u",
-  χ: "x",
-  γ: "y",
-  ζ: "z",
-  ω: "w",
-  ϲ: "c",
-  ϳ: "j",
-};
+/** Look-alike letters, folded only inside mixed-script words: core's table, shared with policy. */
+const homoglyphs = latinLookAlikes;
 
 const namedEntities: Record<string, number> = {
   lt: 0x3c,

@@ -1,22 +1,12 @@
 import { type GuardedTool, type GuardOptions, guardTool } from "@loopguard/core";
+import type { SharedGuardOptions } from "@loopguard/core/plugin";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { McpGuardError } from "./errors.js";
 import { type McpToolDefinition, type McpToolFlags, mcpBackedTool } from "./mcp-tool.js";
 
 /** Options of `guardMcpTools`. */
-export interface GuardMcpToolsOptions
-  extends Pick<
-    GuardOptions,
-    | "gates"
-    | "scanner"
-    | "envelope"
-    | "approver"
-    | "approvalTimeoutMs"
-    | "haltOn"
-    | "breaker"
-    | "onError"
-  > {
+export interface GuardMcpToolsOptions extends SharedGuardOptions {
   /** Flags per tool name (sensitive, idempotent, timeout). */
   tools?: Record<string, McpToolFlags>;
   /**

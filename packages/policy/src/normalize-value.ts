@@ -4,6 +4,8 @@
  * invisible characters.
  */
 
+import { latinLookAlikes } from "@loopguard/core/plugin";
+
 // Zero-width characters, joiners, bidi controls, BOM, soft hyphen, variation selectors,
 // interlinear annotation marks: nothing a reader sees, so nothing a list should tell apart.
 const invisible =
@@ -46,54 +48,11 @@ export function foldText(text: string): string {
 }
 
 /**
- * Cyrillic and Greek letters that look like Latin ones: the taint gate's table
- * (`@loopguard/injection`, normalize-text), folded only inside words that also hold Latin
- * letters, so Russian or Greek text keeps its meaning.
+ * Cyrillic and Greek letters that look like Latin ones: core's table, the one the taint gate
+ * (`@loopguard/injection`, normalize-text) folds with, folded only inside words that also hold
+ * Latin letters, so Russian or Greek text keeps its meaning.
  */
-const homoglyphs: Readonly<Record<string, string>> = {
-  а: "a",
-  в: "b",
-  е: "e",
-  ё: "e",
-  к: "k",
-  м: "m",
-  н: "h",
-  о: "o",
-  р: "p",
-  с: "c",
-  т: "t",
-  у: "y",
-  х: "x",
-  і: "i",
-  ї: "i",
-  ј: "j",
-  ѕ: "s",
-  ԁ: "d",
-  ԛ: "q",
-  ԝ: "w",
-  һ: "h",
-  ӏ: "l",
-  ɡ: "g",
-  ɑ: "a",
-  ο: "o",
-  α: "a",
-  ι: "i",
-  ν: "v",
-  κ: "k",
-  ρ: "p",
-  τ: "t",
-  υ: "u",
-  ε: "e",
-  β: "b",
-  η: "n",
-  μ: "u",
-  χ: "x",
-  γ: "y",
-  ζ: "z",
-  ω: "w",
-  ϲ: "c",
-  ϳ: "j",
-};
+const homoglyphs = latinLookAlikes;
 const lookAlike = new RegExp(`[${Object.keys(homoglyphs).join("")}]`, "i");
 const words = /[\p{L}\p{N}]+/gu;
 const latinLetter = /[a-z]/i;

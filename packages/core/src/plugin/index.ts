@@ -4,6 +4,7 @@
  * memory, the pipeline, digests, the fold of a log, summaries, spans, retries and the stream
  * helpers. Application code needs only `@loopguard/core`.
  */
+export type { SharedGuardOptions } from "../adapter-guard-options.js";
 export type { ApprovalOutcome } from "../approval.js";
 export { readApproverAnswer } from "../approval.js";
 export { isShadowGate } from "../contracts/gate.js";
@@ -15,6 +16,7 @@ export type { PendingTurn } from "../fold.js";
 export { foldRun, RunFold, textOf } from "../fold.js";
 export { canonicalJson } from "../json.js";
 export { limitSpecs } from "../limit-specs.js";
+export { latinLookAlikes } from "../look-alikes.js";
 export { filterSummaries } from "../memory-event-store.js";
 export type { HaltingGate, JudgeInput, Judgement } from "../pipeline.js";
 export { defaultHaltOn, judgeCall, policyDigestOf, sortGates } from "../pipeline.js";

@@ -4,9 +4,10 @@
  */
 import * as v from "valibot";
 import { createAgent } from "../agent.js";
-import type { Gate, GateDecision, GateStep, ToolCall } from "../contracts/gate.js";
+import type { Gate, GateDecision, ToolCall } from "../contracts/gate.js";
 import type { ContentBlock } from "../contracts/model.js";
 import type { DecisionRecord } from "../events.js";
+import { stepOrder } from "../pipeline.js";
 import type { RunState } from "../run-state.js";
 import { tool } from "../tool.js";
 import { runStateOf, toolCallOf } from "./event-builders.js";
@@ -37,20 +38,7 @@ export interface GateSuiteOptions {
   run?: { roles?: readonly string[]; attributes?: RunState["attributes"] };
 }
 
-const steps: readonly GateStep[] = [
-  "0",
-  "0.7",
-  "1",
-  "2",
-  "2.1",
-  "2.3",
-  "2.5",
-  "3",
-  "4",
-  "5",
-  "6",
-  "7",
-];
+const steps = stepOrder;
 
 /**
  * Checks that a decision has the contract's shape: returns what is wrong, or `undefined`.
