@@ -26,6 +26,7 @@ const connectionCodes: Record<string, string> = {
 
 /** A connection to the workers' database that failed: says which URL and how to get one. */
 export class DatabaseConnectionError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.DatabaseConnectionError";
   constructor(url: string, reason: string, options?: { cause?: unknown }) {
     super(
       "database_connection",
