@@ -14,7 +14,7 @@
 //
 // Exits 1 naming each problem as `[lint:packages] <package>: <what> (<fix>)`.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, posix, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -88,7 +88,12 @@ try {
     const file = join(out, tarball);
     const listing = run("tar", ["-tzf", file], out);
     const files = new Set(listing.output.split("\n").filter(Boolean));
-    const shipped = JSON.parse(run("tar", ["-xOzf", file, "package/package.json"], out).output);
+    const unpacked = join(out, "unpacked");
+    rmSync(unpacked, { recursive: true, force: true });
+    mkdirSync(unpacked);
+    run("tar", ["-xzf", file, "-C", unpacked], out);
+    const read = (name) => JSON.parse(readFileSync(join(unpacked, name), "utf8"));
+    const shipped = read("package/package.json");
 
     for (const field of ["dependencies", "peerDependencies", "optionalDependencies"])
       for (const [name, range] of Object.entries(shipped[field] ?? {})) {
@@ -98,26 +103,28 @@ try {
           );
         else if (names.has(name) && !/^\^0\.\d+\.\d+$/.test(range))
           fail(
-            `${field}.${name} publishes as "${range}": a 0.x package needs a caret on the exact version (^0.1.0 accepts 0.1.x only); write "workspace:^" or "workspace:^0.1.0"`,
+            `${field}.${name} publishes as "${range}": a 0.x package needs a caret on its version (^0.1.0 accepts 0.1.x: the patches, not the next minor, which may break); write "workspace:^" or "workspace:^0.1.0"`,
           );
       }
     const repository = JSON.stringify(shipped.repository ?? "");
     if (/example\.invalid|example\.com/.test(repository))
       fail(`repository ${repository} is made up: remove the field until the repository is public`);
 
+    const unresolved = [];
     for (const name of files) {
       if (!name.endsWith(".map")) continue;
-      const map = JSON.parse(run("tar", ["-xOzf", file, name], out).output);
+      const map = read(name);
       for (const source of map.sources ?? []) {
         const target = posix.normalize(
           posix.join(posix.dirname(name), map.sourceRoot ?? "", source),
         );
-        if (!files.has(target))
-          fail(
-            `${name.slice("package/".length)} maps to ${source}, which the tarball does not hold (ship src, or build without maps)`,
-          );
+        if (!files.has(target)) unresolved.push(`${name.slice("package/".length)} -> ${source}`);
       }
     }
+    if (unresolved.length > 0)
+      fail(
+        `${unresolved.length} source map entries name files the tarball does not hold (e.g. ${unresolved[0]}): ship src, or build without maps`,
+      );
 
     const publint = run(bin("publint"), ["run", file, "--strict"], dir);
     if (!publint.ok) fail(`publint --strict:\n${publint.output.trim()}`);
