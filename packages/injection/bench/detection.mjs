@@ -41,20 +41,12 @@ try {
   );
 }
 
-const devSubsets = [
-  "agentdojo_injected_tool_output",
-  "agentdojo_clean_tool_output",
-  "garak_latent_injection",
-  "garak_clean_context",
-  "llm_guard_unit_tests",
-  "notinject_hard_negative",
-  "pint_example",
-];
+const { devSubsets } = await import("../dist/corpus-subsets.js");
 const rows = readFileSync(dataPath, "utf8")
   .split("\n")
   .filter((line) => line.trim() !== "")
   .map((line) => JSON.parse(line));
-const isDev = (row) => devSubsets.includes(row.subset);
+const isDev = (row) => devSubsets.has(row.subset);
 
 const scanner = heuristicScanner();
 const learned = learnedScanner();

@@ -1,5 +1,6 @@
 import type { Provenance, Scanner, ScanResult } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
+import { scannerErrorResult } from "./scanner-error.js";
 
 /** Options of {@link compositeScanner}. */
 export interface CompositeScannerOptions {
@@ -61,23 +62,7 @@ export function compositeScanner(options: CompositeScannerOptions): Scanner {
         throw new TypeError(`returned ${JSON.stringify(result)}`);
       return result;
     } catch (error) {
-      return {
-        verdict: "suspicious",
-        score: 0.5,
-        findings: [
-          {
-            rule: "scanner_error",
-            start: 0,
-            end: 0,
-            detail:
-              `${scanner.name}: ${error instanceof Error ? error.message : String(error)}`.slice(
-                0,
-                300,
-              ),
-          },
-        ],
-        scanner: scanner.name,
-      };
+      return { ...scannerErrorResult(scanner.name, error), scanner: scanner.name };
     }
   };
 

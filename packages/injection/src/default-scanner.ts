@@ -2,6 +2,7 @@ import type { Provenance, Scanner, ScanResult, ScanVerdict } from "@loopguard/co
 import { InvalidArgumentError } from "@loopguard/core";
 import { type HeuristicScannerOptions, heuristicScanner } from "./heuristic-scanner.js";
 import { type LearnedScannerOptions, learnedScanner } from "./learned-scanner.js";
+import { scannerErrorResult } from "./scanner-error.js";
 
 /** Options of {@link defaultScanner}. */
 export interface DefaultScannerOptions {
@@ -54,22 +55,7 @@ export function defaultScanner(options: DefaultScannerOptions = {}): SyncScanner
         try {
           result = part.scan(text, provenance);
         } catch (error) {
-          result = {
-            verdict: "suspicious",
-            score: 0.5,
-            findings: [
-              {
-                rule: "scanner_error",
-                start: 0,
-                end: 0,
-                detail:
-                  `${part.name}: ${error instanceof Error ? error.message : String(error)}`.slice(
-                    0,
-                    300,
-                  ),
-              },
-            ],
-          };
+          result = scannerErrorResult(part.name, error);
         }
         if (rank[result.verdict] > rank[verdict]) verdict = result.verdict;
         if (result.score > score) score = result.score;

@@ -401,7 +401,10 @@ export function normalizeWithRuns(
         const cp = entity.codePoint;
         if (cp < 0x80) out.add(cp >= 0x41 && cp <= 0x5a ? cp + 32 : cp, index);
         else if (!isInvisible(cp)) out.addText(normalizeCodePoint(cp), index);
-        // The units of the reference after "&" still count for the encoded runs.
+        // The units of the reference after "&" still count for the encoded runs: the same run
+        // bookkeeping as at the top of the loop, written out again on purpose: a helper would
+        // have to write hexBreak, base64Break and longHex through a closure, making them context
+        // variables of this per-character loop (the scanner's cost: bench/per-call.mjs).
         for (let skipped = index + 1; skipped < index + entity.length; skipped++) {
           const unit = source[skipped]!;
           const unitKind = unit < 128 ? encodedClasses[unit]! : 0;

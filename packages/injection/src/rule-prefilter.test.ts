@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { devSubsets } from "./corpus-subsets.js";
 import { heuristicScanner } from "./heuristic-scanner.js";
 import { compilePrefilter } from "./rule-prefilter.js";
 import { defaultRules } from "./rules.js";
@@ -114,15 +115,6 @@ describe("rule prefilter", () => {
 
   // The labelled corpus lives beside the repository; only its dev subsets are read here.
   const corpus = resolve(import.meta.dirname, "../../../../shared/data/injection.jsonl");
-  const devSubsets = new Set([
-    "agentdojo_injected_tool_output",
-    "agentdojo_clean_tool_output",
-    "garak_latent_injection",
-    "garak_clean_context",
-    "llm_guard_unit_tests",
-    "notinject_hard_negative",
-    "pint_example",
-  ]);
   it.skipIf(!existsSync(corpus))("changes no finding on the dev corpus", () => {
     const rows = readFileSync(corpus, "utf8")
       .split("\n")

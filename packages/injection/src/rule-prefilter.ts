@@ -132,6 +132,11 @@ interface Tables {
  * Marks the groups of the entries of `slot` whose word starts at `index` (the first three
  * characters already match). `fold` is 0x20 when the bytes are not lower-cased yet: `| 0x20`
  * lower-cases a letter and keeps a digit.
+ *
+ * Deliberately the same steps as `mark` (the string path, below): this is the byte path, for
+ * ASCII text read into a Uint8Array, and each loop reads its own kind of input directly (a
+ * shared helper taking a reader callback per character costs a call per compared character in
+ * the scanner's hottest loop). A change to one must be made to the other.
  */
 function markAt(tables: Tables, bytes: Uint8Array, index: number, slot: number, fold: number) {
   const { slotStarts, entryStarts, wordBytes, groupStarts, groupsFlat, hit } = tables;
@@ -427,7 +432,10 @@ export function compilePrefilter(
     tables.counts.fill(0);
   };
 
-  /** Marks the groups of the entries of a slot whose word starts `text` at `index`. */
+  /**
+   * Marks the groups of the entries of a slot whose word starts `text` at `index`: the string
+   * path, deliberately the same steps as `markAt` (the byte path; see there why they are two).
+   */
   const mark = (text: string, index: number, slot: number) => {
     for (let entry = slotStarts[slot]!; entry < slotStarts[slot + 1]!; entry++) {
       const word = entryWords[entry]!;

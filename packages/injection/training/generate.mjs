@@ -20,6 +20,7 @@ import {
   workRecords,
 } from "./extra-english.mjs";
 import { fillers as baseFillers, languages, names, phrases, products } from "./languages.mjs";
+import { generator } from "./seeded-random.mjs";
 
 languages.en.hijack.push(...hijacks);
 languages.en.benign.push(...everyday, ...workRecords, ...workRecords);
@@ -35,17 +36,6 @@ const argument = (flag, fallback) => {
 const seed = Number(argument("--seed", "20261201"));
 const out = resolve(argument("--out", resolve(here, "rows.jsonl")));
 
-/** mulberry32: a small seeded generator; the same seed gives the same rows. */
-function generator(start) {
-  let state = start >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = generator(seed);
 const pick = (list) => list[Math.floor(random() * list.length)];
 const chance = (p) => random() < p;

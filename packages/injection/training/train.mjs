@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { generator } from "./seeded-random.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const argument = (flag, fallback) => {
@@ -45,16 +46,6 @@ const {
   detectorView,
 } = lib;
 
-function generator(start) {
-  let state = start >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = generator(seed);
 
 const readJsonl = (path) =>
@@ -96,15 +87,7 @@ for (const row of synthetic) {
 }
 const valid = synthetic.filter((row) => row.split === "valid");
 
-const devSubsets = new Set([
-  "agentdojo_injected_tool_output",
-  "agentdojo_clean_tool_output",
-  "garak_latent_injection",
-  "garak_clean_context",
-  "llm_guard_unit_tests",
-  "notinject_hard_negative",
-  "pint_example",
-]);
+const { devSubsets } = await import("../dist/corpus-subsets.js");
 const testSubsets = new Set([
   "bipia_injected_email",
   "bipia_clean_email",
