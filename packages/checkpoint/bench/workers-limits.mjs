@@ -12,19 +12,15 @@
 // processes of 8 slots, 800 from one big tenant submitted first and 10 from each of 20 small
 // tenants; when the small tenants' runs finish, limits off (first come, first served) beside
 // on (tenantConcurrency 16: the big tenant may use half the fleet).
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { dirname, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { databaseUrlOrExit, spawnWorker } from "./fleet.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
-const url = process.env.DATABASE_URL;
-if (!url) {
-  console.error('[bench] DATABASE_URL is not set: run eval "$(scripts/postgres.sh start)" first');
-  process.exit(1);
-}
+const url = databaseUrlOrExit();
 const RUNS = Number(process.env.RUNS ?? 400);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
 const ROUNDS = Number(process.env.ROUNDS ?? 1);
@@ -43,26 +39,12 @@ const { openQueue, resolveQueueOptions } = await import("../dist/worker-queue.js
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
 function startWorker(schema, limits, extra = {}) {
-  const child = spawn(process.execPath, [resolve(here, "limits-worker.mjs")], {
-    env: {
-      ...process.env,
-      LG_SCHEMA: schema,
-      LIMITS: limits ? "1" : "0",
-      CONCURRENCY: String(CONCURRENCY),
-      ...extra,
-    },
-    stdio: ["ignore", "pipe", "inherit"],
+  return spawnWorker(resolve(here, "limits-worker.mjs"), {
+    LG_SCHEMA: schema,
+    LIMITS: limits ? "1" : "0",
+    CONCURRENCY: String(CONCURRENCY),
+    ...extra,
   });
-  const errors = [];
-  const ready = new Promise((done, fail) => {
-    child.once("exit", (code) => fail(new Error(`worker exited with ${code}`)));
-    createInterface({ input: child.stdout }).on("line", (text) => {
-      const line = JSON.parse(text);
-      if (line.event === "ready") done();
-      if (line.event === "error") errors.push(line);
-    });
-  });
-  return { child, ready, errors };
 }
 
 async function throughput(processes, limits) {

@@ -10,20 +10,16 @@
 // awaits each event before the next), one settling transaction. The workers count their
 // statements by kind (COUNT_QUERIES=1), and /proc gives CPU per run of the workers and of
 // every PostgreSQL process, to show where the time goes.
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { databaseUrlOrExit, spawnWorker } from "./fleet.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
-const url = process.env.DATABASE_URL;
-if (!url) {
-  console.error('[bench] DATABASE_URL is not set: run eval "$(scripts/postgres.sh start)" first');
-  process.exit(1);
-}
+const url = databaseUrlOrExit();
 const RUNS = Number(process.env.RUNS ?? 400);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);
 
@@ -43,9 +39,9 @@ const { createSideEffectTables } = await import("../test/pg/fixtures/agent.mjs")
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
 function startWorker(schema, name, extra = {}) {
-  const child = spawn(process.execPath, [resolve(here, "../test/pg/fixtures/worker-process.mjs")], {
-    env: {
-      ...process.env,
+  return spawnWorker(
+    resolve(here, "../test/pg/fixtures/worker-process.mjs"),
+    {
       LG_SCHEMA: schema,
       WORKER_NAME: name,
       CONCURRENCY: String(CONCURRENCY),
@@ -56,18 +52,8 @@ function startWorker(schema, name, extra = {}) {
       COUNT_QUERIES: "1",
       ...extra,
     },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const lines = [];
-  const ready = new Promise((done, fail) => {
-    child.once("exit", (code) => fail(new Error(`worker ${name} exited with ${code}`)));
-    createInterface({ input: child.stdout }).on("line", (text) => {
-      const line = JSON.parse(text);
-      lines.push(line);
-      if (line.event === "ready") done();
-    });
-  });
-  return { child, lines, ready };
+    `worker ${name}`,
+  );
 }
 
 async function setup(schema) {

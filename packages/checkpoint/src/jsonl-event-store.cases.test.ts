@@ -17,6 +17,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StoredEventInput } from "@loopguard/core";
 import { AppendConflictError, CorruptLogError, type LoopguardError } from "@loopguard/core";
+import { rejectedError } from "@loopguard/core/testing";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { type JsonlEventStore, jsonlEventStore, logFiles } from "./jsonl-event-store.js";
@@ -62,13 +63,7 @@ const retry = (attempt: number, message = `retry ${attempt}`): StoredEventInput 
   message,
   at: 1000 + attempt,
 });
-const rejection = async (promise: Promise<unknown>) =>
-  promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (error: unknown) => error as LoopguardError,
-  );
+const rejection = rejectedError;
 
 describe("jsonlEventStore: the file format", () => {
   it("writes one JSON event per line, seq and at first, in <dir>/<runId>.jsonl", async () => {

@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAgent, type EventStore, LoopguardError, tool } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
+import { callUntilResult } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { jsonlEventStore } from "./jsonl-event-store.js";
@@ -42,21 +42,7 @@ function payingAgent(store: EventStore, pay: (key: string) => Promise<string>) {
         run: (_args, context) => pay(context.idempotencyKey),
       }),
     ],
-    model: scriptedModel(
-      (request) =>
-        request.messages.some(
-          (message) =>
-            Array.isArray(message.content) &&
-            message.content.some((block) => block.type === "tool_result"),
-        )
-          ? { content: "refunded" }
-          : {
-              content: [
-                { type: "tool_use", id: "toolu_1", name: "refund", input: { order: "A1" } },
-              ],
-            },
-      { copyRequests: false },
-    ),
+    model: callUntilResult({ name: "refund", input: { order: "A1" } }, "refunded"),
   });
 }
 

@@ -1,7 +1,8 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LoopguardError, StoredEventInput } from "@loopguard/core";
+import type { StoredEventInput } from "@loopguard/core";
+import { rejectedError } from "@loopguard/core/testing";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { MissingDriverError, MissingPeerError } from "./index.js";
@@ -20,13 +21,7 @@ const start = (runId: string): StoredEventInput => ({
   toolDigest: "t",
   at: 1,
 });
-const rejection = async (promise: Promise<unknown>) =>
-  promise.then(
-    () => {
-      throw new Error("expected a rejection");
-    },
-    (error: unknown) => error as LoopguardError,
-  );
+const rejection = rejectedError;
 
 describe("sqliteEventStore", () => {
   it("says what to install when better-sqlite3 is missing, or cannot load", async () => {

@@ -14,7 +14,7 @@
 // Figures: the event loop's longest stall (perf_hooks.monitorEventLoopDelay, 10 ms resolution),
 // its p99, peak RSS, the big run's latency and the small runs' p50 / max. Nothing is asserted.
 import * as v from "valibot";
-import { stallMeter } from "./stall-meter.mjs";
+import { messageOf, stallMeter } from "./stall-meter.mjs";
 
 const dist = (pkg, path = "index.js") =>
   import(new URL(`../../${pkg}/dist/${path}`, import.meta.url).href);
@@ -46,16 +46,7 @@ function modelFor(toolName, steps) {
         calls < steps
           ? [{ type: "tool_use", id: `toolu_${calls + 1}`, name: toolName, input: { page: calls } }]
           : [{ type: "text", text: "done" }];
-      return {
-        id: `msg_${calls}`,
-        type: "message",
-        role: "assistant",
-        model: "claude-sonnet-5-5",
-        content,
-        stop_reason: calls < steps ? "tool_use" : "end_turn",
-        stop_sequence: null,
-        usage,
-      };
+      return messageOf(calls, content, calls < steps, usage);
     },
   };
 }

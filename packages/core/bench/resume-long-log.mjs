@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as v from "valibot";
-import { stallMeter } from "./stall-meter.mjs";
+import { messageOf, stallMeter } from "./stall-meter.mjs";
 
 const dist = (pkg, path = "index.js") =>
   import(new URL(`../../${pkg}/dist/${path}`, import.meta.url).href);
@@ -53,16 +53,7 @@ function scripted(steps) {
               },
             ]
           : [{ type: "text", text: "All delivered." }];
-      return {
-        id: `msg_${calls}`,
-        type: "message",
-        role: "assistant",
-        model: "claude-sonnet-5-5",
-        content,
-        stop_reason: calls < steps ? "tool_use" : "end_turn",
-        stop_sequence: null,
-        usage: { input_tokens: 100, output_tokens: 20 },
-      };
+      return messageOf(calls, content, calls < steps, { input_tokens: 100, output_tokens: 20 });
     },
   };
 }

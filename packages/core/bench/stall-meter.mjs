@@ -1,6 +1,6 @@
-// How much a stretch of work stalls the event loop, shared by the core benches: the event-loop
+// What the core benches share: how much a stretch of work stalls the event loop (the event-loop
 // delay histogram, the longest gap between 5 ms ticks (minus the 5 ms), the most CPU the process
-// used between two ticks, and the peak RSS (sampled every 20 ms).
+// used between two ticks, and the peak RSS, sampled every 20 ms), and the replies of their models.
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
 /** Starts measuring; `stop()` ends it and returns the figures. */
@@ -43,5 +43,22 @@ export function stallMeter() {
         peakRssMb: peakRss / 2 ** 20,
       };
     },
+  };
+}
+
+/**
+ * A Messages API reply as a bench model returns it: message `msg_<index>` with `content`,
+ * stopping for a tool when `toolTurn`.
+ */
+export function messageOf(index, content, toolTurn, usage) {
+  return {
+    id: `msg_${index}`,
+    type: "message",
+    role: "assistant",
+    model: "claude-sonnet-5-5",
+    content,
+    stop_reason: toolTurn ? "tool_use" : "end_turn",
+    stop_sequence: null,
+    usage,
   };
 }

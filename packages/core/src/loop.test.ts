@@ -552,26 +552,38 @@ describe("the log, resume and spans", () => {
   });
 });
 
+/**
+ * A customer lookup that returns `found`, and a `send_email` tool (revealing its arguments) that
+ * records where it sent.
+ */
+function customerTools(description: string, found: string) {
+  const sent: string[] = [];
+  const lookup = tool({
+    name: "lookup_customer",
+    description,
+    input: v.object({ id: v.string() }),
+    run: async () => found,
+  });
+  const email = tool({
+    name: "send_email",
+    description: "Email.",
+    input: v.object({ to: v.string() }),
+    reveal: true,
+    run: async ({ to }) => {
+      sent.push(to);
+      return "sent";
+    },
+  });
+  return { sent, lookup, email };
+}
+
 describe("the vault hook", () => {
   it("keeps personal data out of the model and the log, and gives tools the real value", async () => {
     const vault = emailVault();
-    const sent: string[] = [];
-    const lookup = tool({
-      name: "lookup_customer",
-      description: "Find a customer.",
-      input: v.object({ id: v.string() }),
-      run: async () => "Customer jane.doe@example.com",
-    });
-    const email = tool({
-      name: "send_email",
-      description: "Email.",
-      input: v.object({ to: v.string() }),
-      reveal: true,
-      run: async ({ to }) => {
-        sent.push(to);
-        return "sent";
-      },
-    });
+    const { sent, lookup, email } = customerTools(
+      "Find a customer.",
+      "Customer jane.doe@example.com",
+    );
     const model = scriptedModel([
       { content: [use("t1", "lookup_customer", { id: "c1" })] },
       (request) => {
@@ -706,23 +718,7 @@ describe("gates and the vault", () => {
           : { type: "deny", reason: "policy_deny", message: "outside" };
       },
     };
-    const sent: string[] = [];
-    const lookup = tool({
-      name: "lookup_customer",
-      description: "Find.",
-      input: v.object({ id: v.string() }),
-      run: async () => "Email: jane@customer.example",
-    });
-    const email = tool({
-      name: "send_email",
-      description: "Email.",
-      input: v.object({ to: v.string() }),
-      reveal: true,
-      run: async ({ to }) => {
-        sent.push(to);
-        return "sent";
-      },
-    });
+    const { sent, lookup, email } = customerTools("Find.", "Email: jane@customer.example");
     const store = memoryEventStore();
     const model = scriptedModel([
       { content: [use("t1", "lookup_customer", { id: "c1" })] },

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { claudeModel } from "./anthropic/index.js";
 import { breakerOf } from "./breakers.js";
 import type { ModelRequest } from "./contracts/model.js";
-import { createAgent, ToolError, tool } from "./index.js";
+import { type AgentOptions, createAgent, ToolError, tool } from "./index.js";
 import {
   faultyModel,
   faultyTool,
@@ -367,41 +367,40 @@ describe("timeouts and cancellation", () => {
   });
 });
 
+/** A run that calls `tool` once (retries 1 ms apart): its result and the logged tool result. */
+async function callOnce(tool: AgentOptions["tools"][number]) {
+  const store = memoryEventStore();
+  const result = await createAgent({
+    model: scriptedModel([callLookup(), answer()]),
+    tools: [tool],
+    store,
+    toolRetry: { delayMs: 1 },
+  }).run("Hi");
+  const logged = (await store.read(result.runId)).find(
+    (event) => event.type === "tool-call-result",
+  );
+  return { result, logged };
+}
+
 describe("tool retries and circuit breakers", () => {
   it("retries an idempotent tool on a transient failure", async () => {
     const flaky = flakyTool(idempotentLookup(), 2);
-    const store = memoryEventStore();
-    const result = await createAgent({
-      model: scriptedModel([callLookup(), answer()]),
-      tools: [flaky],
-      store,
-      toolRetry: { delayMs: 1 },
-    }).run("Hi");
+    const { result, logged } = await callOnce(flaky);
     expect(flaky.calls).toBe(3);
     expect(flaky.effects).toBe(1);
     expect(flaky.contexts.map((context) => context.attempt)).toEqual([1, 2, 3]);
     expect(new Set(flaky.contexts.map((context) => context.idempotencyKey))).toEqual(
       new Set([`${result.runId}:toolu_1`]),
     );
-    expect(
-      (await store.read(result.runId)).find((event) => event.type === "tool-call-result"),
-    ).toMatchObject({ status: "ok", attempts: 3 });
+    expect(logged).toMatchObject({ status: "ok", attempts: 3 });
   });
 
   it("never retries a non-idempotent tool", async () => {
     const flaky = flakyTool(lookupOrder(), 2);
-    const store = memoryEventStore();
-    const result = await createAgent({
-      model: scriptedModel([callLookup(), answer()]),
-      tools: [flaky],
-      store,
-      toolRetry: { delayMs: 1 },
-    }).run("Hi");
+    const { logged } = await callOnce(flaky);
     expect(flaky.calls).toBe(1);
     expect(flaky.effects).toBe(0);
-    expect(
-      (await store.read(result.runId)).find((event) => event.type === "tool-call-result"),
-    ).toMatchObject({ status: "error", errorKind: "tool_error", attempts: 1 });
+    expect(logged).toMatchObject({ status: "error", errorKind: "tool_error", attempts: 1 });
   });
 
   it("does not retry an idempotent tool on a permanent failure", async () => {

@@ -1,5 +1,5 @@
-import { createAgent, tool } from "@loopguard/core";
-import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { createAgent, type Gate, tool } from "@loopguard/core";
+import { memoryEventStore, type Script, scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { policy } from "./policy.js";
@@ -36,17 +36,28 @@ const refundCall = (amount: number) => ({
   ],
 });
 
-describe("durable approvals with the policy", () => {
-  it("parks a big refund, and a new agent on the same store approves it: the refund runs exactly once", async () => {
-    const store = memoryEventStore();
-    const { refund, made } = payments();
-    const first = createAgent({
-      model: scriptedModel([refundCall(800)]),
+/**
+ * Agents on one store and one payments service with durable approvals, each as another process
+ * would build it: `agent(replies, gates)`.
+ */
+function durableDesk() {
+  const store = memoryEventStore();
+  const { refund, made } = payments();
+  const agent = (replies: Script, gates: Gate[]) =>
+    createAgent({
+      model: scriptedModel(replies),
       tools: [refund],
       store,
       approval: { durable: true },
-      gates: [askBigRefunds(), runGuard()],
+      gates,
     });
+  return { store, made, agent };
+}
+
+describe("durable approvals with the policy", () => {
+  it("parks a big refund, and a new agent on the same store approves it: the refund runs exactly once", async () => {
+    const { store, made, agent } = durableDesk();
+    const first = agent([refundCall(800)], [askBigRefunds(), runGuard()]);
     const parked = await first.run("Order A1001 arrived broken, refund 800 please");
     expect(parked.status).toBe("awaiting_approval");
     expect(parked.pendingApprovals).toMatchObject([
@@ -60,13 +71,10 @@ describe("durable approvals with the policy", () => {
     expect(made.size).toBe(0);
 
     // Another agent object (as in another process), built from the same settings.
-    const second = createAgent({
-      model: scriptedModel([{ content: "Your refund of 800 is on its way." }]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds(), runGuard()],
-    });
+    const second = agent(
+      [{ content: "Your refund of 800 is on its way." }],
+      [askBigRefunds(), runGuard()],
+    );
     expect(second.policyDigest).toBe(first.policyDigest);
     const done = await second.approve(parked.runId, { decision: "approve", approver: "alice" });
     expect(done.status).toBe("completed");
@@ -86,28 +94,15 @@ describe("durable approvals with the policy", () => {
   });
 
   it("does not charge the rate limit twice for a call re-checked after its approval", async () => {
-    const store = memoryEventStore();
-    const { refund, made } = payments();
+    const { made, agent } = durableDesk();
     const limit = rateLimit(
       { tool: "issue_refund", capacity: 1, refillPerSecond: 0.0001 },
       { now: () => 0 },
     );
     const gates = [askBigRefunds(), limit];
-    const first = createAgent({
-      model: scriptedModel([refundCall(800)]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates,
-    });
+    const first = agent([refundCall(800)], gates);
     const parked = await first.run("refund 800");
-    const second = createAgent({
-      model: scriptedModel([{ content: "Done." }]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates,
-    });
+    const second = agent([{ content: "Done." }], gates);
     const done = await second.approve(parked.runId, { decision: "approve", approver: "alice" });
     expect(done.status).toBe("completed");
     expect(done.blocked).toEqual([]);
@@ -127,23 +122,10 @@ describe("durable approvals with the policy", () => {
   });
 
   it("ends a denied refund without the call", async () => {
-    const store = memoryEventStore();
-    const { refund, made } = payments();
-    const first = createAgent({
-      model: scriptedModel([refundCall(800)]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds()],
-    });
+    const { made, agent } = durableDesk();
+    const first = agent([refundCall(800)], [askBigRefunds()]);
     const parked = await first.run("refund 800");
-    const second = createAgent({
-      model: scriptedModel([{ content: "The refund was not approved." }]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds()],
-    });
+    const second = agent([{ content: "The refund was not approved." }], [askBigRefunds()]);
     const done = await second.approve(parked.runId, {
       decision: "deny",
       approver: "bob",
@@ -161,23 +143,10 @@ describe("durable approvals with the policy", () => {
   });
 
   it("halts the run on an indeterminate answer (policy_indeterminate)", async () => {
-    const store = memoryEventStore();
-    const { refund, made } = payments();
-    const first = createAgent({
-      model: scriptedModel([refundCall(800)]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds()],
-    });
+    const { made, agent } = durableDesk();
+    const first = agent([refundCall(800)], [askBigRefunds()]);
     const parked = await first.run("refund 800");
-    const second = createAgent({
-      model: scriptedModel([]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds()],
-    });
+    const second = agent([], [askBigRefunds()]);
     const done = await second.approve(parked.runId, {
       decision: "indeterminate",
       approver: "carol",
@@ -188,23 +157,10 @@ describe("durable approvals with the policy", () => {
   });
 
   it("refuses an approval given under a different policy (stale)", async () => {
-    const store = memoryEventStore();
-    const { refund, made } = payments();
-    const first = createAgent({
-      model: scriptedModel([refundCall(800)]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds(500)],
-    });
+    const { made, agent } = durableDesk();
+    const first = agent([refundCall(800)], [askBigRefunds(500)]);
     const parked = await first.run("refund 800");
-    const changed = createAgent({
-      model: scriptedModel([{ content: "Not refunded." }]),
-      tools: [refund],
-      store,
-      approval: { durable: true },
-      gates: [askBigRefunds(400)],
-    });
+    const changed = agent([{ content: "Not refunded." }], [askBigRefunds(400)]);
     expect(changed.policyDigest).not.toBe(first.policyDigest);
     const done = await changed.approve(parked.runId, { decision: "approve", approver: "alice" });
     expect(made.size).toBe(0);

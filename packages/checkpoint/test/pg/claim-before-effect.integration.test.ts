@@ -6,7 +6,7 @@
  */
 import { createAgent, type EventStore, tool } from "@loopguard/core";
 import { foldRun } from "@loopguard/core/plugin";
-import { scriptedModel } from "@loopguard/core/testing";
+import { callUntilResult } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { afterAll, describe, expect, it } from "vitest";
 import { type FencedEventStore, postgresEventStore } from "../../src/postgres-event-store.js";
@@ -33,21 +33,7 @@ describe.skipIf(!databaseUrl)("claim before effect", () => {
         store: view,
         tools: [pay],
         // Asks for the payment until a tool result is in the conversation, then answers.
-        model: scriptedModel(
-          (request) =>
-            request.messages.some(
-              (message) =>
-                Array.isArray(message.content) &&
-                message.content.some((block) => block.type === "tool_result"),
-            )
-              ? { content: "paid it" }
-              : {
-                  content: [
-                    { type: "tool_use", id: "toolu_1", name: "pay", input: { invoice: "I-1" } },
-                  ],
-                },
-          { copyRequests: false },
-        ),
+        model: callUntilResult({ name: "pay", input: { invoice: "I-1" } }, "paid it"),
       });
     const runId = "claim-1";
     // Worker A: its intent commits, then the process is paused before the tool runs.

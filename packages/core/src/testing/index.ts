@@ -44,8 +44,9 @@ export type {
   ScriptedReply,
 } from "./scripted-model.js";
 export { fillReply, scriptedModel } from "./scripted-model.js";
-export { thrownError } from "./thrown-error.js";
+export { rejectedError, thrownError } from "./thrown-error.js";
 export {
+  callUntilResult,
   lookupOrderTool,
   type ScriptedCall,
   type ToolLoopUsage,

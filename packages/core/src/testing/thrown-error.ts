@@ -20,3 +20,19 @@ export function thrownError(make: () => unknown): LoopguardError {
   }
   throw new Error("[core] thrownError: expected the call to throw; it returned normally");
 }
+
+/**
+ * `thrownError` for a promise: the loopguard error it rejected with. Rejects, failing the test,
+ * when the promise resolves or rejects with anything that is not a loopguard error.
+ */
+export async function rejectedError(promise: Promise<unknown>): Promise<LoopguardError> {
+  return promise.then(
+    () => {
+      throw new Error("[core] rejectedError: expected a rejection; the promise resolved");
+    },
+    (error: unknown) =>
+      thrownError(() => {
+        throw error;
+      }),
+  );
+}
