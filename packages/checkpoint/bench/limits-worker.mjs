@@ -2,13 +2,12 @@
 // answers at once (a trivial run), and with LIMITS=1 the fleet limits on: tenantBudget on the
 // PostgreSQL limit store (reserve at start, reserve and settle per step) and tenantConcurrency.
 // SIGTERM stops it.
-import { createAgent, tool } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
-import * as v from "valibot";
+import { createAgent } from "@loopguard/core";
 import { tenantBudget } from "../../policy/dist/index.js";
 import { postgresEventStore } from "../dist/postgres-event-store.js";
 import { postgresLimitStore } from "../dist/postgres-limit-store.js";
 import { createWorker } from "../dist/worker.js";
+import { work, workModel } from "../test/pg/fixtures/work-model.mjs";
 
 const env = process.env;
 const limits = env.LIMITS === "1";
@@ -27,27 +26,7 @@ const budgets = limitStore
 // STEPS=n: a run of n model steps (n - 1 tool calls), each model call taking STEP_MS.
 const steps = Number(env.STEPS ?? 1);
 const stepMs = Number(env.STEP_MS ?? 0);
-const work = tool({
-  name: "work",
-  description: "Does a piece of the work.",
-  input: v.object({ part: v.number() }),
-  run: async ({ part }) => `part ${part} done`,
-});
-const model = () =>
-  scriptedModel(
-    async (request) => {
-      if (stepMs > 0) await new Promise((done) => setTimeout(done, stepMs));
-      const done = request.messages.filter((message) => message.role === "assistant").length;
-      return done + 1 < steps
-        ? {
-            content: [
-              { type: "tool_use", id: `toolu_${done}`, name: "work", input: { part: done } },
-            ],
-          }
-        : { content: "done" };
-    },
-    { model: "claude-sonnet-5-5" },
-  );
+const model = () => workModel(steps, { stepMs });
 const worker = createWorker({
   store,
   agent: (view) => createAgent({ store: view, tools: [work], budgets, model: model() }),

@@ -2,9 +2,9 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { ExportQueue, exportQueueOf } from "./export-queue.js";
 import { guardTool } from "./guard.js";
-import type { Exporter, ExportResult, ModelRequest, Span } from "./index.js";
+import type { Exporter, ExportResult, Span } from "./index.js";
 import { createAgent, ExportDroppedError, shutdownExporters, tool, withRun } from "./index.js";
-import { scriptedModel } from "./testing/index.js";
+import { callUntilResult } from "./testing/index.js";
 
 const lookup = tool({
   name: "lookup_order",
@@ -15,18 +15,10 @@ const lookup = tool({
 
 /** One tool call, then an answer: three spans a run at least. */
 function model() {
-  return scriptedModel((request: ModelRequest) => {
-    const last = request.messages.at(-1);
-    const answered =
-      Array.isArray(last?.content) && last.content.some((block) => block.type === "tool_result");
-    return answered
-      ? { content: "Delivered." }
-      : {
-          content: [
-            { type: "tool_use", id: "tu_1", name: "lookup_order", input: { order_id: "A1" } },
-          ],
-        };
-  });
+  return callUntilResult(
+    { id: "tu_1", name: "lookup_order", input: { order_id: "A1" } },
+    "Delivered.",
+  );
 }
 
 /** A collector that never answers: every export and flush hangs. */

@@ -6,8 +6,8 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createAgent, ExportDroppedError, type ModelRequest, tool } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
+import { createAgent, ExportDroppedError, tool } from "@loopguard/core";
+import { callUntilResult } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { otelExporter, otlpTracing } from "../src/index.js";
@@ -20,18 +20,7 @@ const lookup = tool({
 });
 
 const model = () =>
-  scriptedModel((request: ModelRequest) => {
-    const last = request.messages.at(-1);
-    const answered =
-      Array.isArray(last?.content) && last.content.some((block) => block.type === "tool_result");
-    return answered
-      ? { content: "Delivered." }
-      : {
-          content: [
-            { type: "tool_use", id: "tu_1", name: "lookup_order", input: { order_id: "A1" } },
-          ],
-        };
-  });
+  callUntilResult({ id: "tu_1", name: "lookup_order", input: { order_id: "A1" } }, "Delivered.");
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -78,10 +78,13 @@ export function toolCallsModel(calls: readonly ScriptedCall[]): ScriptedModel {
 }
 
 /**
- * A scripted model that asks for `call` (id `toolu_1`) until a tool result is in the
- * conversation, then answers `answer`: the same reply however often a resumed run asks.
+ * A scripted model that asks for `call` (id `call.id`, default `toolu_1`) until a tool result is
+ * in the conversation, then answers `answer`: the same reply however often a resumed run asks.
  */
-export function callUntilResult(call: ScriptedCall, answer: string): ScriptedModel {
+export function callUntilResult(
+  call: ScriptedCall & { id?: string },
+  answer: string,
+): ScriptedModel {
   return scriptedModel(
     (request) =>
       request.messages.some(
@@ -90,7 +93,11 @@ export function callUntilResult(call: ScriptedCall, answer: string): ScriptedMod
           message.content.some((block) => block.type === "tool_result"),
       )
         ? { content: answer }
-        : { content: [{ type: "tool_use", id: "toolu_1", name: call.name, input: call.input }] },
+        : {
+            content: [
+              { type: "tool_use", id: call.id ?? "toolu_1", name: call.name, input: call.input },
+            ],
+          },
     { copyRequests: false },
   );
 }
