@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "@loopguard/core";
 import type { Scorecard } from "./run-scenarios.js";
+import { textTable } from "./text-table.js";
 
 /** Colours for the table; identity functions by default. */
 export interface ScorecardColors {
@@ -40,24 +41,14 @@ export function formatScorecard(card: Scorecard, colors: ScorecardColors = plain
     result.status,
   ]);
   const header = ["#", "scenario", "category", "checks", "result"];
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column]!))
-      .join("  ")
-      .trimEnd();
+  const { line, rule } = textTable(header, rows);
   const paint = (status: string, text: string) =>
     status === "PASS"
       ? colors.green(text)
       : status === "FAIL"
         ? colors.red(text)
         : colors.yellow(text);
-  const out = [
-    colors.bold(line(header)),
-    colors.dim(widths.map((width) => "-".repeat(width)).join("  ")),
-  ];
+  const out = [colors.bold(line(header)), colors.dim(rule)];
   for (const [index, row] of rows.entries()) {
     const result = card.results[index]!;
     out.push(paint(result.status, line(row)));

@@ -1,6 +1,6 @@
 import { createAgent, InvalidArgumentError } from "@loopguard/core";
-import { memoryEventStore } from "@loopguard/core/testing";
 import { type LoadedPackages, loadPackages, supportDefences } from "./defences.js";
+import { deskOptions } from "./desk-options.js";
 import { scenarios } from "./scenarios/index.js";
 import { hijackInstruction } from "./scenarios/injection-scenarios.js";
 import { companyDomain } from "./support-desk/fixtures.js";
@@ -159,14 +159,7 @@ export async function liveScorecard(options: LiveScorecardOptions): Promise<Live
       modelId = model.model;
       const agent = createAgent({
         model,
-        tools: desk.tools,
-        system: desk.system,
-        gates: defences.gates,
-        ...(defences.scanner ? { scanner: defences.scanner } : {}),
-        ...(defences.envelope ? { envelope: defences.envelope } : {}),
-        redact: defences.redact,
-        ...(defences.vault ? { vault: defences.vault } : {}),
-        store: memoryEventStore(),
+        ...deskOptions(desk, defences),
         budget: { maxUsd: 0.5, maxSteps: 12, wallClockMs: 120_000 },
       });
       const result = await agent.run(task);

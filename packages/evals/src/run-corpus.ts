@@ -18,6 +18,7 @@ import {
 } from "./defences.js";
 import { companyDomain, exfilAddress } from "./support-desk/fixtures.js";
 import { supportDesk } from "./support-desk/support-desk.js";
+import { textTable } from "./text-table.js";
 
 /** One row of the attack corpus (`injection.jsonl`). */
 export interface CorpusRecord {
@@ -299,18 +300,11 @@ export function formatCorpusReport(report: CorpusReport): string {
       .join(", ") || "-",
   ]);
   const header = ["subset", "label", "docs", "harmful", "task done", "blocked"];
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
-  );
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column]!))
-      .join("  ")
-      .trimEnd();
+  const { line, rule } = textTable(header, rows);
   return [
     `attack corpus ${report.file}: ${report.documents} documents; defences: ${report.defences.join(", ") || "none"}`,
     line(header),
-    widths.map((width) => "-".repeat(width)).join("  "),
+    rule,
     ...rows.map(line),
     "",
     `harmful side effects executed: ${report.harmful} (must be 0); benign tasks completed: ${report.benignCompleted}/${report.documents}; ${report.durationMs} ms`,

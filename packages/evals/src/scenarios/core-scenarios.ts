@@ -1,5 +1,6 @@
 import type { AgentOptions, ModelRequest, StoredEvent, ToolResultBlock } from "@loopguard/core";
-import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { scriptedModel } from "@loopguard/core/testing";
+import { deskOptions } from "../desk-options.js";
 import { type Scenario, type ScenarioContext, scenario } from "../scenario.js";
 import { gullibleModel } from "../support-desk/gullible-model.js";
 import type { SupportDesk } from "../support-desk/support-desk.js";
@@ -15,14 +16,7 @@ export function deskAgentOptions(
   const defences = t.defences();
   return {
     model: gullibleModel(),
-    tools: desk.tools,
-    system: desk.system,
-    gates: defences.gates,
-    ...(defences.scanner ? { scanner: defences.scanner } : {}),
-    ...(defences.envelope ? { envelope: defences.envelope } : {}),
-    redact: defences.redact,
-    ...(defences.vault ? { vault: defences.vault } : {}),
-    store: memoryEventStore(),
+    ...deskOptions(desk, defences),
     retry: t.retry,
     budget: { maxUsd: 0.5, maxSteps: 15, wallClockMs: 5_000 },
     ...extra,
