@@ -67,15 +67,21 @@ describe("pino", () => {
   });
 });
 
+/** A writable stream that keeps each chunk written to it as a trimmed line. */
+function lineSink() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString().trim());
+      done();
+    },
+  });
+  return { lines, stream };
+}
+
 describe("winston", () => {
   it("redactFormat redacts message, metadata and splat without mutating the caller's object", () => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString().trim());
-        done();
-      },
-    });
+    const { lines, stream } = lineSink();
     const logger = winston.createLogger({
       format: winston.format.combine(redactFormat(), winston.format.splat(), winston.format.json()),
       transports: [new winston.transports.Stream({ stream })],
@@ -98,13 +104,7 @@ describe("winston", () => {
 
 describe("winston with errors (the README's setup)", () => {
   it("logs an Error's redacted message and stack, not {level: error}", () => {
-    const lines: string[] = [];
-    const stream = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString().trim());
-        done();
-      },
-    });
+    const { lines, stream } = lineSink();
     const logger = winston.createLogger({
       format: winston.format.combine(
         winston.format.errors({ stack: true }),

@@ -163,7 +163,8 @@ describe("openSealedVault", () => {
       store,
     });
 
-  it("seals each new value before its token is handed out, and replays into the same tokens", async () => {
+  /** A sealed vault for subject `cust_42` on a fresh keyring, keeping what it seals in `stored`. */
+  const sealedCustomer = async () => {
     const keyring = keyringFor();
     const stored: import("./subject-keys.js").SealedVaultEntry[] = [];
     const vault = await openSealedVault({
@@ -171,6 +172,11 @@ describe("openSealedVault", () => {
       subject: "cust_42",
       onSealed: (entry) => stored.push(entry),
     });
+    return { keyring, stored, vault };
+  };
+
+  it("seals each new value before its token is handed out, and replays into the same tokens", async () => {
+    const { keyring, stored, vault } = await sealedCustomer();
     const text = vault.tokenize("Maya Lindqvist, jane@acme.io, born 12 March 1984");
     expect(text).toBe("<PERSON_1>, <EMAIL_1>, born <DATE_OF_BIRTH_1>");
     expect(stored).toHaveLength(3);
@@ -181,13 +187,7 @@ describe("openSealedVault", () => {
   });
 
   it("forget(subject) makes its tokens unrevealable here and in every later vault; tokens stay tokens", async () => {
-    const keyring = keyringFor();
-    const stored: import("./subject-keys.js").SealedVaultEntry[] = [];
-    const vault = await openSealedVault({
-      keyring,
-      subject: "cust_42",
-      onSealed: (entry) => stored.push(entry),
-    });
+    const { keyring, stored, vault } = await sealedCustomer();
     const text = vault.tokenize("refund jane@acme.io");
     expect(await vault.forget("cust_42")).toBe(true);
     expect(() => vault.reveal({ to: text })).toThrow(

@@ -53,6 +53,14 @@ interface Name {
   uncased: boolean;
 }
 
+/** The run of two to four capitalised words starting at `at` (no honorific), or undefined. */
+function capitalisedRunAt(text: string, at: number): Name | undefined {
+  CAPITALISED_RUN.lastIndex = at;
+  if (!CAPITALISED_RUN.test(text)) return undefined;
+  const end = CAPITALISED_RUN.lastIndex;
+  return { start: at, end, tokens: text.slice(at, end).split(" "), uncased: false };
+}
+
 /** Reads a name starting at `from` (after spaces and an honorific), or undefined. */
 function nameAt(text: string, from: number): Name | undefined {
   let index = from;
@@ -462,17 +470,8 @@ export function personDetector(): Detector {
           before > 4 &&
           !shortWordBefore(text, before)
         ) {
-          CAPITALISED_RUN.lastIndex = at;
-          if (CAPITALISED_RUN.test(text)) {
-            const end = CAPITALISED_RUN.lastIndex;
-            const runName: Name = {
-              start: at,
-              end,
-              tokens: text.slice(at, end).split(" "),
-              uncased: false,
-            };
-            if (lexiconName(runName, false)) accept(runName);
-          }
+          const runName = capitalisedRunAt(text, at);
+          if (runName && lexiconName(runName, false)) accept(runName);
           continue;
         }
         const cue = mayHaveCue(text, at) ? cueBefore(text, at, lastEnd) : "none";
@@ -504,15 +503,8 @@ export function personDetector(): Detector {
           if (isName && words.length > 0) accept(name);
         } else {
           // Running text: the lexicon must know the name, or a strong verb must precede it.
-          CAPITALISED_RUN.lastIndex = at;
-          if (CAPITALISED_RUN.test(text)) {
-            const end = CAPITALISED_RUN.lastIndex;
-            const runName: Name = {
-              start: at,
-              end,
-              tokens: text.slice(at, end).split(" "),
-              uncased: false,
-            };
+          const runName = capitalisedRunAt(text, at);
+          if (runName) {
             const runWords = runName.tokens.filter((token) => !token.endsWith("."));
             if (
               lexiconName(runName, cue === "verb" || cue === "action") ||
