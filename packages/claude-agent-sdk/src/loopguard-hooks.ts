@@ -345,32 +345,35 @@ export function loopguardHooks(options: LoopguardHooksOptions = {}): LoopguardHo
     return {};
   };
 
-  const postToolUseFailure: HookCallback = async (input, toolUseId) => {
-    if (input.hook_event_name !== "PostToolUseFailure") return {};
-    const call = tracked.get(input.tool_use_id ?? toolUseId ?? "");
+  /**
+   * Ends a tracked call the SDK ended without a result: answers a pending ask with `permission`,
+   * fails the execution with `message` and waits until the pipeline has recorded it.
+   */
+  const endTracked = async (id: string, permission: "approve" | "deny", message: string) => {
+    const call = tracked.get(id);
     if (!call) return {};
-    call.permission.resolve("approve");
-    call.execution.reject(
-      new ToolError(
-        `[claude-agent-sdk] ${input.tool_name} failed: ${String(input.error).slice(0, 500)}`,
-      ),
-    );
+    call.permission.resolve(permission);
+    call.execution.reject(new ToolError(message));
     await call.outcome;
     return {};
   };
 
+  const postToolUseFailure: HookCallback = async (input, toolUseId) => {
+    if (input.hook_event_name !== "PostToolUseFailure") return {};
+    return endTracked(
+      input.tool_use_id ?? toolUseId ?? "",
+      "approve",
+      `[claude-agent-sdk] ${input.tool_name} failed: ${String(input.error).slice(0, 500)}`,
+    );
+  };
+
   const permissionDenied: HookCallback = async (input, toolUseId) => {
     if (input.hook_event_name !== "PermissionDenied") return {};
-    const call = tracked.get(input.tool_use_id ?? toolUseId ?? "");
-    if (!call) return {};
-    call.permission.resolve("deny");
-    call.execution.reject(
-      new ToolError(
-        `[claude-agent-sdk] the SDK's permissions denied ${input.tool_name}: ${input.reason}`,
-      ),
+    return endTracked(
+      input.tool_use_id ?? toolUseId ?? "",
+      "deny",
+      `[claude-agent-sdk] the SDK's permissions denied ${input.tool_name}: ${input.reason}`,
     );
-    await call.outcome;
-    return {};
   };
 
   const scanAlone = async (
