@@ -36,3 +36,26 @@ export function spawnWorker(script, env, label = "worker") {
   });
   return { child, lines, errors, ready };
 }
+
+/**
+ * Waits until all `runs` runs in `schema` have completed, polling every 20 ms; returns the
+ * steady-state rate in runs per second, from 10 % to 90 % completed (start-up left out).
+ */
+export async function steadyRate(pool, schema, runs) {
+  const marks = new Map();
+  const low = Math.ceil(runs * 0.1);
+  const high = Math.floor(runs * 0.9);
+  for (;;) {
+    const { rows } = await pool.query(
+      `SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`,
+    );
+    const done = rows[0].n;
+    if (done >= low && !marks.has("low")) marks.set("low", [performance.now(), done]);
+    if (done >= high && !marks.has("high")) marks.set("high", [performance.now(), done]);
+    if (done >= runs) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const [t0, n0] = marks.get("low");
+  const [t1, n1] = marks.get("high");
+  return ((n1 - n0) / (t1 - t0)) * 1000;
+}

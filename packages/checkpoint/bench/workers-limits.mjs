@@ -16,7 +16,7 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { databaseUrlOrExit, spawnWorker } from "./fleet.mjs";
+import { databaseUrlOrExit, spawnWorker, steadyRate } from "./fleet.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
@@ -61,20 +61,7 @@ async function throughput(processes, limits) {
     });
   const workers = Array.from({ length: processes }, () => startWorker(schema, limits));
   await Promise.all(workers.map((worker) => worker.ready));
-  // Steady state: from 10 % to 90 % of runs completed (process start-up left out).
-  const marks = new Map();
-  const low = Math.ceil(RUNS * 0.1);
-  const high = Math.floor(RUNS * 0.9);
-  for (;;) {
-    const { rows } = await pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`,
-    );
-    const done = rows[0].n;
-    if (done >= low && !marks.has("low")) marks.set("low", [performance.now(), done]);
-    if (done >= high && !marks.has("high")) marks.set("high", [performance.now(), done]);
-    if (done >= RUNS) break;
-    await sleep(20);
-  }
+  const rate = await steadyRate(pool, schema, RUNS);
   let spent;
   if (limits) {
     const { rows } = await pool.query(
@@ -88,9 +75,7 @@ async function throughput(processes, limits) {
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}_boss" CASCADE`);
   await store.close();
-  const [t0, n0] = marks.get("low");
-  const [t1, n1] = marks.get("high");
-  return { rate: ((n1 - n0) / (t1 - t0)) * 1000, spent, errors: errors.length };
+  return { rate, spent, errors: errors.length };
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { databaseUrlOrExit, spawnWorker } from "./fleet.mjs";
+import { databaseUrlOrExit, spawnWorker, steadyRate } from "./fleet.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
@@ -125,28 +125,13 @@ async function throughput(processes) {
   const workers = Array.from({ length: processes }, (_, index) => startWorker(schema, `b${index}`));
   await Promise.all(workers.map((worker) => worker.ready));
   const databaseCpuBefore = postgresCpu();
-  // Steady state: time from 10 % to 90 % of runs completed (process start-up left out).
-  const marks = new Map();
-  const low = Math.ceil(RUNS * 0.1);
-  const high = Math.floor(RUNS * 0.9);
-  for (;;) {
-    const { rows } = await context.pool.query(
-      `SELECT count(*)::int AS n FROM "${schema}".runs WHERE status = 'completed'`,
-    );
-    const done = rows[0].n;
-    if (done >= low && !marks.has("low")) marks.set("low", [performance.now(), done]);
-    if (done >= high && !marks.has("high")) marks.set("high", [performance.now(), done]);
-    if (done >= RUNS) break;
-    await sleep(20);
-  }
-  const [t0, n0] = marks.get("low");
-  const [t1, n1] = marks.get("high");
+  const rate = await steadyRate(context.pool, schema, RUNS);
   const workerCpu = workers.reduce((sum, worker) => sum + cpuOf(worker.child.pid), 0);
   const databaseCpu = postgresCpu() - databaseCpuBefore;
   const queries = await queriesOf(workers);
   await teardown(schema, context, workers);
   return {
-    rate: ((n1 - n0) / (t1 - t0)) * 1000,
+    rate,
     workerCpuMs: (workerCpu / RUNS) * 1000,
     databaseCpuMs: (databaseCpu / RUNS) * 1000,
     queries,

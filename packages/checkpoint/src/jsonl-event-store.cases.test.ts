@@ -17,7 +17,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { StoredEventInput } from "@loopguard/core";
 import { AppendConflictError, CorruptLogError, type LoopguardError } from "@loopguard/core";
-import { rejectedError } from "@loopguard/core/testing";
+import { rejectedError, retryEvent } from "@loopguard/core/testing";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { type JsonlEventStore, jsonlEventStore, logFiles } from "./jsonl-event-store.js";
@@ -54,15 +54,8 @@ const start = (runId: string, at = 1): StoredEventInput => ({
   toolDigest: "t",
   at,
 });
-const retry = (attempt: number, message = `retry ${attempt}`): StoredEventInput => ({
-  type: "model-retry",
-  step: 1,
-  attempt,
-  kind: "overloaded",
-  waitMs: 1,
-  message,
-  at: 1000 + attempt,
-});
+const retry = (attempt: number, message = `retry ${attempt}`): StoredEventInput =>
+  retryEvent(attempt, message, 1000 + attempt);
 const rejection = rejectedError;
 
 describe("jsonlEventStore: the file format", () => {

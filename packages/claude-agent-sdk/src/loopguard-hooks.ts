@@ -564,18 +564,7 @@ function sdkExecutedTool(
   tracked: Map<string, TrackedCall>,
 ): Tool<Record<string, unknown>, unknown> {
   return {
-    name,
-    description: name,
-    sensitive,
-    idempotent: false,
-    trust: "untrusted",
-    timeoutMs,
-    costUsd: 0,
-    spec: { name, description: name, input_schema: { type: "object" } },
-    parse: (args: unknown) =>
-      args !== null && typeof args === "object" && !Array.isArray(args)
-        ? { ok: true, value: args as Record<string, unknown> }
-        : { ok: false, issues: ["(root): arguments must be an object"] },
+    ...sdkToolShape(name, sensitive, timeoutMs),
     run: (_args, context) => {
       const call = tracked.get(context.toolUseId);
       if (!call)
@@ -588,20 +577,32 @@ function sdkExecutedTool(
 
 /** The SDK validates its tools' input itself; the pipeline's step 1 only checks it is an object. */
 function passThroughTool(name: string, sensitive: boolean): Tool {
+  return { ...sdkToolShape(name, sensitive, 1), run: () => undefined };
+}
+
+/**
+ * What the pipeline knows of a tool the SDK runs: its name, whether it is sensitive, untrusted
+ * output, no cost of its own, and a parse that only checks the arguments are an object (the
+ * SDK validates its tools' input itself).
+ */
+function sdkToolShape(
+  name: string,
+  sensitive: boolean,
+  timeoutMs: number,
+): Omit<Tool<Record<string, unknown>, unknown>, "run"> {
   return {
     name,
     description: name,
     sensitive,
     idempotent: false,
     trust: "untrusted",
-    timeoutMs: 1,
+    timeoutMs,
     costUsd: 0,
     spec: { name, description: name, input_schema: { type: "object" } },
     parse: (args: unknown) =>
       args !== null && typeof args === "object" && !Array.isArray(args)
         ? { ok: true, value: args as Record<string, unknown> }
         : { ok: false, issues: ["(root): arguments must be an object"] },
-    run: () => undefined,
   };
 }
 
