@@ -331,15 +331,20 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
     return { nextSeq };
   };
 
-  const read = async (runId: string): Promise<StoredEvent[]> => {
-    checkRunId(runId, "read");
+  /** A run's rows in seq order (after checking the run id for `method`). */
+  const rowsOf = async (runId: string, method: string) => {
+    checkRunId(runId, method);
     const pool = await ready();
     const { rows } = await pool.query({
       name: names.read,
       text: `SELECT seq, body, chain FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
       values: [runId],
     });
-    return parseRows(runId, rows);
+    return rows;
+  };
+
+  const read = async (runId: string): Promise<StoredEvent[]> => {
+    return parseRows(runId, await rowsOf(runId, "read"));
   };
 
   const parseRows = (runId: string, rows: Record<string, unknown>[]): StoredEvent[] => {
@@ -419,13 +424,8 @@ export function postgresEventStore(options: PostgresEventStoreOptions): Postgres
   }
 
   const verify = async (runId: string): Promise<VerifyResult> => {
-    checkRunId(runId, "verify");
+    const rows = await rowsOf(runId, "verify");
     const pool = await ready();
-    const { rows } = await pool.query({
-      name: names.read,
-      text: `SELECT seq, body, chain FROM ${s}.events WHERE run_id = $1 ORDER BY seq`,
-      values: [runId],
-    });
     try {
       parseRows(runId, rows);
     } catch (error) {
