@@ -181,6 +181,7 @@ function isWordUnit(code: number): boolean {
   );
 }
 const latinLetter = /[a-z]/;
+const asciiDigit = /[0-9]/;
 const lookAlikeLetter = /[\u0370-\u03ff\u0400-\u04ff\u0500-\u052f\u0250-\u02af]/;
 
 /**
@@ -456,7 +457,8 @@ export function normalizeWithRuns(
   const mixedScript: Array<[number, number]> = [];
   if (options.foldHomoglyphs !== false && lookAlikeLetter.test(text)) {
     // Expand around each look-alike to its word (at most 64 letters each side), fold the word
-    // when it also holds Latin letters; every step moves forward, so this stays linear.
+    // when it also holds Latin letters or ASCII digits; every step moves forward, so this
+    // stays linear.
     lookAlikeGlobal.lastIndex = 0;
     let folded = "";
     let copied = 0;
@@ -469,7 +471,9 @@ export function normalizeWithRuns(
         end += 1;
       lookAlikeGlobal.lastIndex = end;
       const word = text.slice(start, end);
-      if (!latinLetter.test(word)) continue;
+      // A look-alike beside Latin letters or ASCII digits is a disguise ("раypal", "о00.example"):
+      // a word of the other script alone is left as it is.
+      if (!latinLetter.test(word) && !asciiDigit.test(word)) continue;
       let replaced = "";
       for (let k = 0; k < word.length; k++) replaced += homoglyphs[word[k]!] ?? word[k];
       // Every entry of the table is one UTF-16 unit to one, so offsets stay valid.
