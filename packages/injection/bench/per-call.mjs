@@ -91,9 +91,11 @@ for (const [name, page] of [
 
 // Mixed text: one pass over every corpus row, in process CPU time (steadier than wall time on
 // a shared machine), best of 8 rounds interleaved between the builds.
-const { existsSync, readFileSync } = await import("node:fs");
-const corpusPath = new URL("../../../../shared/data/injection.jsonl", import.meta.url);
-if (existsSync(corpusPath)) {
+const { readFileSync } = await import("node:fs");
+const { publicCorpusPath, noCorpusMessage } = await import("./public-corpus.mjs");
+const corpusPath = publicCorpusPath();
+if (!corpusPath) console.log(noCorpusMessage);
+else {
   const texts = readFileSync(corpusPath, "utf8")
     .split("\n")
     .filter((line) => line.trim() !== "")
