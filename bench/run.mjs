@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import os from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { summarizeProfile } from "./profile.mjs";
 
@@ -508,7 +508,7 @@ const throughput = child("throughput.mjs", [quick ? 300 : 1000]);
 if (throughput.error) say(`error: ${throughput.error}`);
 else {
   say(
-    "MB/s on the same input for each pair, one call per row (median of 5 slices, min–max). The corpora are shared/data/pii.jsonl and shared/data/injection.jsonl (short, dense rows); the 2 KB page is the tool output of the loop benchmark. Detection and false-positive rates, which matter more than speed, are in `pnpm --filter @loopguard/injection bench` and the redact package's README.",
+    `MB/s on the same input for each pair, one call per row (median of 5 slices, min–max). The corpora are ${relative(root, throughput.redaction.corpus.path)} (${throughput.redaction.corpus.rows} rows) and ${relative(root, throughput.scanning.corpus.path)} (${throughput.scanning.corpus.rows} rows): the public ones when LOOPGUARD_PII_CORPUS and LOOPGUARD_CORPUS name them, else the repository's own; the 2 KB page is the tool output of the loop benchmark. Detection and false-positive rates, which matter more than speed, are in \`pnpm --filter @loopguard/injection bench\` and the redact package's README.`,
   );
   say();
   say("| job | input | loopguard | peer | loopguard ÷ peer |");

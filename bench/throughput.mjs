@@ -1,30 +1,36 @@
 // Redaction and injection scanning throughput, side by side with popular npm packages that do
 // the same job, on the same input: `node throughput.mjs [milliseconds per figure]`.
 //
-// Inputs are the labelled corpora in shared/data (the ones the packages are scored on):
-// every row of pii.jsonl for redaction, every row of injection.jsonl for scanning, one call
-// per row, plus a 2 KB page of plain prose (the tool output of loop-overhead.mjs). Prints one
-// JSON line of MB/s per system and input; asserts nothing about time.
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+// Inputs: every row of a PII corpus for redaction and of an injection corpus for scanning, one
+// call per row, plus a 2 KB page of plain prose (the tool output of loop-overhead.mjs). The
+// corpora are the public ones when named (LOOPGUARD_PII_CORPUS, a file; LOOPGUARD_CORPUS, a file
+// or a folder holding injection.jsonl, as .ci/run sets them), else the ones the repository
+// carries (packages/redact/corpus, packages/evals/corpora). Prints one JSON line of MB/s per
+// system and input; asserts nothing about time.
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { prosePage } from "./payload.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const budgetMs = Number(process.argv[2] ?? 600);
-const dataDir = resolve(here, "../../shared/data");
-const corpus = (name) => {
-  const path = resolve(dataDir, name);
+/** The corpus a variable names (a folder means its `file`), else the repository's own. */
+const corpusPath = (variable, file, own) => {
+  const named = process.env[variable];
+  if (!named) return resolve(here, "..", own);
+  const path = existsSync(named) && statSync(named).isDirectory() ? join(named, file) : named;
   if (!existsSync(path))
     throw new Error(
-      `[bench] ${path} is missing: the corpora live in shared/data beside the repository`,
+      `[bench] ${path} (from ${variable}) does not exist: name the corpus file, or unset ${variable} to use the repository's own`,
     );
-  return readFileSync(path, "utf8")
+  return resolve(path);
+};
+const corpus = (path) =>
+  readFileSync(path, "utf8")
     .split("\n")
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line).text);
-};
 
 /** MB/s of `fn` over `texts`: warm-up, then passes for `budgetMs`, median of 5 slices. */
 function throughput(texts, fn) {
@@ -58,10 +64,15 @@ const page = [prosePage(2048)];
 const { redact } = await import("@loopguard/redact");
 const { SyncRedactor } = await import("@dawn-analytics/redact-pii");
 const peerRedactor = new SyncRedactor();
-const pii = corpus("pii.jsonl");
-result.redaction.corpus = { rows: pii.length };
+const piiPath = corpusPath(
+  "LOOPGUARD_PII_CORPUS",
+  "pii.jsonl",
+  "packages/redact/corpus/pii-corpus.jsonl",
+);
+const pii = corpus(piiPath);
+result.redaction.corpus = { rows: pii.length, path: piiPath };
 for (const [input, texts] of [
-  ["pii.jsonl", pii],
+  [basename(piiPath), pii],
   ["2 KB prose page", page],
 ]) {
   result.redaction[input] = {
@@ -76,10 +87,15 @@ const { heuristicScanner } = await import("@loopguard/injection");
 const vard = (await import("@andersmyrmel/vard")).default;
 const scanner = heuristicScanner();
 const vardCheck = vard.moderate().maxLength(100_000_000);
-const injection = corpus("injection.jsonl");
-result.scanning.corpus = { rows: injection.length };
+const injectionPath = corpusPath(
+  "LOOPGUARD_CORPUS",
+  "injection.jsonl",
+  "packages/evals/corpora/injection.jsonl",
+);
+const injection = corpus(injectionPath);
+result.scanning.corpus = { rows: injection.length, path: injectionPath };
 for (const [input, texts] of [
-  ["injection.jsonl", injection],
+  [basename(injectionPath), injection],
   ["2 KB prose page", page],
 ]) {
   result.scanning[input] = {
