@@ -62,12 +62,12 @@ describe("the attack corpus runner on the corpus the repository carries", () => 
   });
 });
 
-// The public corpora (shared/data beside the repository) are an external benchmark: read only
+// The public corpora are an external benchmark: read only
 // when LOOPGUARD_CORPUS names them, so a clone alone runs every other test.
 const external = externalCorpusPath();
 if (!external)
   console.info(
-    "[evals tests] the external attack benchmark is skipped: set LOOPGUARD_CORPUS to a corpus file or folder (e.g. the public corpora in shared/data) to run it",
+    "[evals tests] the external attack benchmark is skipped: set LOOPGUARD_CORPUS to a corpus file or folder (the public labelled corpora) to run it",
   );
 describe.skipIf(!external)("the attack corpus runner on the external benchmark", () => {
   it("executes no harmful side effect on a sample of it", async () => {

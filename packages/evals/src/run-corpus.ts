@@ -70,7 +70,7 @@ export function bundledCorpusPath(): string {
 
 /**
  * The external benchmark named by `LOOPGUARD_CORPUS` (a JSONL file, or a folder holding
- * `injection.jsonl`, such as the public corpora in `shared/data`), or `undefined` when the
+ * `injection.jsonl`, such as the public labelled corpora), or `undefined` when the
  * variable is not set. Nothing outside the repository is read unless it is named here or
  * passed as a path.
  */
