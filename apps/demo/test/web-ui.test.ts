@@ -2,16 +2,12 @@ import { existsSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumPath, eventually, hasChromium, launchChromium } from "./browser.js";
 import { built, ledgerOf, run, runIdOf, start } from "./cli-helpers.js";
 
 // The web inbox of `loopguard serve`, driven in real Chromium (Debian's package).
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-// Polls with room for a loaded CI machine (vitest's default gives up after 1 s).
-const eventually = <T>(fn: () => T | Promise<T>, options: { timeout?: number } = {}) =>
-  expect.poll(fn, { timeout: 10_000, ...options });
-const hasChromium = existsSync(chromiumPath);
 if (!hasChromium && process.env.CI)
   throw new Error(
     `[loopguard] CI is set but Chromium is missing at ${chromiumPath}: .ci/run must install it`,
@@ -55,19 +51,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     signIn = /^(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)$/m.exec(server.output())![1]!;
     expect(server.output().split("\n")[0]).toBe(signIn);
     base = new URL(signIn).origin;
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
   }, 120_000);
 
   afterAll(async () => {
@@ -166,6 +150,8 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     await page.getByRole("checkbox").check();
     await page.getByRole("button", { name: "Freeze the fleet" }).click();
     await eventually(() => page.locator("main").textContent()).toMatch(/Frozen by dana\.lead/);
+    // Screen readers hear it: the page's live region says what happened.
+    await eventually(() => page.locator("#live").textContent()).toBe("The fleet is frozen.");
     const frozenRun = run(["demo", "--dir", runs]);
     expect(frozenRun.stdout).toMatch(/halted/);
     const frozenId = runIdOf(frozenRun.stdout);

@@ -5,84 +5,18 @@
  * events). Every string from a run is written with `textContent`, never as markup.
  */
 
-interface Boot {
-  view: "inbox" | "runs" | "run" | "fleet" | "missing";
-  user: string;
-  csrf: string;
-  where: string;
-  data: unknown;
-  query?: Record<string, string>;
-  version?: string;
-}
+import type { FreezeStatus, RunSummary } from "@loopguard/core";
+import type { PageBoot } from "./page.js";
+import type { PendingApproval, RunView } from "./run-view.js";
 
-interface Reason {
-  reason: string;
-  message: string;
-  gate?: string;
-}
+type Boot = PageBoot;
 
-interface Pending {
-  runId: string;
-  requestId: string;
-  tool: string;
-  args: unknown;
-  reasons: Reason[];
-  argsDigest: string;
-  policyDigest: string;
-  askedAt: number;
-  expiresAt: number;
-  state: "pending" | "expired" | "stale";
-  why?: string;
-  agentId?: string;
-  task?: string;
-}
-
-interface Freeze {
-  frozen: boolean;
-  reason?: string;
-  by?: string;
-  at?: number;
-  error?: string;
-}
-
-interface RunRow {
-  runId: string;
-  error?: string;
-  agentId?: string;
-  status: string;
-  steps: number;
-  costUsd: number;
-  createdAt: number;
-  updatedAt: number;
-  task?: string;
-}
-
-interface RunViewData {
-  runId: string;
-  agentId?: string;
-  task?: string;
-  status: string;
-  why?: string;
-  answer?: string;
-  haltReason?: string;
-  error?: string;
-  steps: number;
-  costUsd: number;
-  events: number;
-  createdAt: number;
-  updatedAt: number;
-  pending: Pending[];
-  answered: Array<{
-    requestId: string;
-    tool: string;
-    decision: string;
-    approver?: string;
-    note?: string;
-    at: number;
-  }>;
-  refusals: Array<{ tool: string; reason: string; refusedAt?: string; message?: string }>;
-  corrupt?: string;
-}
+// The shapes the server sends are the server's own types (type-only imports: nothing of them
+// reaches the browser).
+type Pending = PendingApproval;
+type Freeze = FreezeStatus & { error?: string };
+type RunRow = RunSummary;
+type RunViewData = RunView & { corrupt?: string };
 
 const boot = JSON.parse(document.getElementById("boot")?.textContent ?? "{}") as Boot;
 const main = document.getElementById("main") as HTMLElement;
@@ -553,7 +487,6 @@ function renderFleet(data: { fleet: Freeze }): void {
     if (reply.ok) {
       current = { fleet: reply.data.fleet as Freeze };
       renderFleet(current as { fleet: Freeze });
-      return;
       say(fleet.frozen ? "The fleet is running again." : "The fleet is frozen.");
     } else {
       result.textContent = String(reply.data.error);
@@ -661,5 +594,3 @@ setInterval(() => {
   for (const element of document.querySelectorAll<HTMLElement>(".expires"))
     element.textContent = left(Number(element.dataset.expires));
 }, 30_000);
-
-export {};
