@@ -1,5 +1,6 @@
 import { type FSWatcher, watch } from "node:fs";
 import type { EventStore, RunSummary, StoredEvent } from "@loopguard/core";
+import { summarize } from "@loopguard/core/plugin";
 
 /** Options of the run index. */
 export interface RunIndexOptions {
@@ -188,43 +189,6 @@ async function summaryOf(store: EventStore, runId: string): Promise<RunSummary |
     };
   }
   if (events.length === 0) return undefined;
-  const row: RunSummary = {
-    runId,
-    status: "running",
-    steps: 0,
-    costUsd: 0,
-    events: events.length,
-    createdAt: events[0]!.at,
-    updatedAt: events.at(-1)!.at,
-  };
-  let open = 0;
-  for (const event of events) {
-    switch (event.type) {
-      case "run-start":
-        row.agentId = event.agentId;
-        row.task = event.task.length > 120 ? `${event.task.slice(0, 117)}...` : event.task;
-        break;
-      case "model-response":
-        row.steps = Math.max(row.steps, event.step);
-        row.costUsd += event.costUsd;
-        break;
-      case "approval-request":
-        open += 1;
-        row.status = "awaiting_approval";
-        break;
-      case "approval-decision":
-        open = Math.max(0, open - 1);
-        if (open === 0) row.status = "running";
-        break;
-      case "run-resume":
-        if (open === 0) row.status = "running";
-        break;
-      case "run-end":
-        row.status = event.status;
-        break;
-      default:
-        break;
-    }
-  }
-  return row;
+  // The same summary the stores keep for `list` (core's fold of a log into its summary).
+  return summarize(undefined, runId, events);
 }
