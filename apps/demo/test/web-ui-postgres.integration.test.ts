@@ -1,16 +1,11 @@
-import { existsSync } from "node:fs";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventually, hasChromium, launchChromium } from "./browser.js";
 import { built, run, start } from "./cli-helpers.js";
 
 // The web inbox over the worker fleet's PostgreSQL: an approval given in the page is resumed
 // by a worker process, and a freeze from the page halts the next run a worker takes.
 const url = process.env.DATABASE_URL;
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-// Polls with room for a loaded CI machine (vitest's default gives up after 1 s).
-const eventually = <T>(fn: () => T | Promise<T>, options: { timeout?: number } = {}) =>
-  expect.poll(fn, { timeout: 10_000, ...options });
-const hasChromium = existsSync(chromiumPath);
 if (process.env.CI && !url)
   throw new Error("[loopguard] CI is set but DATABASE_URL is not: .ci/run must start PostgreSQL");
 
@@ -59,19 +54,7 @@ describe.skipIf(!built || !url || !hasChromium)(
       await server.waitFor(/loopguard serve: /, 60_000);
       signIn = /^(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)$/m.exec(server.output())![1]!;
       base = new URL(signIn).origin;
-      browser = await chromium.launch({
-        executablePath: chromiumPath,
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      browser = await launchChromium();
     }, 120_000);
 
     afterAll(async () => {

@@ -1,16 +1,13 @@
-import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as fc from "fast-check";
-import { chromium } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { chromiumPath, hasChromium, launchChromium } from "../../test/browser.js";
 import { hostileText, supportDeskEvents } from "./__fixtures__/support-desk-run.js";
 import { buildTraceJson, embedJson, renderTraceHtml, traceView } from "./index.js";
 
-const chromiumPath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const hasChromium = existsSync(chromiumPath);
 const inCi = Boolean(process.env.CI);
 if (!hasChromium && !inCi) {
   console.warn(
@@ -96,19 +93,7 @@ describe.skipIf(!hasChromium && !inCi)("trace.html in headless Chromium", () => 
       throw new Error(
         `[loopguard] CI is set but Chromium is missing at ${chromiumPath}: .ci/run must install it (apt-get install -y chromium)`,
       );
-    const browser = await chromium.launch({
-      executablePath: chromiumPath,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({
         viewport: { width: 1400, height: 760 },
