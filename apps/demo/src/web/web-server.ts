@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Span } from "@loopguard/core";
+import type { Span, StoredEvent } from "@loopguard/core";
 import { spansFromEvents } from "@loopguard/core/plugin";
 import { loadTraceViewer } from "../trace-viewer.js";
 import { freezeState, pageOf, readRun, type WebBackend } from "./backend.js";
@@ -87,6 +87,8 @@ export function createWebHandler(options: WebOptions): WebHandler {
   const ready = index.start();
   ready.catch((error) => report(error, "indexing the runs"));
   const locks = new Map<string, Promise<unknown>>();
+  /** The logs of parked runs, by run id, with the event count they were read at. */
+  const parkedLogs = new Map<string, { events: number; log: StoredEvent[] }>();
   /** Each live page, with the state it was last told about (its page's version at first). */
   const live = new Map<ServerResponse, string>();
   let liveTimer: ReturnType<typeof setInterval> | undefined;
@@ -130,7 +132,14 @@ export function createWebHandler(options: WebOptions): WebHandler {
     const pending: PendingApproval[] = [];
     const views = await Promise.all(
       waiting.slice(0, limit).map(async (row) => {
-        const { events } = await readRun(backend.store, row.runId);
+        // A parked run's log changes only when someone answers or it goes on: read it again
+        // only when its summary says it grew (each live refresh would re-read every log).
+        let cached = parkedLogs.get(row.runId);
+        if (!cached || cached.events !== row.events) {
+          cached = { events: row.events, log: (await readRun(backend.store, row.runId)).events };
+          parkedLogs.set(row.runId, cached);
+        }
+        const events = cached.log;
         return runView(row.runId, events, {
           now: now(),
           ...(backend.policyDigest ? { policyDigest: backend.policyDigest } : {}),
@@ -138,6 +147,9 @@ export function createWebHandler(options: WebOptions): WebHandler {
         });
       }),
     );
+    // Runs no longer parked leave the cache.
+    const parked = new Set(waiting.map((row) => row.runId));
+    for (const runId of parkedLogs.keys()) if (!parked.has(runId)) parkedLogs.delete(runId);
     for (const view of views) pending.push(...view.pending);
     pending.sort((a, b) => a.askedAt - b.askedAt);
     return {
