@@ -154,15 +154,11 @@ describe("tool calls", () => {
       },
       { content: "ok" },
     ]);
-    const started = Date.now();
     const result = await createAgent({ model, tools }).run("go");
-    const elapsed = Date.now() - started;
     expect(result.status).toBe("completed");
-    expect(effects).toEqual(["echo:second", "echo:first"]);
     // Run one after the other, "first" (60 ms) would finish before "second" started; the
-    // order of effects proves they overlapped, whatever the machine's load. The elapsed time
-    // is only a loose check that they did not run in sequence twice over.
-    expect(elapsed).toBeLessThan(60 + 5 + 2_000);
+    // order of effects proves they overlapped, whatever the machine's load.
+    expect(effects).toEqual(["echo:second", "echo:first"]);
     const reply = model.requests[1]!.messages[2]!;
     expect(reply.role).toBe("user");
     expect(

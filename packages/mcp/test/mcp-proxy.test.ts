@@ -138,9 +138,9 @@ describe("runMcpProxy over stdio, in front of a real MCP server", () => {
     expect(textOfResult(malformed)).toMatch(
       /^\[mcp\] tool "malformed" failed \(tool_error\): \[mcp\] MCP server "shop" failed tool "malformed": /,
     );
-    const started = Date.now();
-    const hung = await host.callTool({ name: "slow", arguments: { ms: 5_000 } });
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // The tool would answer after ten minutes: reaching the timeout result proves the proxy
+    // did not wait for it, whatever the machine's pace.
+    const hung = await host.callTool({ name: "slow", arguments: { ms: 600_000 } });
     expect(textOfResult(hung)).toMatch(
       /^\[mcp\] tool "slow" failed \(timeout\): The tool did not answer within 200 ms/,
     );

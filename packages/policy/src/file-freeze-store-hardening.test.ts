@@ -16,9 +16,9 @@ describe("fileFreezeStore against files that are not files", () => {
     const path = join(dir, "fifo.json");
     execFileSync("mkfifo", [path]);
     const store = fileFreezeStore({ path, cacheMs: 0 });
-    const started = Date.now();
+    // A FIFO with no writer blocks an open() forever: reaching the rejection at all (before
+    // the test's timeout) is the proof that nothing opened it.
     await expect(store.status()).rejects.toThrow(/not a regular file/);
-    expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it("refuses a directory and an oversized file, naming the path", async () => {
