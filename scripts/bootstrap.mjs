@@ -119,7 +119,8 @@ if (command === "docs") {
     ]),
   );
 }
-must(pnpm, ["exec", "turbo", "run", "build", "--output-logs=errors-only"], "the build");
+// hash-only: one line per package as it builds, so a long build is never a silent minute.
+must(pnpm, ["exec", "turbo", "run", "build", "--output-logs=hash-only"], "the build");
 
 if (command === "setup") process.exit(0);
 
