@@ -127,6 +127,8 @@ function recordedOutcome(
     case "timeout":
       return { type: "deny", why: "timeout" };
     case "expired":
+    // A withdrawn request belongs to a run that ended: like an expired one, it admits nothing.
+    case "withdrawn":
       return { type: "deny", why: "expired" };
     case "no_approver":
       return { type: "deny", why: "no_approver" };

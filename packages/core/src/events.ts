@@ -184,8 +184,18 @@ export interface ApprovalDecisionEvent {
   type: "approval-decision";
   requestId: string;
   toolUseId: string;
-  /** `approve`, `deny`, `timeout`, `expired`, or `indeterminate` for an unreadable answer. */
-  decision: "approve" | "deny" | "timeout" | "expired" | "indeterminate" | "no_approver";
+  /**
+   * `approve`, `deny`, `timeout`, `expired`, `indeterminate` for an unreadable answer, or
+   * `withdrawn`: the run ended (`stopRun`) before anyone answered, so nobody can any more.
+   */
+  decision:
+    | "approve"
+    | "deny"
+    | "timeout"
+    | "expired"
+    | "indeterminate"
+    | "no_approver"
+    | "withdrawn";
   approver?: string;
   note?: string;
 }

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Gate } from "./contracts/gate.js";
 import { foldRun, guardRunModel } from "./fold.js";
-import { guardTool, withRun } from "./guard.js";
+import { guardTool, stopRun, withRun } from "./guard.js";
 import { approveRun } from "./guard-run.js";
 import { memoryEventStore } from "./memory-event-store.js";
 import { spansFromEvents } from "./spans.js";
@@ -244,6 +244,46 @@ describe("withRun with a store: the guard path records a run", () => {
     expect(() => withRun({ budget: { maxUsd: -1 } }, () => undefined)).toThrow(
       /budget.maxUsd must be a non-negative number/,
     );
+  });
+});
+
+describe("stopRun", () => {
+  it("ends the run stopped with its why, withdraws every open request, and approveRun then says the run ended", async () => {
+    const store = memoryEventStore();
+    const guarded = guardTool(refund, { gates: [refundRules] });
+    await withRun({ runId: "run_stop", store, approval: { durable: true } }, async (run) => {
+      expect(await guarded({ order_id: "A1", amount: 300 }, { toolUseId: "tu_1" })).toMatchObject({
+        reason: "approval_pending",
+      });
+      stopRun(run, "host_disconnected", "the host hung up");
+    });
+    const events = await store.read("run_stop");
+    expect(events.map((event) => event.type)).toEqual([
+      "run-start",
+      "approval-request",
+      "approval-decision",
+      "run-end",
+    ]);
+    expect(events[2]).toMatchObject({ decision: "withdrawn" });
+    expect(events[3]).toMatchObject({
+      status: "stopped",
+      why: "host_disconnected",
+      error: "the host hung up",
+    });
+    expect(foldRun(events).status).toBe("stopped");
+    await expect(
+      approveRun({ store, runId: "run_stop", answer: { decision: "approve" } }),
+    ).rejects.toThrow(/run run_stop has no approval waiting \(status stopped\)/);
+    // A run with nothing open ends stopped too, and bad input says what to pass.
+    await withRun({ runId: "run_stop2", store }, (run) => stopRun(run, "server_exited"));
+    expect((await store.read("run_stop2")).at(-1)).toMatchObject({
+      status: "stopped",
+      why: "server_exited",
+    });
+    await withRun({ agentId: "a" }, (run) => {
+      expect(() => stopRun(run, "Host gone")).toThrow(/why must be a snake_case code/);
+    });
+    expect(() => stopRun({} as never, "x")).toThrow(/run must be the handle withRun gave/);
   });
 });
 

@@ -77,8 +77,12 @@ export interface GuardRunLog {
    * by `approveRun`, `agent.approve` or the CLI from another process) into this run.
    */
   sync(): Promise<void>;
-  /** Ends the run (unless an approval is open, which leaves it `awaiting_approval`). */
-  finish(error?: unknown): Promise<void>;
+  /**
+   * Ends the run (unless an approval is open, which leaves it `awaiting_approval`). With
+   * `stop`, it ends `stopped` with `stop.why` whatever is open: each unanswered approval
+   * request is first recorded as `withdrawn`.
+   */
+  finish(error?: unknown, stop?: { why: string; message?: string }): Promise<void>;
 }
 
 const logKeys = [
@@ -200,10 +204,28 @@ export async function openGuardRun(
       }
       writer.nextSeq = fold.nextSeq;
     },
-    async finish(error) {
+    async finish(error, stop) {
       unlisten();
       try {
-        if (!fold.end && !fold.awaitingApproval && !writer.broken) {
+        if (stop && !fold.end && !writer.broken) {
+          const turn = fold.pendingTurn;
+          for (const entry of turn ? [...turn.approvals.values()] : [])
+            if (!entry.decision && !turn!.results.has(entry.request.toolUseId))
+              await writer.write({
+                type: "approval-decision",
+                requestId: entry.request.requestId,
+                toolUseId: entry.request.toolUseId,
+                decision: "withdrawn",
+                note: `the run ended (${stop.why}) before anyone answered`,
+              });
+          await writer.write({
+            type: "run-end",
+            status: "stopped",
+            answer: "",
+            why: stop.why,
+            ...(stop.message !== undefined ? { error: stop.message } : {}),
+          });
+        } else if (!fold.end && !fold.awaitingApproval && !writer.broken) {
           await writer.write({
             type: "run-end",
             status: state.halted ? "halted" : error !== undefined ? "failed" : "completed",

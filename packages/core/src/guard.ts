@@ -25,6 +25,8 @@ import { type CallScope, ToolCallPath, type ToolPathOptions } from "./tool-call.
 const storage = new AsyncLocalStorage<RunState>();
 /** The log of each run `withRun` opened with a store, exporters, a budget or durable approvals. */
 const runLogs = new WeakMap<RunState, GuardRunLog>();
+/** Runs asked to end `stopped` (`stopRun`) when their `withRun` callback settles. */
+const stopRequests = new WeakMap<RunState, { why: string; message?: string }>();
 /** The signal of a guarded call whose caller passed none: it never aborts (tools still time out). */
 const neverAborted = new AbortController().signal;
 
@@ -79,12 +81,37 @@ async function withLoggedRun<T>(
     try {
       result = await fn(state);
     } catch (error) {
-      await log.finish(error);
+      await log.finish(error, stopRequests.get(state));
       throw error;
     }
-    await log.finish();
+    await log.finish(undefined, stopRequests.get(state));
     return result;
   });
+}
+
+/**
+ * Asks a logged run to end `stopped` with `why` (e.g. `host_disconnected`) when its `withRun`
+ * callback settles, instead of `completed` or `failed`: every approval request still open is
+ * recorded as `withdrawn` (nobody can answer it any more; `approveRun` then says the run
+ * ended) and the `run-end` carries `why` and `message`. For hosts whose run ends because its
+ * peer went away (an MCP proxy whose host hung up). A run without a log has nothing to write.
+ *
+ * @example
+ * await withRun({ store, approval: { durable: true } }, async (run) => {
+ *   await hostGone;
+ *   stopRun(run, "host_disconnected", "the MCP host closed the connection");
+ * });
+ */
+export function stopRun(run: RunHandle, why: string, message?: string): void {
+  if (!(run instanceof RunState))
+    throw new InvalidArgumentError(
+      "[core] stopRun(run, why): run must be the handle withRun gave its callback",
+    );
+  if (typeof why !== "string" || !/^[a-z][a-z0-9_]{0,63}$/.test(why))
+    throw new InvalidArgumentError(
+      `[core] stopRun(run, why): why must be a snake_case code such as "host_disconnected", got ${JSON.stringify(why)}`,
+    );
+  stopRequests.set(run, { why, ...(message !== undefined ? { message } : {}) });
 }
 
 /** The run the caller is inside, if any. */

@@ -121,7 +121,7 @@ export type {
 } from "./events.js";
 export type { ExportQueueOptions } from "./export-queue.js";
 export type { GuardedTool, GuardOptions, GuardOutcome, RunHandle } from "./guard.js";
-export { currentRun, guardTool, withRun } from "./guard.js";
+export { currentRun, guardTool, stopRun, withRun } from "./guard.js";
 export type {
   GuardApprovalAnswer,
   GuardBudget,
