@@ -13,6 +13,7 @@ import {
   PUBLIC_CORPUS_ENV,
   publicCorpusPath,
   scorePii,
+  splitPublicRows,
 } from "./pii-data.mjs";
 
 const format = (value) => (value === undefined ? "  -  " : value.toFixed(3));
@@ -105,7 +106,7 @@ function report(title, rows, { publicCorpus = false } = {}) {
     ]) {
       const flagged = byType.get(type) ?? [];
       console.log(
-        `- ${pad(type, 12)} ${flagged.length}${flagged.length > 0 ? `: ${flagged.map((item) => `${item.id} ${JSON.stringify(item.text)}`).join("; ")}` : ""}`,
+        `- ${pad(type, 12)} ${flagged.length}${flagged.length > 0 ? `: ${flagged.map((item) => (publicCorpus === "test" ? item.id : `${item.id} ${JSON.stringify(item.text)}`)).join("; ")}` : ""}`,
       );
     }
     const kept = imitating.length - defaults.flaggedNegatives.length;
@@ -123,7 +124,7 @@ report(
   generated.filter((row) => row.subset === "generated_dev"),
 );
 report(
-  "Generated corpus, test subset (templates never tuned on)",
+  "Generated corpus, test subset (templates the rules were not tuned on; written by the same hands)",
   generated.filter((row) => row.subset === "generated_test"),
 );
 const publicPath = publicCorpusPath();
@@ -134,9 +135,17 @@ if (publicPath === undefined) {
   );
 } else {
   rows = loadPiiRows(publicPath);
-  report(`Public corpus ${publicPath} (measure only, never tuned on)`, rows, {
-    publicCorpus: true,
-  });
+  const { dev, test } = splitPublicRows(rows);
+  report(
+    `Public corpus ${publicPath}, DEV subsets (Presidio's recognizer tests, detect-secrets, LLM Guard: rules were written and tuned on these rows)`,
+    dev,
+    { publicCorpus: "dev" },
+  );
+  report(
+    `Public corpus ${publicPath}, TEST subset presidio_research_synth (measured only: never quoted, never read while writing a rule)`,
+    test,
+    { publicCorpus: "test" },
+  );
 }
 if (rows.length === 0) rows = generated;
 

@@ -28,6 +28,25 @@ export function publicCorpusPath(argv = process.argv) {
   return fromEnv === undefined || fromEnv === "" ? undefined : resolve(fromEnv);
 }
 
+/**
+ * The public corpus's test subset (see the shared data README): measured and reported, never
+ * quoted in code or tests, never read while writing a rule. Every other subset is dev.
+ */
+export const PUBLIC_TEST_SUBSETS = ["presidio_research_synth"];
+
+/** Whether a public-corpus row belongs to a test subset. */
+export function isPublicTestRow(row) {
+  return PUBLIC_TEST_SUBSETS.includes(row.subset);
+}
+
+/** The public corpus split into `{ dev, test }` rows. */
+export function splitPublicRows(rows) {
+  return {
+    dev: rows.filter((row) => !isPublicTestRow(row)),
+    test: rows.filter((row) => isPublicTestRow(row)),
+  };
+}
+
 export const PATTERN_TYPES = [
   "EMAIL",
   "PHONE",

@@ -5,6 +5,7 @@ import {
   PUBLIC_CORPUS_ENV,
   publicCorpusPath,
   scorePii,
+  splitPublicRows,
 } from "../bench/pii-data.mjs";
 import { redact } from "./redact.js";
 
@@ -14,11 +15,12 @@ import { redact } from "./redact.js";
 // collection, so a missing file is a failing or skipped test, not a broken suite.
 
 const scores = new Map<string, PiiScore>();
-function scoreOf(path: string | undefined, subset?: string): PiiScore {
-  const key = `${path ?? "generated"}#${subset ?? "all"}`;
+function scoreOf(path: string | undefined, part?: "dev"): PiiScore {
+  const key = `${path ?? "generated"}#${part ?? "all"}`;
   let score = scores.get(key);
   if (score === undefined) {
-    const rows = loadPiiRows(path).filter((row) => subset === undefined || row.subset === subset);
+    const all = loadPiiRows(path);
+    const rows = part === "dev" ? splitPublicRows(all).dev : all;
     score = scorePii(rows, (text) => redact(text).findings);
     scores.set(key, score);
   }
@@ -85,38 +87,45 @@ if (publicPath === undefined) {
   it.skip(`the public PII corpus: skipped, set ${PUBLIC_CORPUS_ENV}=<path to pii.jsonl> to run it`, () => {});
 }
 
-describe.runIf(publicPath !== undefined)(`the public PII corpus (${PUBLIC_CORPUS_ENV})`, () => {
-  it.each([
-    ["EMAIL", 0.98],
-    ["CREDIT_CARD", 0.98],
-    ["IBAN", 0.98],
-    ["US_SSN", 0.98],
-    ["IP_ADDRESS", 0.98],
-    ["SECRET", 0.95],
-    ["PHONE", 0.95],
-  ])("%s recall is at least %d", (type, threshold) => {
-    const entry = scoreOf(publicPath).perType.get(type);
-    expect(entry?.gold).toBeGreaterThan(0);
-    expect(entry?.recall, JSON.stringify(entry?.missed)).toBeGreaterThanOrEqual(threshold);
-  });
+// Only the public corpus's dev subsets (Presidio's recognizer tests, detect-secrets, LLM Guard)
+// gate the suite. Its test subset (presidio_research_synth) is measured and reported by
+// `bench/pii-measure.mjs`, never asserted on: a rule written to keep a test here green would be
+// a rule written by looking at test rows.
+describe.runIf(publicPath !== undefined)(
+  `the public PII corpus, dev subsets (${PUBLIC_CORPUS_ENV})`,
+  () => {
+    it.each([
+      ["EMAIL", 0.98],
+      ["CREDIT_CARD", 0.98],
+      ["IBAN", 0.98],
+      ["US_SSN", 0.98],
+      ["IP_ADDRESS", 0.98],
+      ["SECRET", 0.95],
+      ["PHONE", 0.95],
+    ])("%s recall is at least %d", (type, threshold) => {
+      const entry = scoreOf(publicPath, "dev").perType.get(type);
+      expect(entry?.gold).toBeGreaterThan(0);
+      expect(entry?.recall, JSON.stringify(entry?.missed)).toBeGreaterThanOrEqual(threshold);
+    });
 
-  it("flags no negative row for the type it imitates (bad Luhn, bad IBAN check, invalid SSN, …)", () => {
-    const pattern = scoreOf(publicPath).flaggedNegatives.filter(
-      (flagged) => flagged.type !== "SECRET",
-    );
-    expect(pattern).toEqual([]);
-  });
+    it("flags no negative row for the type it imitates (bad Luhn, bad IBAN check, invalid SSN, …)", () => {
+      const pattern = scoreOf(publicPath, "dev").flaggedNegatives.filter(
+        (flagged) => flagged.type !== "SECRET",
+      );
+      expect(pattern).toEqual([]);
+    });
 
-  it("flags only values under secret-like names among the secret negatives", () => {
-    // detect-secrets skips these by length or by a "fake" allow-list; we redact any value
-    // assigned to a password-, token- or key-like name, on purpose.
-    const secrets = scoreOf(publicPath).flaggedNegatives.filter(
-      (flagged) => flagged.type === "SECRET",
-    );
-    for (const flagged of secrets) expect(flagged.text).toMatch(/key|token|password/i);
-    expect(secrets.length).toBeLessThanOrEqual(7);
-  });
-});
+    it("flags only values under secret-like names among the secret negatives", () => {
+      // detect-secrets skips these by length or by a "fake" allow-list; we redact any value
+      // assigned to a password-, token- or key-like name, on purpose.
+      const secrets = scoreOf(publicPath, "dev").flaggedNegatives.filter(
+        (flagged) => flagged.type === "SECRET",
+      );
+      for (const flagged of secrets) expect(flagged.text).toMatch(/key|token|password/i);
+      expect(secrets.length).toBeLessThanOrEqual(7);
+    });
+  },
+);
 
 it("the corpus loader says where it looked and what to do when the file is missing", () => {
   expect(() => loadPiiRows("/nonexistent/pii.jsonl")).toThrow(

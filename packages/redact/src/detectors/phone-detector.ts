@@ -34,7 +34,7 @@ function phoneShaped(body: string): boolean {
   const total = lengths.reduce((sum, length) => sum + length, 0);
   if (total < 7 || total > 15) return false;
   const shape = lengths.join(",");
-  // Dates and timestamps: 2003-08-28 12, 28/08/2003.
+  // Dates and timestamps: 2019-11-04 09, 04/11/2019.
   const dateGaps = gaps.length >= 2 && gaps[0] === gaps[1] && /^[-/.]$/.test(gaps[0]!);
   if (dateGaps && /^(?:4,2,2|2,2,4|1,2,4|2,1,4|1,1,4)(?:,|$)/.test(shape)) return false;
   // The US SSN shape belongs to the SSN detector, valid or not.
@@ -81,7 +81,7 @@ function notPhone(text: string, start: number, body: string): boolean {
 /**
  * Finds phone numbers. International numbers (`+` and a country code) are checked with
  * libphonenumber's metadata; bare runs of ten or eleven digits must be valid US or Chinese
- * numbers there; grouped national numbers (`(415) 555-0132`, `0688 843 79 56`,
+ * numbers there; grouped national numbers (`(415) 555-0132`, `0612 345 67 89`,
  * `09-7625400`) are accepted by shape, seven to fifteen digits, minus the shapes of dates,
  * SSNs, IP addresses and year ranges. Extensions (`x565`) are part of the span.
  */
