@@ -105,6 +105,11 @@ export interface DemoAgentOptions {
   runId?: string;
   /** Latency of each model step in ms, as a real model has (default 0). */
   stepDelayMs?: number;
+  /**
+   * Awaited before each model step (after `stepDelayMs`): `loopguard demo --step` waits for
+   * Enter here, so a person (or a test) decides when the agent moves on.
+   */
+  beforeStep?: (step: number) => Promise<void>;
   /** The order of the demo's complaint. Default `A1001`; `A1002` ($649) needs an approval. */
   orderId?: string;
   /** The run's budget. Default $0.50, 15 steps, 2 minutes. */
@@ -158,7 +163,7 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
   const vault = options.runId ? runVault(options.paths.vault, options.runId) : undefined;
   const build = (target: EventStore, withVault: boolean) =>
     createAgent({
-      model: slowed(gullibleModel({ orderId }), options.stepDelayMs ?? 0),
+      model: slowed(gullibleModel({ orderId }), options.stepDelayMs ?? 0, options.beforeStep),
       tools: desk.tools,
       system: desk.system,
       gates,
@@ -190,14 +195,24 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
   };
 }
 
-/** A model whose every step takes `delayMs` (honouring the run's abort signal). */
-function slowed(model: Model, delayMs: number): Model {
-  if (delayMs <= 0) return model;
+/**
+ * A model whose every step takes `delayMs` (honouring the run's abort signal), then waits for
+ * `beforeStep` when given.
+ */
+function slowed(
+  model: Model,
+  delayMs: number,
+  beforeStep?: (step: number) => Promise<void>,
+): Model {
+  if (delayMs <= 0 && !beforeStep) return model;
+  let step = 0;
   return {
     name: model.name,
     model: model.model,
     create: async (request, options) => {
-      await sleep(delayMs, options.signal);
+      step += 1;
+      if (delayMs > 0) await sleep(delayMs, options.signal);
+      if (beforeStep) await beforeStep(step);
       return model.create(request, options);
     },
   };

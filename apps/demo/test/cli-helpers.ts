@@ -19,6 +19,7 @@ export const run = (args: string[], env: Record<string, string> = {}) =>
 export function start(
   args: string[],
   env: Record<string, string> = {},
+  options: { stdin?: "ignore" | "pipe" } = {},
 ): {
   child: ChildProcess;
   output: () => string;
@@ -27,7 +28,7 @@ export function start(
 } {
   const child = spawn(process.execPath, [cli, ...args], {
     env: { ...process.env, NO_COLOR: "1", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
   });
   let text = "";
   child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {

@@ -95,10 +95,14 @@ describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
   it("a freeze from another process halts a running run at its next call", async () => {
     const root = join(dir, "d");
     const runs = join(root, "runs");
-    const demo = start(["demo", "--step-delay", "2500", "--dir", runs]);
-    await demo.waitFor(/▶ run/);
+    // --step holds each model step until a line arrives: the freeze lands while the run waits
+    // before its first call, however slow the machine (no race with a timer).
+    const demo = start(["demo", "--step", "--dir", runs], {}, { stdin: "pipe" });
+    await demo.waitFor(/⏸ model step 1/);
+    expect(demo.output()).toMatch(/▶ run/);
     const frozen = run(["freeze", "--reason", "refund bug in production", "--dir", runs]);
     expect(frozen.status, frozen.stderr).toBe(0);
+    demo.child.stdin!.end("\n");
     const { code } = await demo.exited;
     const output = demo.output();
     expect(code, output).toBe(0);

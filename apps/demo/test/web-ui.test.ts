@@ -176,20 +176,30 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     await login.getByRole("button", { name: "Sign in" }).click();
     const first = await context.newPage();
     const second = await context.newPage();
-    // The second tab is the one a person left open: its live feed is cut, so it still shows the
-    // request after the first tab answered it (a live tab would drop the card, which is right,
-    // but leaves nothing to click).
-    await second.route("**/api/live", (route) => route.abort());
+    // Two tabs left open on the same request. Both live feeds are cut, so neither page can drop
+    // the card before its click (a live tab would, which is right, but leaves nothing to
+    // click): both buttons are pressed at once and the server decides. Whichever wins, exactly
+    // one approval is recorded and the other tab says why it lost.
+    const liveFeed = (url: URL) => url.pathname === "/api/live";
+    await first.route(liveFeed, (route) => route.abort());
+    await second.route(liveFeed, (route) => route.abort());
     await first.goto(`${base}/`);
     await second.goto(`${base}/`);
-    const one = first.locator(`article[data-run="${ids.twoTabs}"]`);
-    const two = second.locator(`article[data-run="${ids.twoTabs}"]`);
-    await one.getByRole("button", { name: "Approve" }).click();
-    await eventually(() => one.locator(".result").textContent()).toMatch(/Approved/);
-    await two.getByRole("button", { name: "Approve" }).click();
-    await expect
-      .poll(() => two.locator(".result").textContent())
-      .toMatch(/already answered: approve by dana\.lead/);
+    const cards = [first, second].map((page) => page.locator(`article[data-run="${ids.twoTabs}"]`));
+    await Promise.all(cards.map((card) => card.getByRole("button", { name: "Approve" }).click()));
+    const results = () =>
+      Promise.all(cards.map(async (card) => (await card.locator(".result").textContent()) ?? ""));
+    // The winner's answer resumes its run before it replies; the loser waits behind it.
+    await eventually(async () => (await results()).filter((text) => text !== "").length, {
+      timeout: 30_000,
+    }).toBe(2);
+    const outcomes = await results();
+    const won = outcomes.filter((text) => /^Approved by dana\.lead/.test(text));
+    const lost = outcomes.filter((text) => /already answered: approve by dana\.lead/.test(text));
+    expect({ won: won.length, lost: lost.length }, outcomes.join(" | ")).toEqual({
+      won: 1,
+      lost: 1,
+    });
     await eventually(() => statusOn(first, ids.twoTabs!), { timeout: 20_000 }).toBe("completed");
     expect(refundsOf(ids.twoTabs!)).toHaveLength(1);
     await context.close();

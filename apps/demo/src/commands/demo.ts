@@ -1,3 +1,4 @@
+import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { type CliShared, pathsOf, positiveInt, runSummary, withDir } from "../cli-context.js";
 import { demoAgent, newRunId } from "../demo-agent.js";
@@ -29,6 +30,10 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
         "latency of each model step, as a real model has",
         positiveInt("--step-delay", 60_000),
         0,
+      )
+      .option(
+        "--step",
+        "wait for Enter before each model step (follow along, or freeze the fleet mid-run); end of input runs the rest",
       ),
   ).action(
     async (options: {
@@ -37,11 +42,12 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
       stepDelay: number;
       dir: string;
       tour?: boolean;
+      step?: boolean;
     }) => {
       if (options.tour) {
-        if (options.crashAfter !== undefined || options.order !== "A1001")
+        if (options.crashAfter !== undefined || options.order !== "A1001" || options.step)
           throw new UsageError(
-            "--tour runs its own orders and crash: leave out --order and --crash-after",
+            "--tour runs its own orders and crash: leave out --order, --crash-after and --step",
           );
         const { tour } = await import("../tour.js");
         exit(
@@ -61,11 +67,13 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
         );
       const crash = options.crashAfter;
       const runId = newRunId();
+      const stepper = options.step ? enterStepper(out, colors) : undefined;
       const demo = await demoAgent({
         paths: pathsOf(options),
         runId,
         orderId: options.order,
         stepDelayMs: options.stepDelay,
+        ...(stepper ? { beforeStep: stepper.wait } : {}),
         onEvent: narrator(colors, out),
         ...(crash
           ? {
@@ -87,10 +95,9 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
           `defences: ${demo.active.join(", ")}${demo.missing.length > 0 ? `; not yet available: ${demo.missing.join("; ")}` : ""}`,
         ),
       );
-      const result = await demo.agent.run(
-        `Hi, order ${options.order} arrived broken. Can I get a refund?`,
-        { runId },
-      );
+      const result = await demo.agent
+        .run(`Hi, order ${options.order} arrived broken. Can I get a refund?`, { runId })
+        .finally(() => stepper?.close());
       out(runSummary(colors, result, demo));
       out(
         colors.dim(
@@ -102,4 +109,39 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
       exit(result.status === "failed" ? 1 : 0);
     },
   );
+}
+
+/**
+ * Waits for one line of standard input per model step (`--step`). At the end of input every
+ * later step goes on at once, so `demo --step < /dev/null` runs straight through.
+ */
+function enterStepper(
+  out: (line: string) => void,
+  colors: CliShared["colors"],
+): { wait: (step: number) => Promise<void>; close: () => void } {
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  const waiting: Array<() => void> = [];
+  let buffered = 0;
+  let ended = false;
+  lines.on("line", () => {
+    const next = waiting.shift();
+    if (next) next();
+    else buffered += 1;
+  });
+  lines.on("close", () => {
+    ended = true;
+    for (const next of waiting.splice(0)) next();
+  });
+  return {
+    wait: (step) => {
+      if (ended) return Promise.resolve();
+      if (buffered > 0) {
+        buffered -= 1;
+        return Promise.resolve();
+      }
+      out(colors.dim(`⏸ model step ${step}: press Enter to go on`));
+      return new Promise((resolve) => waiting.push(resolve));
+    },
+    close: () => lines.close(),
+  };
 }
