@@ -44,6 +44,7 @@ export interface PiiScore {
 }
 export const REPO_ROOT: string;
 export const GENERATED_PATH: string;
+export const LOCALES_PATH: string;
 export const PUBLIC_CORPUS_ENV: string;
 export function publicCorpusPath(argv?: string[]): string | undefined;
 export const PUBLIC_TEST_SUBSETS: string[];

@@ -73,13 +73,16 @@ describe("the generated corpus (dev and test subsets together; the bench reports
     ).toBeGreaterThanOrEqual(0.98);
   });
 
-  it("the committed corpus is what corpus/generate.mjs writes", async () => {
-    const { execFileSync } = await import("node:child_process");
-    const script = new URL("../corpus/generate.mjs", import.meta.url).pathname;
-    expect(() =>
-      execFileSync(process.execPath, [script, "--check"], { stdio: "pipe" }),
-    ).not.toThrow();
-  });
+  it.each(["generate.mjs", "generate-locales.mjs"])(
+    "the committed corpus is what corpus/%s writes",
+    async (name) => {
+      const { execFileSync } = await import("node:child_process");
+      const script = new URL(`../corpus/${name}`, import.meta.url).pathname;
+      expect(() =>
+        execFileSync(process.execPath, [script, "--check"], { stdio: "pipe" }),
+      ).not.toThrow();
+    },
+  );
 });
 
 const publicPath = publicCorpusPath([]);

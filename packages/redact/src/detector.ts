@@ -6,7 +6,40 @@ export interface DetectorMatch {
   end: number;
   /** Which rule of the detector matched, for diagnostics (for example `github-token`). */
   rule?: string;
+  /**
+   * How sure the detector is, from 0 to 1 (defaults to 1). Checksummed values score near 1; a
+   * capitalised pair with no cue scores lower. Findings below the redactor's `threshold` are
+   * dropped.
+   */
+  score?: number;
+  /**
+   * The language or country whose rule matched (`de`, `fr`, `ja`…), when the rule is specific
+   * to one; the `languages` option keeps only the rules of the languages it names.
+   */
+  language?: Language;
 }
+
+/**
+ * The languages and countries whose cues, address orders and formats the built-in detectors
+ * know. `en` covers US and UK English; `ja` covers Japanese script and romaji; `zh` and `ko`
+ * their scripts and Latin spellings.
+ */
+export type Language = "en" | "de" | "fr" | "es" | "it" | "nl" | "sv" | "pl" | "ja" | "zh" | "ko";
+
+/** Every language the built-in detectors know. */
+export const LANGUAGES: readonly Language[] = [
+  "en",
+  "de",
+  "fr",
+  "es",
+  "it",
+  "nl",
+  "sv",
+  "pl",
+  "ja",
+  "zh",
+  "ko",
+];
 
 /**
  * A source of findings of one type. Built-in detectors cover EMAIL, PHONE, CREDIT_CARD,
@@ -43,4 +76,6 @@ export interface Finding {
   end: number;
   /** The detector (and rule) that found it, such as `secret/github-token`. */
   rule: string;
+  /** The detector's confidence, 0 to 1 (see `DetectorMatch.score`). */
+  score: number;
 }

@@ -5,7 +5,13 @@ export {
   DEFAULT_TYPES,
 } from "./builtin-detectors.js";
 export { type CreateRedactorOptions, createRedactor, type Redactor } from "./create-redactor.js";
-export type { Detector, DetectorMatch, Finding } from "./detector.js";
+export {
+  type Detector,
+  type DetectorMatch,
+  type Finding,
+  LANGUAGES,
+  type Language,
+} from "./detector.js";
 export { type PatchConsoleOptions, patchConsole } from "./patch-console.js";
 export { type PatternDetectorOptions, patternDetector } from "./pattern-detector.js";
 export { type PinoRedactionOptions, pinoRedaction } from "./pino-redaction.js";
@@ -19,7 +25,12 @@ export {
   VaultForgottenError,
   VaultKeyError,
 } from "./redact-error.js";
-export type { Placeholder, RedactOptions, RedactResult } from "./redaction-engine.js";
+export {
+  DEFAULT_THRESHOLD,
+  type Placeholder,
+  type RedactOptions,
+  type RedactResult,
+} from "./redaction-engine.js";
 export { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
 export { createRedactionStream, type RedactionStreamOptions } from "./redaction-stream.js";
 export { openSealedVault, SealedVault, type SealedVaultOptions } from "./sealed-vault.js";

@@ -155,7 +155,7 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
     const secretValue = (value: unknown): unknown => {
       if (value === null || value === undefined || typeof value === "boolean" || value === "")
         return value;
-      const finding = { type: "SECRET", start: 0, end: 0, rule: "sensitive-key" };
+      const finding = { type: "SECRET", start: 0, end: 0, rule: "sensitive-key", score: 1 };
       if (engine.placeholder === "type") return "[SECRET]";
       if (engine.placeholder === "indexed")
         return (scope ?? createRedactionScope()).token("SECRET", value);
@@ -167,7 +167,10 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       if (engine.placeholder === "type") return `[${type}]`;
       if (engine.placeholder === "indexed")
         return (scope ?? createRedactionScope()).token(type, value);
-      return engine.placeholder({ type, start: 0, end: written.length, rule: "deep" }, written);
+      return engine.placeholder(
+        { type, start: 0, end: written.length, rule: "deep", score: 1 },
+        written,
+      );
     };
 
     // Numbers and BigInts: a card number stored as a number is still a card number.

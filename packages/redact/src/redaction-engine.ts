@@ -4,7 +4,7 @@ import {
   builtinDetector,
   DEFAULT_TYPES,
 } from "./builtin-detectors.js";
-import type { Detector, Finding } from "./detector.js";
+import { type Detector, type Finding, LANGUAGES, type Language } from "./detector.js";
 import { normalizedView } from "./normalized-view.js";
 import { DetectorError, RedactOptionsError } from "./redact-error.js";
 import { createRedactionScope, type RedactionScope } from "./redaction-scope.js";
@@ -25,7 +25,22 @@ export interface RedactOptions {
   placeholder?: Placeholder;
   /** Where indexed tokens come from, so they stay stable across calls. A `Vault` is a scope. */
   scope?: RedactionScope;
+  /**
+   * The lowest confidence (0 to 1) a finding needs to be redacted. Defaults to
+   * `DEFAULT_THRESHOLD` (0.5). Lower it to redact more (names with no cue at all), raise it to
+   * redact only what a cue, a key or a checksum vouches for.
+   */
+  threshold?: number;
+  /**
+   * The languages whose specific rules run (greetings, birth words, address orders, national
+   * phone formats); rules that belong to no language always run. Defaults to every one of
+   * `LANGUAGES`.
+   */
+  languages?: readonly Language[];
 }
+
+/** The confidence a finding needs when no `threshold` is given. */
+export const DEFAULT_THRESHOLD = 0.5;
 
 /** The outcome of redacting one text. */
 export interface RedactResult {
@@ -36,13 +51,21 @@ export interface RedactResult {
 }
 
 const TYPE_NAME = /^[A-Z][A-Z0-9_]*$/;
-const OPTION_KEYS = new Set(["types", "detectors", "placeholder", "scope"]);
+const OPTION_KEYS = new Set([
+  "types",
+  "detectors",
+  "placeholder",
+  "scope",
+  "threshold",
+  "languages",
+]);
 
 /** A compiled set of detectors with the options it was built from. @internal */
 export interface RedactionEngine {
   readonly detectors: readonly Detector[];
   readonly placeholder: Placeholder;
   readonly scope: RedactionScope | undefined;
+  readonly threshold: number;
   /** The longest span any detector may report. */
   readonly maxLength: number;
   find(text: string): Finding[];
@@ -57,6 +80,7 @@ interface Candidate {
   type: string;
   priority: number;
   rule: string;
+  score: number;
 }
 
 /** Checks the shared options and returns the ones given, so other option sets can extend them. */
@@ -80,7 +104,29 @@ export function validateRedactOptions(
       );
     }
   }
-  const { types, detectors, placeholder, scope } = record;
+  const { types, detectors, placeholder, scope, threshold, languages } = record;
+  if (
+    threshold !== undefined &&
+    !(typeof threshold === "number" && threshold >= 0 && threshold <= 1)
+  ) {
+    throw new RedactOptionsError(
+      `[redact] ${name}: threshold must be a number from 0 to 1 (a finding's confidence); got ${typeof threshold === "number" ? String(threshold) : describe(threshold)}. Use 0.5 (the default) for cues and checksums, lower to redact more, higher to redact less.`,
+    );
+  }
+  if (languages !== undefined) {
+    if (!Array.isArray(languages) || languages.length === 0) {
+      throw new RedactOptionsError(
+        `[redact] ${name}: languages must be a non-empty array of ${LANGUAGES.join(", ")}; leave it out for all of them.`,
+      );
+    }
+    for (const language of languages) {
+      if (!LANGUAGES.includes(language as Language)) {
+        throw new RedactOptionsError(
+          `[redact] ${name}: unknown language ${describe(language)} in languages; use one of ${LANGUAGES.join(", ")}.`,
+        );
+      }
+    }
+  }
   if (types !== undefined) {
     if (!Array.isArray(types)) {
       throw new RedactOptionsError(
@@ -182,6 +228,11 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
   if (options.detectors !== undefined) detectors.push(...options.detectors);
   const placeholder = options.placeholder ?? "type";
   const fixedScope = options.scope;
+  const threshold = options.threshold ?? DEFAULT_THRESHOLD;
+  const languages =
+    options.languages === undefined || options.languages.length === LANGUAGES.length
+      ? undefined
+      : new Set(options.languages);
   const maxLength = Math.max(64, ...detectors.map((detector) => detector.maxLength ?? 256));
 
   const ruleNames = new Map<Detector, Map<string, string>>();
@@ -224,12 +275,21 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
             `[redact] detector ${detector.name} reported the span [${String(start)}, ${String(end)}) outside a text of ${text.length} characters; fix its find() method.`,
           );
         }
+        const score = match.score ?? 1;
+        if (score < threshold) continue;
+        if (
+          languages !== undefined &&
+          match.language !== undefined &&
+          !languages.has(match.language)
+        )
+          continue;
         candidates.push({
           start,
           end,
           type: detector.type,
           priority,
           rule: ruleName(detector, match.rule),
+          score,
         });
       }
     }
@@ -240,7 +300,7 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
     // detector with the highest priority.
     const findings: Finding[] = [];
     let merged = candidates[0]!;
-    let { start, end, type, priority, rule } = merged;
+    let { start, end, type, priority, rule, score } = merged;
     for (let index = 1; index < candidates.length; index++) {
       merged = candidates[index]!;
       if (merged.start < end) {
@@ -249,13 +309,14 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
           priority = merged.priority;
           type = merged.type;
           rule = merged.rule;
-        }
+          score = merged.score;
+        } else if (merged.type === type && merged.score > score) score = merged.score;
       } else {
-        findings.push({ type, start, end, rule });
-        ({ start, end, type, priority, rule } = merged);
+        findings.push({ type, start, end, rule, score });
+        ({ start, end, type, priority, rule, score } = merged);
       }
     }
-    findings.push({ type, start, end, rule });
+    findings.push({ type, start, end, rule, score });
     if (view.identity) return findings;
     const mapped: Finding[] = [];
     for (const finding of findings) {
@@ -265,7 +326,13 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
       if (previous !== undefined && from < previous.end) {
         if (to > previous.end) previous.end = to;
       } else {
-        mapped.push({ type: finding.type, start: from, end: to, rule: finding.rule });
+        mapped.push({
+          type: finding.type,
+          start: from,
+          end: to,
+          rule: finding.rule,
+          score: finding.score,
+        });
       }
     }
     return mapped;
@@ -293,6 +360,7 @@ export function compileEngine(options: RedactOptions): RedactionEngine {
     detectors,
     placeholder,
     scope: fixedScope,
+    threshold,
     maxLength,
     find,
     apply,
@@ -316,7 +384,9 @@ export function engineFor(
     validated.types === undefined &&
     validated.detectors === undefined &&
     validated.placeholder === undefined &&
-    validated.scope === undefined
+    validated.scope === undefined &&
+    validated.threshold === undefined &&
+    validated.languages === undefined
   ) {
     defaultEngine ??= compileEngine({});
     return defaultEngine;
