@@ -18,13 +18,30 @@ export type { ClassifierVerdict, LlmClassifier, LlmClassifierOptions } from "./l
 export { classifierSystemPrompt, llmClassifier, parseClassifierReply } from "./llm-classifier.js";
 export type { NormalizedText, NormalizeOptions, TextView } from "./normalize-text.js";
 export { normalizeText, phraseView } from "./normalize-text.js";
+export type { ValueProvenance } from "./provenance.js";
 export type { QuarantineEnvelope, QuarantineOptions } from "./quarantine.js";
 export { flaggedSpanTag, quarantine } from "./quarantine.js";
 export type { AnchorScript, RuleAnchor } from "./rule-prefilter.js";
 export type { HeuristicRule, RuleView } from "./rules.js";
 export { defaultRules } from "./rules.js";
-export type { TaintGateOptions, TaintSink, ValueProvenance } from "./taint-gate.js";
-export { globPattern, taintGate } from "./taint-gate.js";
+export type {
+  ParsedKind,
+  SinkElement,
+  SinkKind,
+  SinkParse,
+  SinkParseOptions,
+} from "./sink-values.js";
+export {
+  inferKind,
+  maxSinkListLength,
+  maxSinkValueLength,
+  parseSinkValue,
+  sinkKinds,
+} from "./sink-values.js";
+export type { TaintGateOptions } from "./taint-gate.js";
+export { taintGate } from "./taint-gate.js";
+export type { SinkTool, TaintSink } from "./taint-sinks.js";
+export { globPattern } from "./taint-sinks.js";
 export type { TaintKind, TaintValue } from "./taint-values.js";
 export {
   amountKey,
@@ -43,3 +60,5 @@ export {
   taintKinds,
   valueKey,
 } from "./taint-values.js";
+export type { FoundValue } from "./trusted-values.js";
+export { trustedValuesOf } from "./trusted-values.js";

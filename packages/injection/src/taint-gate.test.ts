@@ -649,10 +649,15 @@ describe("taintGate: provenance (issue 14 item 1)", () => {
       await sendSink.check(callOf(run, { to: "jane.roe@acme.io", body: "x" }, "send_email", false)),
     ).toEqual({ type: "allow" });
     expect(
+      await sendSink.check(callOf(run, { to: "Jane.Roe@ACME.io", body: "x" }, "send_email", false)),
+    ).toEqual({ type: "allow" });
+    // A +tag is another mailbox string: the sink would send to it as written, so it is not
+    // the trusted address (exact comparison of canonical forms).
+    expect(
       await sendSink.check(
         callOf(run, { to: "Jane.Roe+support@ACME.io", body: "x" }, "send_email", false),
       ),
-    ).toEqual({ type: "allow" });
+    ).toMatchObject({ type: "deny", reason: "untrusted_provenance" });
     const refused = await sendSink.check(
       callOf(run, { to: "refunds.desk@claims-portal.example", body: "x" }, "send_email", false),
     );
@@ -946,19 +951,24 @@ describe("taintGate outside any run (issue 15 item 11)", () => {
 });
 
 describe("taintGate: provenance fails closed on values too short to vouch for", () => {
-  it("refuses a short value on a provenance sink even when the task names it", async () => {
+  it("refuses an id under three characters on a provenance sink even when the task names it", async () => {
     const gate = taintGate({
       sinks: [{ tool: "issue_refund", args: ["order_id"], require: "trusted" }],
     });
-    const run = runWith([], { task: "Refund order B22 please" });
+    const run = runWith([], { task: "Refund order B2 please, or B22" });
+    expect(
+      await gate.check(
+        callOf(run, { order_id: "B2", amount: 1, reason: "x" }, "issue_refund", false),
+      ),
+    ).toMatchObject({
+      type: "deny",
+      reason: "unparsable_argument",
+    });
     expect(
       await gate.check(
         callOf(run, { order_id: "B22", amount: 1, reason: "x" }, "issue_refund", false),
       ),
-    ).toMatchObject({
-      type: "deny",
-      reason: "untrusted_provenance",
-    });
+    ).toEqual({ type: "allow" });
     expect(
       await gate.check(
         callOf(run, { order_id: "", amount: 1, reason: "x" }, "issue_refund", false),

@@ -8,6 +8,7 @@
  * Nothing here has a count or depth cap an attacker could fill: every function is linear in its
  * input (every pattern is bounded; word windows are at most six words).
  */
+import { getDomain } from "tldts";
 import { normalizeText } from "./normalize-text.js";
 
 /** The kinds of value the taint gate tracks. */
@@ -56,9 +57,6 @@ const phone = /(?:\+|\b00|\b0|\()?[0-9][0-9 ().-]{6,20}[0-9]\b/g;
 const amount =
   /(?:[$€£¥₹]|\b(?:usd|eur|gbp|chf|jpy))\s?[0-9]{1,3}(?:[, .'][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?\b|\b[0-9]{1,3}(?:[, .'][0-9]{3}){0,6}(?:[.,][0-9]{1,2})?\s?(?:[$€£¥₹]|(?:usd|eur|gbp|chf|jpy|dollars?|euros?|pounds?)\b)/g;
 const token = /\b[a-z0-9_-]{24,200}\b/g;
-
-/** Second-level labels under which a registrable domain has three labels (`shop.co.uk`). */
-const secondLevel = new Set(["co", "com", "net", "org", "gov", "edu", "ac", "ne", "or", "gen"]);
 
 /** Reduces a value to letters and digits, lower case (after NFKC and look-alike folding). */
 export function looseKey(text: string): string {
@@ -121,10 +119,16 @@ export function canonicalIp(host: string): string | undefined {
   return bytes.join(".");
 }
 
-/** The registrable domain of a host and every domain between it and the host (`a.b.evil.example` -> `b.evil.example`, `evil.example`). */
+/**
+ * The domains between a host and its registrable domain (Public Suffix List, private section
+ * included, through `tldts`), the registrable domain last: `a.b.evil.example` -> `b.evil.example`,
+ * `evil.example`; `x.shop.co.uk` -> `shop.co.uk`; `foo.github.io` has none (it is registrable).
+ * A public suffix itself is never a parent, so taint does not spread to `co.uk` or `github.io`.
+ */
 export function parentDomains(host: string): string[] {
   const labels = host.split(".").filter((label) => label !== "");
-  const keep = labels.length >= 3 && secondLevel.has(labels[labels.length - 2]!) ? 3 : 2;
+  const registrable = getDomain(labels.join("."), { allowPrivateDomains: true });
+  const keep = registrable ? registrable.split(".").length : 2;
   const parents: string[] = [];
   for (let start = 1; labels.length - start >= keep; start++)
     parents.push(labels.slice(start).join("."));

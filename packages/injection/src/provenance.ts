@@ -1,0 +1,144 @@
+/**
+ * Provenance for typed sink arguments: which canonical values trusted text carries (the task
+ * and run attributes, and trusted tools' outputs with the place each first appeared), what the
+ * model wrote into arguments before that, and where a refused value came from.
+ */
+import type { RunView } from "@loopguard/core";
+import { parsePhoneNumberWithError } from "libphonenumber-js/min";
+import type { SinkParseOptions } from "./sink-values.js";
+import { type FoundValue, trustedValuesOf } from "./trusted-values.js";
+import { formsCarry, writtenForms } from "./written-values.js";
+
+/** Where a value a sink receives came from, as the gate can state it. */
+export type ValueProvenance =
+  | { source: "task" | "attributes" }
+  | { source: "trusted_output" | "untrusted_output"; tool: string; call: string }
+  | { source: "model_argument"; tool: string; call: string }
+  | { source: "nowhere" };
+
+/** The per-run provenance index, rebuilt from `run.outputs` and `run.calls`. */
+export interface ProvenanceIndex {
+  /** How many outputs have been read. */
+  outputs: number;
+  /** Canonical values of trusted outputs: the first output that carried each, and how it was written. */
+  trusted: Map<string, { at: number; raw: string }>;
+  /** How many admitted calls have been read. */
+  calls: number;
+  /** Each admitted call's written forms and its place in the history (outputs seen before it). */
+  written: Array<{ place: number; forms: string }>;
+  /** Canonical values of the trusted text (task, attributes) the last check saw. */
+  task?: { texts: readonly string[]; values: Map<string, string> };
+}
+
+/** An empty index. */
+export function provenanceIndex(): ProvenanceIndex {
+  return { outputs: 0, trusted: new Map(), calls: 0, written: [] };
+}
+
+/** Reads the outputs and calls the index has not seen. */
+export function updateProvenance(
+  index: ProvenanceIndex,
+  run: RunView,
+  options: SinkParseOptions,
+): void {
+  for (; index.outputs < run.outputs.length; index.outputs++) {
+    const output = run.outputs[index.outputs]!;
+    if (output.trust !== "trusted") continue;
+    for (const value of trustedValuesOf(output.text, options))
+      if (!index.trusted.has(value.key))
+        index.trusted.set(value.key, { at: index.outputs, raw: value.raw });
+  }
+  for (; index.calls < run.calls.length; index.calls++) {
+    const call = run.calls[index.calls]!;
+    if (!call.args) continue;
+    index.written.push({
+      place: call.outputsBefore ?? run.outputs.length,
+      forms: writtenForms(call.args),
+    });
+  }
+}
+
+/** The canonical values of the trusted texts, cached while the same texts come back. */
+export function taskValues(
+  index: ProvenanceIndex,
+  texts: readonly string[],
+  options: SinkParseOptions,
+): Map<string, string> {
+  const cache = index.task;
+  if (
+    cache &&
+    cache.texts.length === texts.length &&
+    cache.texts.every((text, position) => text === texts[position])
+  )
+    return cache.values;
+  const values = new Map<string, string>();
+  for (const text of texts) {
+    if (typeof text !== "string") continue;
+    for (const value of trustedValuesOf(text, options))
+      if (!values.has(value.key)) values.set(value.key, value.raw);
+  }
+  index.task = { texts: [...texts], values };
+  return values;
+}
+
+/** The national digits of an E.164 key, for the model-written check. */
+function nationalDigits(key: string): string | undefined {
+  if (!key.startsWith("phone:")) return undefined;
+  try {
+    return String(parsePhoneNumberWithError(key.slice(6)).nationalNumber);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the model wrote a value into an admitted call's arguments before the output at
+ * `at` (in any folded form, joined across arguments or spelled out).
+ */
+export function writtenBefore(index: ProvenanceIndex, at: number, value: FoundValue): boolean {
+  const digits = nationalDigits(value.key);
+  return index.written.some(
+    (entry) => entry.place <= at && formsCarry(entry.forms, value.raw, digits),
+  );
+}
+
+/**
+ * How a canonical value is vouched for: by the task or attributes, or by a trusted output that
+ * carried it before the model wrote it; `undefined` when nothing vouches for it.
+ */
+export function vouchFor(
+  index: ProvenanceIndex,
+  run: RunView,
+  task: Map<string, string>,
+  key: string,
+): ValueProvenance | undefined {
+  if (task.has(key)) return { source: "task" };
+  const trusted = index.trusted.get(key);
+  if (!trusted || writtenBefore(index, trusted.at, { key, raw: trusted.raw })) return undefined;
+  const output = run.outputs[trusted.at]!;
+  return { source: "trusted_output", tool: output.tool, call: output.toolUseId };
+}
+
+/**
+ * Where an unvouched value came from (for the refusal): the first untrusted output that
+ * carries it, else a model-written argument before a trusted output carried it, else nowhere.
+ * Runs only on a refusal.
+ */
+export function provenanceOf(
+  run: RunView,
+  key: string,
+  written: string,
+  options: SinkParseOptions,
+): ValueProvenance {
+  for (const output of run.outputs) {
+    if (output.trust === "trusted") continue;
+    if (trustedValuesOf(output.text, options).some((value) => value.key === key))
+      return { source: "untrusted_output", tool: output.tool, call: output.toolUseId };
+  }
+  const digits = nationalDigits(key);
+  for (const call of run.calls) {
+    if (call.args && formsCarry(writtenForms(call.args), written, digits))
+      return { source: "model_argument", tool: call.tool, call: call.toolUseId };
+  }
+  return { source: "nowhere" };
+}
