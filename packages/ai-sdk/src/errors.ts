@@ -29,3 +29,15 @@ export class BudgetExceededError extends LoopguardError {
     this.limit = limit;
   }
 }
+
+/**
+ * `loopguardMiddleware` was called outside any `withRun`: it has no run to charge, no budget to
+ * keep and nowhere to record what it scanned, so it refuses the model call instead of letting
+ * it through unguarded.
+ */
+export class OutsideRunError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.OutsideRunError";
+  constructor(message: string) {
+    super("outside_run", message);
+  }
+}

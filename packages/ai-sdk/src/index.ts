@@ -1,4 +1,9 @@
-export { BudgetExceededError, GuardedToolError, GuardToolsError } from "./errors.js";
+export {
+  BudgetExceededError,
+  GuardedToolError,
+  GuardToolsError,
+  OutsideRunError,
+} from "./errors.js";
 export type {
   GuardedToolFlags,
   GuardedToolSet,

@@ -4,7 +4,13 @@ import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from "
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { BudgetExceededError, guardTools, isToolRefusal, loopguardMiddleware } from "./index.js";
+import {
+  BudgetExceededError,
+  guardTools,
+  isToolRefusal,
+  loopguardMiddleware,
+  OutsideRunError,
+} from "./index.js";
 
 const usage = (input: number, output: number) => ({
   inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
@@ -64,6 +70,59 @@ describe("loopguardMiddleware", () => {
         /\[ai-sdk\] run run_\w+ has made 2 model calls, its budget's maxSteps \(2\)/,
       );
     });
+  });
+
+  it("outside any withRun refuses the first model call with an error naming withRun, never a silent pass", async () => {
+    const inner = answering("claude-sonnet-5-5");
+    const model = wrapLanguageModel({
+      model: inner,
+      middleware: loopguardMiddleware({ budget: { maxSteps: 1, maxUsd: 1 } }),
+    });
+    const generated = await generateText({ model, prompt: "1" }).catch((caught: unknown) => caught);
+    expect(OutsideRunError.isInstance(generated)).toBe(true);
+    expect(String(generated)).toMatch(
+      /\[ai-sdk\] loopguardMiddleware: model "claude-sonnet-5-5" was called outside any run, so no budget, spend or scan can be kept; call generateText\/streamText inside withRun/,
+    );
+    // streamText reports it through its error channel and its promises, and never calls the model.
+    const errors: unknown[] = [];
+    const streamed = streamText({
+      model,
+      prompt: "2",
+      onError: ({ error }) => {
+        errors.push(error);
+      },
+    });
+    await expect(streamed.text).rejects.toThrow();
+    expect(errors.some((error) => OutsideRunError.isInstance(error))).toBe(true);
+    expect(inner.doGenerateCalls).toHaveLength(0);
+    expect(inner.doStreamCalls).toHaveLength(0);
+    // The same two calls inside one run: the first passes, the second is over maxSteps.
+    await withRun({ agentId: "a" }, async () => {
+      await generateText({ model, prompt: "1" });
+      await expect(generateText({ model, prompt: "2" })).rejects.toThrow(/maxSteps \(1\)/);
+    });
+    expect(inner.doGenerateCalls).toHaveLength(1);
+  });
+
+  it("outside withRun, beside guardTools (which opens its own run), still refuses the model call", async () => {
+    const ran: string[] = [];
+    const tools = guardTools({
+      lookup_order: tool({
+        description: "Look up an order.",
+        inputSchema: z.object({ order_id: z.string() }),
+        execute: async ({ order_id }) => {
+          ran.push(order_id);
+          return "delivered";
+        },
+      }),
+    });
+    const inner = answering("claude-sonnet-5-5");
+    const model = wrapLanguageModel({ model: inner, middleware: loopguardMiddleware() });
+    await expect(
+      generateText({ model, tools, prompt: "where is A1", stopWhen: stepCountIs(3) }),
+    ).rejects.toThrow(/called outside any run.*withRun/);
+    expect(inner.doGenerateCalls).toHaveLength(0);
+    expect(ran).toEqual([]);
   });
 
   it("needs a price for maxUsd, and says how to give one", async () => {

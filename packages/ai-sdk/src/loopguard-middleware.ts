@@ -9,7 +9,7 @@ import {
 } from "@loopguard/core";
 import type { RunState } from "@loopguard/core/plugin";
 import type { LanguageModelMiddleware } from "ai";
-import { BudgetExceededError, GuardToolsError } from "./errors.js";
+import { BudgetExceededError, GuardToolsError, OutsideRunError } from "./errors.js";
 
 /** Caps on one run's model calls. */
 export interface MiddlewareBudget {
@@ -51,8 +51,12 @@ interface UsageV3 {
 /**
  * A language-model middleware (`wrapLanguageModel({ model, middleware })`) that feeds each
  * call's usage into the current run's spend (steps, tokens, USD), refuses a call once the
- * run's budget is spent, and scans tool results the guarded tools did not see. Outside any
- * run it does nothing but pass the call through.
+ * run's budget is spent, and scans tool results the guarded tools did not see.
+ *
+ * It needs a run: call `generateText`/`streamText` inside `withRun`. Outside any run the first
+ * model call throws `OutsideRunError` naming `withRun` (a middleware sees model calls, not
+ * `generateText` calls, so it cannot tell where one call's steps end and the next call's
+ * begin; a budget kept across an unknown span would be a guess).
  *
  * @example
  * const model = wrapLanguageModel({ model: anthropic("claude-sonnet-5-5"), middleware: loopguardMiddleware({ budget: { maxUsd: 0.5 } }) });
@@ -102,10 +106,11 @@ export function loopguardMiddleware(
 
   return {
     specificationVersion: "v3",
-    transformParams: async ({ params }) => {
+    transformParams: async ({ params, model }) => {
       const run = currentRun();
-      if (run) checkBudget(run, options.budget);
-      if (!run || !options.scanner) return params;
+      if (!run) throw outsideRun(model.modelId);
+      checkBudget(run, options.budget);
+      if (!options.scanner) return params;
       const seen = new Set(run.outputs.map((output) => output.toolUseId));
       const prompt = await Promise.all(
         params.prompt.map(async (message) => {
@@ -174,6 +179,12 @@ export function loopguardMiddleware(
       return { ...result, stream };
     },
   };
+}
+
+function outsideRun(modelId: string): OutsideRunError {
+  return new OutsideRunError(
+    `[ai-sdk] loopguardMiddleware: model "${modelId}" was called outside any run, so no budget, spend or scan can be kept; call generateText/streamText inside withRun({ agentId }, async (run) => ...) from @loopguard/core (one withRun per conversation turn)`,
+  );
 }
 
 function checkBudget(run: RunState, budget: MiddlewareBudget | undefined): void {
