@@ -1149,6 +1149,47 @@ const TEMPLATES = [
   },
 ];
 
+// Capitalised words that are not people: places, organisations and products of each country.
+const NOT_PEOPLE = {
+  en_US: [
+    ["Union Pacific", "Salt Lake City", "Google Chrome"],
+    "The ",
+    " depot near ",
+    " still runs ",
+    ".",
+  ],
+  en_GB: [
+    ["National Rail", "Milton Keynes", "Microsoft Teams"],
+    "The ",
+    " desk at ",
+    " switched to ",
+    ".",
+  ],
+  de: [["Deutsche Bahn", "Bad Homburg", "Lumen Desk"], "Die ", " hat in ", " auf ", " umgestellt."],
+  fr: [["Crédit Agricole", "Le Mans", "Google Chrome"], "Le ", " du ", " utilise ", "."],
+  es: [["Banco Santander", "Santa Cruz", "Microsoft Teams"], "El ", " de ", " usa ", "."],
+  it: [["Poste Italiane", "Reggio Emilia", "Google Chrome"], "Le ", " di ", " usano ", "."],
+  nl: [["Albert Heijn", "Den Haag", "Microsoft Teams"], "De ", " in ", " gebruikt ", "."],
+  sv: [["Svenska Handelsbanken", "Västra Frölunda", "Google Chrome"], "", " i ", " kör ", "."],
+  pl: [["Poczta Polska", "Zielona Góra", "Microsoft Teams"], "", " w mieście ", " używa ", "."],
+  ja: [["日本郵便", "大阪", "Google Chrome"], "", "の", "支店は", "を使っています。"],
+  ja_romaji: [["Japan Post", "Kita Ward", "Google Chrome"], "The ", " branch in ", " runs ", "."],
+  zh: [["中国邮政", "深圳", "Google Chrome"], "", "在", "使用", "。"],
+  ko: [["우체국", "부산", "Google Chrome"], "", " ", " 지점은 ", "을 사용합니다."],
+};
+TEMPLATES.push((language) => {
+  const [[organisation, place, product], a, b, c, d] = NOT_PEOPLE[language];
+  return [
+    a,
+    K("organisation", "PERSON", organisation),
+    b,
+    K("place", "PERSON", place),
+    c,
+    K("product", "PERSON", product),
+    d,
+  ];
+});
+
 /** English-only templates: SSNs without a cue, a list of numbers of the same shape, Chinese and Korean names in Latin letters (family name first). */
 const EXTRA = {
   en_US: [

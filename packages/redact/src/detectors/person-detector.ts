@@ -10,8 +10,18 @@ import {
   PEOPLE_HEADERS,
 } from "../lexicon/name-cues.js";
 import { GIVEN_NAMES, SURNAMES } from "../lexicon/name-lexicon.js";
+import {
+  FAMILY_NAME_ENDINGS,
+  FAMILY_NAMES_I18N,
+  FUNCTION_WORDS_I18N,
+  GIVEN_NAMES_I18N,
+  ORGANISATION_WORDS,
+  PLACE_WORDS,
+} from "../lexicon/names-by-language.js";
 
 const MAX_NAME = 80;
+/** Shape-scored runs below this are not reported at all (no threshold would keep them). */
+const MIN_REPORTED = 0.2;
 
 /** Scripts written without capitals: a name there is found by its cue alone. */
 const HAN_HANGUL = /[\p{Script=Han}\p{Script=Hangul}\u3005]/u;
@@ -147,7 +157,74 @@ function lower(token: string): string {
 }
 
 function isNotName(token: string): boolean {
-  return NOT_NAME_WORDS.has(lower(token));
+  const word = lower(token);
+  return NOT_NAME_WORDS.has(word) || FUNCTION_WORDS_I18N.has(word);
+}
+
+function knownGiven(word: string): boolean {
+  return GIVEN_NAMES.has(word) || GIVEN_NAMES_I18N.has(word);
+}
+
+function knownFamily(word: string): boolean {
+  return SURNAMES.has(word) || FAMILY_NAMES_I18N.has(word);
+}
+
+function familyShaped(word: string): boolean {
+  if (word.length < 4) return false;
+  for (const ending of FAMILY_NAME_ENDINGS)
+    if (word.length > ending.length + 1 && word.endsWith(ending)) return true;
+  return false;
+}
+
+// Words after a run that say a person did something (English has few capitalised verbs, so a
+// lower-case word after a run is weaker evidence there than in German, where nouns are
+// capitalised and a lower-case word after a run is a verb or a particle).
+const PERSON_VERBS = new Set(
+  `approved confirmed said says wrote writes called calls asked asks signed sent replied
+  reported requested opened closed reviewed agreed declined cancelled canceled refunded
+  paid ordered returned accepted rejected escalated joined left will would can could should
+  has had have is was hat ist war wird a est sera ha es fue está har är blev heeft is zal
+  ma jest był była został zatwierdził zatwierdziła potwierdził
+  aprobó confirmó validé approuvé approvato confermato godkänt goedgekeurd freigegeben`.split(
+    /\s+/,
+  ),
+);
+
+/**
+ * How likely a capitalised run with no strong cue is a person's name, from 0 to 1: what its
+ * words are (known given and family names of every language the detector reads, family-name
+ * endings), what stands after it (a verb; an organisation or street word rules it out) and
+ * before it (a word like `with`, `an`, `à`, `till`). Places, organisations and words of
+ * ordinary language rule a run out.
+ */
+function shapeScore(text: string, name: Name, cue: Cue): number {
+  const words = name.tokens.filter((token) => !token.endsWith("."));
+  if (words.length < 2 || words.length > 4) return 0;
+  let evidence = -2.2;
+  let place = 0;
+  for (const [index, token] of words.entries()) {
+    const word = lower(token);
+    if (NOT_NAME_WORDS.has(word) || FUNCTION_WORDS_I18N.has(word)) return 0;
+    if (PLACE_WORDS.has(word)) place++;
+    if (token.length > 1 && token === token.toUpperCase()) return 0; // an acronym: "IBM", "NASA"
+    if (index === 0 && knownGiven(word)) evidence += 1.6;
+    else if (index > 0 && knownFamily(word)) evidence += 1.2;
+    else if (index > 0 && familyShaped(word)) evidence += 0.9;
+    else if (knownGiven(word) || knownFamily(word)) evidence += 0.6;
+  }
+  if (place === words.length || place >= 2) return 0;
+  // What follows: an organisation or street word rules the run out; a verb supports it.
+  const after = /^[ \t]*([\p{L}.]+)/u.exec(text.slice(name.end, name.end + 24));
+  if (after !== null) {
+    const next = after[1]!;
+    const nextLower = next.toLowerCase();
+    if (ORGANISATION_WORDS.has(nextLower)) return 0;
+    if (PERSON_VERBS.has(nextLower)) evidence += 1.2;
+    else if (next[0] === nextLower[0] && /^\p{Ll}/u.test(next)) evidence += 0.3;
+  }
+  if (text[name.end] === "'" || text[name.end] === "’") evidence += 0.5; // possessive
+  if (cue === "verb" || cue === "action") evidence += 1.3;
+  return 1 / (1 + Math.exp(-evidence));
 }
 
 /** Whether a cased candidate found after a strong cue is a name. */
@@ -155,7 +232,7 @@ function strongName(name: Name): boolean {
   if (name.uncased) return true;
   const words = name.tokens.filter((token) => !token.endsWith("."));
   if (words.length === 0) return false;
-  const known = words.some((token) => GIVEN_NAMES.has(lower(token)) || SURNAMES.has(lower(token)));
+  const known = words.some((token) => knownGiven(lower(token)) || knownFamily(lower(token)));
   const stop = words.filter(isNotName).length;
   if (stop === 0) return true;
   // "Jack Black": a common word passes when a known name stands beside it.
@@ -168,8 +245,8 @@ function lexiconName(name: Name, weakCue: boolean): boolean {
   const words = name.tokens.filter((token) => !token.endsWith("."));
   if (words.length < 2) return false;
   if (words.some(isNotName)) return false;
-  const given = GIVEN_NAMES.has(lower(words[0]!));
-  const surname = SURNAMES.has(lower(words[words.length - 1]!));
+  const given = knownGiven(lower(words[0]!));
+  const surname = knownFamily(lower(words[words.length - 1]!));
   if (given && surname) return true;
   // A known given name and a capitalised word that is no common word: "Maya Lindqvist".
   if (given && words[words.length - 1]!.length >= 3) return true;
@@ -442,8 +519,8 @@ export function personDetector(): Detector {
     find(text) {
       const matches: DetectorMatch[] = [];
       let lastEnd = 0;
-      const accept = (name: Name) => {
-        matches.push({ start: name.start, end: name.end });
+      const accept = (name: Name, score: number, rule: string) => {
+        matches.push({ start: name.start, end: name.end, score, rule });
         lastEnd = name.end;
       };
       CAPITAL_START.lastIndex = 0;
@@ -471,7 +548,12 @@ export function personDetector(): Detector {
           !shortWordBefore(text, before)
         ) {
           const runName = capitalisedRunAt(text, at);
-          if (runName && lexiconName(runName, false)) accept(runName);
+          if (runName === undefined) continue;
+          if (lexiconName(runName, false)) accept(runName, 0.8, "lexicon");
+          else {
+            const score = shapeScore(text, runName, "none");
+            if (score >= MIN_REPORTED) accept(runName, score, "shape");
+          }
           continue;
         }
         const cue = mayHaveCue(text, at) ? cueBefore(text, at, lastEnd) : "none";
@@ -496,24 +578,26 @@ export function personDetector(): Detector {
             isName =
               strongName(name) &&
               !name.tokens.some(isNotName) &&
-              name.tokens.some(
-                (token) => GIVEN_NAMES.has(lower(token)) || SURNAMES.has(lower(token)),
-              );
+              name.tokens.some((token) => knownGiven(lower(token)) || knownFamily(lower(token)));
           }
-          if (isName && words.length > 0) accept(name);
+          if (isName && words.length > 0) accept(name, cue === "strong" ? 0.95 : 0.75, "cue");
         } else {
           // Running text: the lexicon must know the name, or a strong verb must precede it.
           const runName = capitalisedRunAt(text, at);
           if (runName) {
             const runWords = runName.tokens.filter((token) => !token.endsWith("."));
-            if (
-              lexiconName(runName, cue === "verb" || cue === "action") ||
-              (cue === "action" &&
-                runWords.length >= 2 &&
-                strongName(runName) &&
-                !runWords.some(isNotName))
+            if (lexiconName(runName, cue === "verb" || cue === "action")) {
+              accept(runName, 0.8, "lexicon");
+            } else if (
+              cue === "action" &&
+              runWords.length >= 2 &&
+              strongName(runName) &&
+              !runWords.some(isNotName)
             ) {
-              accept(runName);
+              accept(runName, 0.7, "action");
+            } else {
+              const score = shapeScore(text, runName, cue);
+              if (score >= MIN_REPORTED) accept(runName, score, "shape");
             }
           }
         }
@@ -537,7 +621,7 @@ export function personDetector(): Detector {
                 /[ \u3000]/.test(value));
           }
           if (strong || suffixed) {
-            accept(name);
+            accept(name, strong ? 0.95 : 0.85, strong ? "cue" : "suffix");
             UNCASED_RUN.lastIndex = Math.max(UNCASED_RUN.lastIndex, name.end);
           }
         }
