@@ -51,6 +51,38 @@ export function compileInputSchema(schema: unknown, tool: string, server: string
   };
 }
 
+/**
+ * Compiles a tool's `outputSchema` (draft-07, or 2020-12 when its `$schema` says so) into a
+ * check of `structuredContent`: the issues, or an empty list when it matches. Throws an
+ * `McpGuardError` naming the tool and the server when the schema cannot be compiled.
+ */
+export function compileOutputSchema(
+  schema: unknown,
+  tool: string,
+  server: string,
+): (value: unknown) => string[] {
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema))
+    throw new McpGuardError(
+      `[mcp] tool "${tool}" from ${server}: its outputSchema is not an object (got ${JSON.stringify(schema)?.slice(0, 80)})`,
+    );
+  const record = schema as Record<string, unknown>;
+  const is2020 = typeof record.$schema === "string" && record.$schema.includes("2020-12");
+  let validate: ValidateFunction;
+  try {
+    if (is2020) draft2020 ??= new Ajv2020({ strict: false, allErrors: true, validateSchema: true });
+    else draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true });
+    const ajv = is2020 ? draft2020! : draft7!;
+    const { $id: _id, ...own } = record;
+    validate = ajv.compile(own);
+  } catch (error) {
+    throw new McpGuardError(
+      `[mcp] tool "${tool}" from ${server}: its outputSchema cannot be compiled (${(error as Error).message})`,
+      { cause: error },
+    );
+  }
+  return (value) => (validate(value) ? [] : (validate.errors ?? []).map(formatIssue));
+}
+
 function formatIssue(error: ErrorObject): string {
   const path =
     error.instancePath === "" ? "(root)" : error.instancePath.slice(1).replaceAll("/", ".");

@@ -206,7 +206,8 @@ describe("runMcpProxy over stdio, in front of a real MCP server", () => {
       "tool-call-result",
       "run-end",
     ]);
-    expect(foldRun(events).status).toBe("completed");
+    expect(foldRun(events).status).toBe("stopped");
+    expect(events.at(-1)).toMatchObject({ why: "proxy_closed" });
   });
 
   it("says what is wrong with its options or a command that does not start", async () => {
