@@ -68,12 +68,13 @@ for (const testCase of samples) {
   });
   const targets = trustedTargets(testCase.trusted);
   const bad = untrustedReach(testCase.sinkKind, testCase.value, targets);
-  const kind = (result.gate.byKind[testCase.sinkKind] ??= {
+  result.gate.byKind[testCase.sinkKind] ??= {
     admitted: 0,
     refused: 0,
     harmful: 0,
     refusedHarmless: 0,
-  });
+  };
+  const kind = result.gate.byKind[testCase.sinkKind];
   if (bad.length > 0) kind.harmful += 1;
   // Refused although every reading reaches only trusted targets (a cost, not a hole: a list
   // of trusted values with an odd separator, an encoded form the gate will not decode).
