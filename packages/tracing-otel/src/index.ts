@@ -12,3 +12,5 @@ export type { OtelExporterOptions } from "./otel-exporter.js";
 export { captureFromEnv, otelExporter } from "./otel-exporter.js";
 export type { OtlpTracing, OtlpTracingOptions } from "./otlp-tracing.js";
 export { otlpTracing } from "./otlp-tracing.js";
+export type { RedactingSpanProcessorOptions } from "./redacting-span-processor.js";
+export { redactingSpanProcessor } from "./redacting-span-processor.js";

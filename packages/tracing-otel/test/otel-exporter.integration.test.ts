@@ -1,4 +1,4 @@
-import { type Span } from "@loopguard/core";
+import type { Span } from "@loopguard/core";
 import { traceIdOf } from "@loopguard/core/plugin";
 import { recordingExporter } from "@loopguard/core/testing";
 import { afterEach, describe, expect, it } from "vitest";

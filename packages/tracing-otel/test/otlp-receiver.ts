@@ -52,6 +52,7 @@ export interface ReceivedSpan {
   endTimeUnixNano: bigint;
   attributes: Record<string, FlatValue>;
   events: Array<{ name: string; timeUnixNano: bigint; attributes: Record<string, FlatValue> }>;
+  links: Array<{ traceId: string; spanId: string; attributes: Record<string, FlatValue> }>;
   /** OTLP status: 0 UNSET, 1 OK, 2 ERROR. */
   status: { code: number; message: string };
   resource: Record<string, FlatValue>;
@@ -211,6 +212,11 @@ interface ProtoSpan {
     timeUnixNano: unknown;
     attributes?: ProtoKeyValue[] | null;
   }> | null;
+  links?: Array<{
+    traceId: Uint8Array | string;
+    spanId: Uint8Array | string;
+    attributes?: ProtoKeyValue[] | null;
+  }> | null;
   status?: { code?: number | string | null; message?: string | null } | null;
 }
 interface ProtoRequest {
@@ -256,6 +262,11 @@ function flattenRequest(request: ProtoRequest, format: "protobuf" | "json"): Rec
             name: event.name,
             timeUnixNano: bigintOf(event.timeUnixNano),
             attributes: flattenAttributes(event.attributes),
+          })),
+          links: (span.links ?? []).map((link) => ({
+            traceId: idOf(link.traceId, format),
+            spanId: idOf(link.spanId, format),
+            attributes: flattenAttributes(link.attributes),
           })),
           status: {
             code:
