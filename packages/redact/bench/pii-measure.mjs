@@ -28,6 +28,32 @@ const REPORTED = [...CONTEXT, "PHONE", "EMAIL", "US_SSN", "IP_ADDRESS"];
 const scoreAt = (rows, level) =>
   scorePii(rows, (text) => redact(text, { threshold: level }).findings);
 
+/**
+ * The share of the gold values' characters (not spaces) that end up inside a finding of any
+ * type: a match by overlap can still leave a town or a house number in the clear; this says
+ * how much of each type was actually hidden.
+ */
+function coverage(rows, level) {
+  const perType = new Map();
+  for (const row of rows) {
+    const findings = redact(row.text, { threshold: level }).findings;
+    for (const entity of row.entities) {
+      let total = 0;
+      let covered = 0;
+      for (let index = entity.start; index < entity.end; index++) {
+        if (/\s/.test(row.text[index])) continue;
+        total++;
+        if (findings.some((finding) => finding.start <= index && index < finding.end)) covered++;
+      }
+      const entry = perType.get(entity.type) ?? { total: 0, covered: 0 };
+      entry.total += total;
+      entry.covered += covered;
+      perType.set(entity.type, entry);
+    }
+  }
+  return perType;
+}
+
 function typeTable(title, parts) {
   console.log(`\n### ${title}\n`);
   console.log(
@@ -35,11 +61,17 @@ function typeTable(title, parts) {
   );
   console.log(`|---|${parts.map(() => "---:").join("|")}|`);
   const scores = parts.map(([, rows]) => scoreAt(rows, threshold));
+  const covers = parts.map(([, rows]) => coverage(rows, threshold));
   for (const type of REPORTED) {
-    const cells = scores.map((score) => {
+    const cells = scores.map((score, index) => {
       const entry = score.perType.get(type);
       if (entry === undefined) return "none";
-      return `${format(entry.recall)} / ${format(entry.precision)} (${entry.gold})`;
+      const cover = covers[index].get(type);
+      const hidden =
+        cover === undefined || cover.total === 0
+          ? ""
+          : `, ${((100 * cover.covered) / cover.total).toFixed(1)}% of characters hidden`;
+      return `${format(entry.recall)} / ${format(entry.precision)} (${entry.gold}${hidden})`;
     });
     if (cells.every((cell) => cell === "none")) continue;
     console.log(`| ${type} | ${cells.join(" | ")} |`);

@@ -77,8 +77,14 @@ const STREET_PREFIX = new RegExp(
   "g",
 );
 const STREET_PREFIX_WORDS = ["Am ", "An der ", "Auf dem ", "Im ", "Zum ", "Zur "];
+// What may stand between the house number and the postcode: a Dutch or German addition
+// (`hs`, `-1`, `bis`), a floor or a back building (`3. Etage`, `2. OG`, `Hinterhaus`), a flat
+// (`lgh 1102`, `Whg. 4`).
+const UNIT_BEFORE_POSTCODE =
+  "(?:[ ](?:hs|huis|bis|ter|boven|I{1,3})(?![\\w])|-\\d{1,3}(?![\\w]))?" +
+  "(?:,?[ ](?:\\d{1,2}\\.[ ]?(?:OG|Etage|Stock|Obergeschoss)|EG|DG|Hinterhaus|Vorderhaus|Seitenflügel|(?:lgh|Lgh|Whg\\.?|App\\.?|Apt\\.?)[ ]?\\d{1,5}))?";
 const POSTCODE_TAIL = new RegExp(
-  `(?:,[ ]?|\\n[ \\t]*|[ ])(?:\\d{5}|\\d{3}[ ]\\d{2}|\\d{4})[ ]${W}(?:[ ](?:${W}|im|am|an|der|bei)){0,3}`,
+  `${UNIT_BEFORE_POSTCODE}(?:,[ ]?|\\n[ \\t]*|[ ])(?:\\d{5}|\\d{3}[ ]\\d{2}|[1-9]\\d{3}(?:[ ]?[A-Z]{2}(?![\\w]))?)[ ]${W}(?:[ ](?:${W}|im|am|an|der|bei)){0,3}`,
   "y",
 );
 // 12 bis rue des Lilas, 69003 Lyon
@@ -95,9 +101,87 @@ const JP_POSTCODE_ONLY = /〒[ ]?\d{3}-\d{4}/g;
 // Case variants are spelled out: a case-insensitive pattern that starts with a common letter
 // is tried at nearly every position of ordinary text.
 const PO_BOX =
-  /(?:P\.?[ ]?O\.?[ ](?:Box|BOX)|PO[ ](?:Box|BOX)|Postfach|Box|BOX)[ ]\d{1,6}(?:,?[ \n]*(?:APO|FPO|DPO)[ ](?:AA|AE|AP)[ ]\d{5})?/g;
+  /(?:P\.?[ ]?O\.?[ ](?:Box|BOX)|PO[ ](?:Box|BOX)|Postfach|Postbus|Box|BOX|BP|B\.P\.|Apartado(?:[ ]de[ ]Correos)?|Casella[ ]Postale|C\.P\.|Skrytka[ ]pocztowa)[ ]\d{1,6}(?:[ ]\d{2}){0,2}(?:,?[ \n]*(?:APO|FPO|DPO)[ ](?:AA|AE|AP)[ ]\d{5}|(?:,[ ]?|\n)(?:\d{5}|\d{3}[ ]\d{2}|\d{2}-\d{3}|\d{4}(?:[ ]?[A-Z]{2})?)[ ][A-ZÀ-ÖØ-Þ\u0100-\u017f][\p{L}-]*(?:[ ][A-ZÀ-ÖØ-Þ\u0100-\u017f][\p{L}-]*){0,2}(?:[ ](?:Cedex|CEDEX)(?:[ ]\d{1,2})?)?)?/gu;
 const MILITARY =
   /(?:PSC|Unit|UNIT|CMR)[ ]\d{3,5},?[ ](?:Box|BOX)[ ]\d{1,5}[ ,\n]+(?:APO|FPO|DPO)[ ](?:AA|AE|AP)[ ]\d{5}/g;
+
+// The street word first, then the name, then the number: Spanish, Italian, Polish, Portuguese
+// (`Calle de Alcalá 123, 4º B, 28009 Madrid`; `Via Roma, 16, int. 14, 40126 Bologna (BO)`;
+// `ul. Długa 12/4 m. 5, 80-827 Gdańsk`). The postcode and town are required, and the postcode's
+// shape is checked against the country the street word belongs to (STREET_FIRST_COUNTRY).
+const STREET_FIRST_WORDS = [
+  "Calle ",
+  "C/ ",
+  "Avenida ",
+  "Avda. ",
+  "Paseo ",
+  "Plaza ",
+  "Camino ",
+  "Carrer ",
+  "Ronda ",
+  "Travesía ",
+  "Via ",
+  "Viale ",
+  "Corso ",
+  "Piazza ",
+  "Piazzale ",
+  "Largo ",
+  "Vicolo ",
+  "Strada ",
+  "ul. ",
+  "al. ",
+  "os. ",
+  "pl. ",
+  "Rua ",
+];
+const CONNECTOR =
+  "(?:de|del|de la|de los|de las|dei|degli|della|delle|dello|di|da|do|dos|das|e|y|i)";
+const STREET_FIRST = new RegExp(
+  `(?:Calle|C/|Avenida|Avda\\.|Paseo|Plaza|Camino|Carrer|Ronda|Travesía|Via|Viale|Corso|Piazza|Piazzale|Largo|Vicolo|Strada|ul\\.|al\\.|os\\.|pl\\.|Rua)[ ](?:${CONNECTOR}[ ])?${W}(?:[ ](?:${CONNECTOR}[ ])?(?:${W}|[IVX]{1,4}))*?,?[ ]\\d{1,4}(?:[ ]?(?:bis|[A-Za-z])(?![\\w]))?(?:/[\\dA-Za-z]{1,4})?` +
+    `(?:(?:,[ ]?|[ ])(?:int\\.[ ]?\\d{1,3}|scala[ ][A-Z\\d]|piano[ ]\\d{1,2}|\\d{1,2}[ºª°](?:[ ]?\\d{1,2}[ºª])?(?:[ ](?:[A-Z]|izda\\.?|dcha\\.?|izq\\.?))?|bajo|ático|entresuelo|m\\.[ ]?\\d{1,4}|lok\\.[ ]?\\d{1,4})){0,2}` +
+    `(?:,[ ]?|\\n[ \\t]*|[ ])(\\d{5}|\\d{2}-\\d{3}|\\d{4}-\\d{3})[ ]${W}(?:[ ](?:${W}|${CONNECTOR}))*?(?:[ ]\\([A-Z]{2}\\)|[ ][A-Z]{2}(?![\\w])|[ ]\\((?:${W}[ ]?){1,2}\\))?(?=[\\s,.;:!?)]|$)`,
+  "g",
+);
+/** Which postcodes a street word's country writes. */
+function streetFirstPostcodeValid(match: string, postcode: string): boolean {
+  if (/^(?:ul|al|os|pl)\./.test(match)) return /^\d{2}-\d{3}$/.test(postcode);
+  if (match.startsWith("Rua ")) return /^\d{4}-\d{3}$/.test(postcode);
+  if (!/^\d{5}$/.test(postcode)) return false;
+  // Spain: the first two digits are a province, 01 to 52; Italy: 00010 to 98168.
+  if (/^(?:Calle|C\/|Avenida|Avda|Paseo|Plaza|Camino|Carrer|Ronda|Travesía)/.test(match)) {
+    const province = Number(postcode.slice(0, 2));
+    return province >= 1 && province <= 52;
+  }
+  return Number(postcode) >= 10 && Number(postcode) <= 98168;
+}
+// A UK house with a name instead of a number: Rose Cottage, Chapel Road, Harrogate HG1 4QT.
+const UK_HOUSE_WORDS = [
+  "Cottage",
+  "House",
+  "Farm",
+  "Lodge",
+  "Barn",
+  "Manor",
+  "Rectory",
+  "Hall",
+  "Mill",
+  "Villa",
+];
+const UK_NAMED_HOUSE = new RegExp(
+  `(?:The[ ])?(?:${W}[ ]){0,2}(?:Cottage|House|Farm|Lodge|Barn|Manor|Rectory|Hall|Mill|Villa),[ ](?:${W}[ ]){0,3}(?:${STREET_TYPES})\\.?,[ ]${CITY},?[ ](?:${UK_POSTCODE})(?![\\w])`,
+  "g",
+);
+// Japanese addresses in romaji, small to large: 4-2-17 Umeda, Kita-ku, Osaka 530-0001.
+const JP_ROMAJI = new RegExp(
+  `(?:Room[ ]\\d{1,4},[ ])?\\d{1,2}-\\d{1,3}-\\d{1,3}[ ]${W}(?:-${W})?(?:,[ ]${W}-(?:ku|shi|cho|machi|gun))?,[ ]${W},?[ ]\\d{3}-\\d{4}(?:,?[ ]Japan)?`,
+  "g",
+);
+// Chinese addresses, large to small: 上海市浦东新区世纪大道148号25楼2250室, 邮编 after.
+const ZH =
+  /(?:[\p{Script=Han}]{2,3}(?:省|自治区))?[\p{Script=Han}]{2,3}市[\p{Script=Han}]{1,5}?(?:区|县|市)[\p{Script=Han}\d]{1,12}?(?:路|街|大道|道|巷|弄|胡同)\d{1,5}号(?:\d{1,3}(?:楼|层|栋|幢))?(?:\d{1,5}室)?(?:[ ]?邮编[ ]?[1-8]\d{5})?/gu;
+// Korean road-name addresses: (06234) 서울특별시 강남구 테헤란로 123, 9층 124호.
+const KO =
+  /(?:\(\d{5}\)[ ]?)?(?:서울특별시|부산광역시|대구광역시|인천광역시|광주광역시|대전광역시|울산광역시|세종특별자치시|[가-힣]{2,4}도)[ ](?:[가-힣]{1,4}시[ ])?(?:[가-힣]{1,4}[구군][ ])?[가-힣\d]{1,12}(?:로|길)[ ]\d{1,5}(?:-\d{1,4})?(?:,[ ]?\d{1,3}층)?(?:[ ]?\d{1,5}호)?/gu;
 
 const NUMBER_FIRST: [RegExp, string][] = [
   [US, "street"],
@@ -132,17 +216,35 @@ function startsWord(text: string, index: number): boolean {
 const GATES = new Map<RegExp, readonly string[]>();
 const gate = (pattern: RegExp, words: readonly string[]) => GATES.set(pattern, words);
 const PATTERNS: [RegExp, string][] = [
+  [STREET_FIRST, "street-first"],
+  [UK_NAMED_HOUSE, "uk-house"],
+  [JP_ROMAJI, "jp-romaji"],
   [UK_FLAT, "uk-flat"],
   [MILITARY, "military"],
   [PO_BOX, "po-box"],
 ];
 gate(UK_FLAT, ["Flat ", "Apartment ", "Unit "]);
 gate(MILITARY, ["PSC ", "Unit ", "UNIT ", "CMR "]);
-gate(PO_BOX, ["Box ", "BOX ", "Postfach "]);
+gate(PO_BOX, [
+  "Box ",
+  "BOX ",
+  "Postfach ",
+  "Postbus ",
+  "BP ",
+  "B.P. ",
+  "Apartado ",
+  "Casella ",
+  "C.P. ",
+  "Skrytka ",
+]);
+gate(STREET_FIRST, STREET_FIRST_WORDS);
+gate(UK_NAMED_HOUSE, UK_HOUSE_WORDS);
+gate(JP_ROMAJI, ["-ku", "-shi", "-cho", "-machi", "Japan"]);
 
 /** Whether the text has a digit: every Latin-script pattern needs a house or box number. */
 const HAS_DIGIT = /\d/;
 const HAS_JAPANESE = /[都道府県]/u;
+const HAS_CJK_ADDRESS = /[市로길]/u;
 
 /**
  * Finds street addresses in US, UK, German, French, Swedish (and Nordic and Dutch street
@@ -170,8 +272,10 @@ export function addressDetector(): Detector {
           if (words !== undefined && !words.some((word) => text.includes(word))) continue;
           pattern.lastIndex = 0;
           for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
-            if (startsWord(text, match.index))
-              push(match.index, match.index + match[0].length, rule);
+            if (!startsWord(text, match.index)) continue;
+            if (pattern === STREET_FIRST && !streetFirstPostcodeValid(match[0], match[1]!))
+              continue;
+            push(match.index, match.index + match[0].length, rule);
           }
         }
         // Everything that starts with a number, from one scan of the digit runs.
@@ -229,6 +333,21 @@ export function addressDetector(): Detector {
           POSTCODE_TAIL.lastIndex = end;
           const tail = POSTCODE_TAIL.exec(text);
           if (tail !== null) push(match.index, end + tail[0].length, "prefix-street");
+        }
+      }
+      if (HAS_CJK_ADDRESS.test(text)) {
+        for (const [pattern, rule] of [
+          [ZH, "zh"],
+          [KO, "ko"],
+        ] as const) {
+          pattern.lastIndex = 0;
+          for (let match = pattern.exec(text); match !== null; match = pattern.exec(text))
+            matches.push({
+              start: match.index,
+              end: match.index + match[0].length,
+              rule,
+              language: rule,
+            });
         }
       }
       if (HAS_JAPANESE.test(text) || text.includes("〒")) {
