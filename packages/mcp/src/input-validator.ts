@@ -31,8 +31,15 @@ export function compileInputSchema(schema: unknown, tool: string, server: string
   const is2020 = typeof record.$schema === "string" && record.$schema.includes("2020-12");
   let validate: ValidateFunction;
   try {
-    if (is2020) draft2020 ??= new Ajv2020({ strict: false, allErrors: true, validateSchema: true });
-    else draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true });
+    if (is2020)
+      draft2020 ??= new Ajv2020({
+        strict: false,
+        allErrors: true,
+        validateSchema: true,
+        logger: false,
+      });
+    else
+      draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true, logger: false });
     const ajv = is2020 ? draft2020! : draft7!;
     // Another tool may have used the same $id; the schema is compiled on its own.
     const { $id: _id, ...own } = record;
@@ -69,8 +76,15 @@ export function compileOutputSchema(
   const is2020 = typeof record.$schema === "string" && record.$schema.includes("2020-12");
   let validate: ValidateFunction;
   try {
-    if (is2020) draft2020 ??= new Ajv2020({ strict: false, allErrors: true, validateSchema: true });
-    else draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true });
+    if (is2020)
+      draft2020 ??= new Ajv2020({
+        strict: false,
+        allErrors: true,
+        validateSchema: true,
+        logger: false,
+      });
+    else
+      draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true, logger: false });
     const ajv = is2020 ? draft2020! : draft7!;
     const { $id: _id, ...own } = record;
     validate = ajv.compile(own);

@@ -90,6 +90,13 @@ export interface McpProxyOptions extends Omit<GuardMcpToolsOptions, "onInvalidSc
    * it; `"neutral"` lists it with a neutral description and no schema prose.
    */
   flaggedDescriptions?: "withhold" | "neutral";
+  /**
+   * The server's `instructions` (text hosts put in the model's context): `"scan"` (the default)
+   * withholds them when the `scanner` flags them, `"pass"` passes them as they are, `"drop"`
+   * never passes them. Instructions address the model by design, so a scanner may flag honest
+   * ones (it flags server-everything's).
+   */
+  serverInstructions?: "scan" | "pass" | "drop";
   /** Most characters of text one result passes to the host (the rest is cut with a marker and a digest). Default 100 000. */
   maxOutputChars?: number;
   /** Largest message (one line) accepted from the server; a larger one is dropped unread and its request answered with an error. Default 8 MiB. */
@@ -543,8 +550,8 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     return entry;
   };
 
-  let instructions = client.getInstructions();
-  if (instructions && scanner) {
+  let instructions = options.serverInstructions === "drop" ? undefined : client.getInstructions();
+  if (instructions && scanner && options.serverInstructions !== "pass") {
     const flagged = await flaggedText({ description: instructions }, "instructions", server);
     if (flagged) {
       withhold({
@@ -1022,6 +1029,13 @@ function checkOptions(options: McpProxyOptions): void {
   )
     throw new McpGuardError(
       `[mcp] runMcpProxy: flaggedDescriptions must be "withhold" or "neutral", got ${JSON.stringify(options.flaggedDescriptions)}`,
+    );
+  if (
+    options.serverInstructions !== undefined &&
+    !["scan", "pass", "drop"].includes(options.serverInstructions)
+  )
+    throw new McpGuardError(
+      `[mcp] runMcpProxy: serverInstructions must be "scan", "pass" or "drop", got ${JSON.stringify(options.serverInstructions)}`,
     );
   if (
     options.protectedNames !== undefined &&

@@ -119,15 +119,17 @@ export function capLeaves(
   maxChars: number,
   what: string,
 ): LeavesCut | undefined {
+  // A value that appears twice (the text part and its structured twin) counts, and is cut, once.
+  const distinct = [...new Set(leaves.map((leaf) => leaf.value))];
   let total = 0;
-  for (const leaf of leaves) total += leaf.value.length;
+  for (const value of distinct) total += value.length;
   if (total <= maxChars) return undefined;
   const sha256 = createHash("sha256").update(JSON.stringify(result)).digest("hex");
   const removedChars = total - maxChars;
+  const marker = `\n[loopguard: ${removedChars.toLocaleString("en-US")} of ${total.toLocaleString("en-US")} characters of this ${what} result cut (maxOutputChars ${maxChars.toLocaleString("en-US")}; sha256 ${sha256.slice(0, 16)}). Ask for less: a narrower range, a page or a filter.]`;
+  const replaced = new Map<string, string>();
   let room = maxChars;
-  let marked = false;
-  for (const leaf of leaves) {
-    const value = leaf.value;
+  for (const value of distinct) {
     if (value.length <= room) {
       room -= value.length;
       continue;
@@ -135,12 +137,23 @@ export function capLeaves(
     let end = room;
     const code = value.charCodeAt(end - 1);
     if (end > 0 && code >= 0xd800 && code <= 0xdbff) end -= 1;
-    const marker = marked
-      ? ""
-      : `\n[loopguard: ${removedChars.toLocaleString("en-US")} of ${total.toLocaleString("en-US")} characters of this ${what} result cut (maxOutputChars ${maxChars.toLocaleString("en-US")}; sha256 ${sha256.slice(0, 16)}). Ask for less: a narrower range, a page or a filter.]`;
-    marked = true;
-    leaf.set(`${value.slice(0, end)}${marker}`);
+    replaced.set(value, end > 0 || room === maxChars ? `${value.slice(0, end)}${marker}` : "");
     room = 0;
+  }
+  // The first value cut carries the marker; every later one is emptied.
+  let marked = false;
+  for (const [value, next] of replaced)
+    if (next.endsWith(marker)) {
+      if (marked) replaced.set(value, next.slice(0, -marker.length));
+      marked = true;
+    }
+  if (!marked && replaced.size > 0) {
+    const [first] = replaced.keys();
+    replaced.set(first!, `${replaced.get(first!)!}${marker}`);
+  }
+  for (const leaf of leaves) {
+    const next = replaced.get(leaf.value);
+    if (next !== undefined) leaf.set(next);
   }
   return { chars: total, removedChars, sha256 };
 }
@@ -158,17 +171,21 @@ export async function envelopeLeaves(
   provenance: Provenance,
 ): Promise<string[]> {
   const flagged: Array<{ leaf: ResultLeaf; scan: ScanResult }> = [];
+  const scans = new Map<string, ScanResult>();
   for (const leaf of leaves) {
     if (leaf.value === "") continue;
-    let scan: ScanResult;
-    try {
-      scan = await scanner.scan(leaf.value, provenance);
-    } catch {
-      scan = {
-        verdict: "suspicious",
-        score: 0.5,
-        findings: [{ rule: "scanner_error", start: 0, end: 0 }],
-      };
+    let scan = scans.get(leaf.value);
+    if (!scan) {
+      try {
+        scan = await scanner.scan(leaf.value, provenance);
+      } catch {
+        scan = {
+          verdict: "suspicious",
+          score: 0.5,
+          findings: [{ rule: "scanner_error", start: 0, end: 0 }],
+        };
+      }
+      scans.set(leaf.value, scan);
     }
     if (scan.verdict !== "clean") flagged.push({ leaf, scan });
   }
