@@ -4,6 +4,7 @@ export type {
   DefenceConfig,
   SecurityRow,
   SecurityTableOptions,
+  ValueForm,
 } from "./security-table.js";
 export {
   attackGoals,
