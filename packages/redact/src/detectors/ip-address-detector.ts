@@ -81,8 +81,17 @@ export function isVersionContext(text: string, start: number): boolean {
   if (word === "") return false;
   if (ADDRESS_WORD.test(word)) return false;
   if (VERSION_WORD.test(word)) return true;
-  // A capitalised word alone ("Agent", "Refund") is not enough: an address after an unknown
-  // word stays redacted (fail closed); name the product's kind or key it to be kept.
+  // A product name right before it ("Orchid Sync 4.2.1.9", "Teams 1.6.0.2"): a capitalised
+  // word, one space, the quad, outside the private and loopback ranges where a bare address
+  // after a device's name ("Printer 192.168.1.20") is the likelier reading.
+  if (
+    before === 32 &&
+    /^[A-Z][a-z]{1,20}$/.test(word) &&
+    !/^(?:10|127)\.|^192\.168\.|^172\.(?:1[6-9]|2\d|3[01])\.|^169\.254\./.test(
+      text.slice(start, start + 8),
+    )
+  )
+    return true;
   return false;
 }
 

@@ -23,6 +23,16 @@ function validBareNumber(digits: string): boolean {
   return false;
 }
 
+/** Countries whose national numbers open with a trunk 0, in the order they are tried. */
+const TRUNK_ZERO_REGIONS = ["GB", "DE", "FR", "NL", "SE", "PL", "JP", "KR", "CN", "IT"] as const;
+
+/** Whether digits opening with 0 are a valid national number of one of those countries. */
+function nationalValid(digits: string): boolean {
+  for (const region of TRUNK_ZERO_REGIONS)
+    if (parsePhoneNumberFromString(digits, region)?.isValid() === true) return true;
+  return false;
+}
+
 /** Whether a candidate with several digit groups has the shape of a phone number. */
 function phoneShaped(body: string): boolean {
   const groups = body.split(/\D+/).filter((group) => group.length > 0);
@@ -39,18 +49,19 @@ function phoneShaped(body: string): boolean {
   if (dateGaps && /^(?:4,2,2|2,2,4|1,2,4|2,1,4|1,1,4)(?:,|$)/.test(shape)) return false;
   // The US SSN shape belongs to the SSN detector, valid or not.
   if (shape === "3,2,4") return false;
-  // Dotted quads are IP addresses or versions.
-  if (
-    gaps.every((gap) => gap === ".") &&
-    groups.length === 4 &&
-    lengths.every((length) => length <= 3)
-  ) {
+  // Dotted quads are IP addresses or versions, and so is any dotted run of four groups that
+  // does not open with a trunk 0 (10.0.22621.2861, 24.10.5.7335): phones written with dots
+  // have three groups (217.438.2219) or the French five pairs (06.12.34.56.78).
+  if (gaps.every((gap) => gap === ".") && groups.length === 4 && !groups[0]!.startsWith("0")) {
     return false;
   }
   // Year ranges (1999-2004), and a house number beside a street number or ZIP ("87645 22").
   if (groups.length === 2) {
     if (YEAR.test(groups[0]!) && YEAR.test(groups[1]!)) return false;
-    if (lengths[1]! < 4 || lengths[0]! > 4) return false;
+    // A national number with its trunk 0 (07400 674563, 0612 3456789) is checked against the
+    // numbering plans of the countries that write one; other pairs are house numbers and ZIPs.
+    if (lengths[1]! < 4 || lengths[0]! > 4)
+      return groups[0]!.startsWith("0") && nationalValid(groups.join(""));
   }
   // Card and IBAN grouping (fours with a short tail) is not how phone numbers are written.
   if (groups.length >= 3 && lengths.slice(0, -1).every((length) => length === 4)) return false;
