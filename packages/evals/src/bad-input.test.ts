@@ -15,6 +15,7 @@ import {
   formatScorecard,
   gullibleModel,
   liveScorecard,
+  loadCorpus,
   readCorpus,
   runCorpus,
   runScenarios,
@@ -195,15 +196,18 @@ describe("bad input to every public factory of @loopguard/evals", () => {
     });
   }
 
-  it("readCorpus names the line that is not JSON, counting blank lines", () => {
+  it("loadCorpus names the line that is not JSON, counting blank lines, and keeps the rest", () => {
     const path = join(mkdtempSync(join(tmpdir(), "lg-corpus-")), "injection.jsonl");
     writeFileSync(
       path,
       `${JSON.stringify({ id: "a", text: "hi", label: "benign", subset: "s" })}\n\n{oops\n`,
     );
-    const error = thrown(() => readCorpus(path));
-    expect(error.code).toBe("corpus_file");
-    expect(error.message).toContain(`${path}:3 is not JSON`);
+    const { records, skipped } = loadCorpus(path);
+    expect(records.map((record) => record.id)).toEqual(["a"]);
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]!.line).toBe(3);
+    expect(skipped[0]!.problem).toContain(`${path}:3 is not JSON`);
+    expect(readCorpus(path)).toEqual(records);
   });
 
   it("the async runners reject bad options before running anything", async () => {

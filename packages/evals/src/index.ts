@@ -1,3 +1,10 @@
+export type {
+  DocumentGoal,
+  DocumentGoalCall,
+  DocumentGoalContext,
+  DocumentGoalKind,
+} from "./attack-goal.js";
+export { deriveAttackGoal } from "./attack-goal.js";
 export { crashAfter } from "./crash-after.js";
 export type {
   LoadedPackages,
@@ -16,16 +23,20 @@ export { findLeaks, observedSurfaces } from "./observed-surfaces.js";
 export type {
   CorpusRecord,
   CorpusReport,
+  CorpusSplit,
   CorpusSubsetReport,
   RunCorpusOptions,
+  SkippedRow,
 } from "./run-corpus.js";
 export {
   bundledCorpusPath,
   CorpusFileError,
   corpusFile,
+  corpusSplits,
   defaultCorpusPath,
   externalCorpusPath,
   formatCorpusReport,
+  loadCorpus,
   readCorpus,
   runCorpus,
 } from "./run-corpus.js";
