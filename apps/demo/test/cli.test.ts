@@ -144,7 +144,7 @@ describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
     expect(ledgerOf(root).filter((effect) => effect.kind === "email")).toEqual([]);
   });
 
-  it("trace writes trace.json and trace.html without PII", () => {
+  it("trace writes trace.json and trace.html, or OTLP/JSON with --format otlp, without PII", () => {
     const root = join(dir, "e");
     const runs = join(root, "runs");
     const runId = runIdOf(run(["demo", "--dir", runs]).stdout);
@@ -159,6 +159,34 @@ describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
     expect(html).toContain(runId);
     expect(leaksIn(out)).toEqual([]);
     expect(run(["trace", "run_0000000000000000", "--dir", runs]).status).toBe(2);
+
+    // --format otlp: OTLP/JSON (resourceSpans) with the tree whole: every parent is in the file.
+    const otlp = run(["trace", runId, "--format", "otlp", "--out", out, "--dir", runs]);
+    expect(otlp.status, otlp.stderr).toBe(0);
+    expect(otlp.stdout).toMatch(/trace\.otlp\.json \(\d+ spans, OTLP\/JSON\)/);
+    const file = JSON.parse(readFileSync(join(out, "trace.otlp.json"), "utf8")) as {
+      resourceSpans: Array<{
+        scopeSpans: Array<{
+          spans: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string }>;
+        }>;
+      }>;
+    };
+    const spans = file.resourceSpans[0]!.scopeSpans[0]!.spans;
+    expect(spans.map((span) => span.name)).toContain("execute_tool issue_refund");
+    expect(new Set(spans.map((span) => span.traceId)).size).toBe(1);
+    const ids = new Set(spans.map((span) => span.spanId));
+    expect(ids.size).toBe(spans.length);
+    for (const span of spans) {
+      expect(span.spanId).toMatch(/^[0-9a-f]{16}$/);
+      if (span.parentSpanId) expect(ids.has(span.parentSpanId), span.name).toBe(true);
+    }
+    expect(spans.filter((span) => !span.parentSpanId).map((span) => span.name)).toEqual([
+      "invoke_agent support-desk",
+    ]);
+    expect(leaksIn(out)).toEqual([]);
+    const wrong = run(["trace", runId, "--format", "xml", "--dir", runs]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain("--format takes html or otlp");
   });
 
   it("eval --json scores the scenarios with the HTML trace in the leak scan", () => {

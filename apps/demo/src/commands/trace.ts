@@ -9,15 +9,25 @@ import { demoAgent } from "../demo-agent.js";
 import { loadTraceViewer } from "../trace-viewer.js";
 import { UsageError } from "../usage-error.js";
 
-/** `loopguard trace <runId>`: writes a run's redacted spans as trace.json and trace.html. */
+/**
+ * `loopguard trace <runId>`: writes a run's redacted spans as trace.json and trace.html, or
+ * with `--format otlp` as trace.otlp.json (OTLP/JSON, for Jaeger's upload or a collector).
+ */
 export function register(program: Command, { out, colors }: CliShared): void {
   withDir(
     program
       .command("trace")
       .description("write a run's spans (redacted) as trace.json and a single-file trace.html")
       .argument("<runId>", "the run to trace (see: loopguard runs)")
-      .option("--out <dir>", "where to write (default: <dir>/../traces/<runId>)"),
-  ).action(async (runId: string, options: { dir: string; out?: string }) => {
+      .option("--out <dir>", "where to write (default: <dir>/../traces/<runId>)")
+      .option(
+        "--format <format>",
+        "html: trace.json and trace.html; otlp: trace.otlp.json (OTLP/JSON: Jaeger's upload, or POST to a collector's /v1/traces)",
+        "html",
+      ),
+  ).action(async (runId: string, options: { dir: string; out?: string; format: string }) => {
+    if (options.format !== "html" && options.format !== "otlp")
+      throw new UsageError(`--format takes html or otlp, got ${JSON.stringify(options.format)}`);
     const paths = pathsOf(options);
     const demo = await demoAgent({ paths });
     const events = await demo.store.read(runId);
@@ -26,10 +36,37 @@ export function register(program: Command, { out, colors }: CliShared): void {
         `run ${runId} not found in ${paths.runs}; list runs with: loopguard runs`,
       );
     const redact = supportDefences(demo.packages).redact;
-    const spans = spansFromEvents(events).map((span) => redact(span) as Span);
+    // Content, names and attributes are redacted; ids are not (a phone-number rule would
+    // otherwise read a run of digits in a hex span id as a number to hide).
+    const spans = spansFromEvents(events).map(
+      (span): Span => ({
+        ...(redact(span) as Span),
+        traceId: span.traceId,
+        spanId: span.spanId,
+        ...(span.parentSpanId ? { parentSpanId: span.parentSpanId } : {}),
+      }),
+    );
     const dir = resolve(options.out ?? join(paths.runs, "..", "traces", runId));
     // Traces hold the run's (redacted) content: private to the user who wrote them.
     mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (options.format === "otlp") {
+      const { otlpJsonOf } = await import("@loopguard/tracing-otel");
+      const file = join(dir, "trace.otlp.json");
+      writeFileSync(
+        file,
+        `${JSON.stringify(otlpJsonOf(spans, { serviceName: "loopguard-demo" }))}\n`,
+        {
+          mode: 0o600,
+        },
+      );
+      out(`wrote ${file} (${spans.length} spans, OTLP/JSON)`);
+      out(
+        colors.dim(
+          `open it in Jaeger (Search, Upload), or send it to a collector: curl -H 'content-type: application/json' --data-binary @${file} http://localhost:4318/v1/traces`,
+        ),
+      );
+      return;
+    }
     const viewer = await loadTraceViewer();
     const json = viewer
       ? viewer.buildTraceJson(events.map((event) => redact(event)))
