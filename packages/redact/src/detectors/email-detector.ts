@@ -66,9 +66,63 @@ export function emailDetector(): Detector {
         }
         at = text.indexOf("@", at + 1);
       }
+      if (SPELLED_HINT.test(text)) findSpelled(text, matches);
       return matches;
     },
   };
+}
+
+// "jroe at acme dot example", "maria arroba correo punto es", "bram84 AT posta DOT com",
+// "thibault84 at posta.nl". The domain must end in a top-level domain people write (a list,
+// not any word), and the bare "at domain.tld" form, which prose also has ("look at acme.com"),
+// needs a local part no sentence would put there (a digit, a dot, an underscore) to score above
+// the default threshold.
+const SPELLED_HINT = / (?:at|AT|arroba|ARROBA|chez|snabel-a|małpa) /;
+const AT_WORD = "(?:at|AT|arroba|ARROBA|chez|snabel-a|małpa)";
+const DOT_WORD = "(?:dot|DOT|punto|PUNTO|point|POINT|punkt|PUNKT|kropka|KROPKA|punt|PUNT)";
+const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+const SPELLED = new RegExp(
+  `([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})[ ]${AT_WORD}[ ](${LABEL}(?:(?:[ ]${DOT_WORD}[ ]|\\.)${LABEL}){0,3})(?:[ ]${DOT_WORD}[ ]|\\.)([A-Za-z]{2,12})(?![A-Za-z0-9-])`,
+  "g",
+);
+const SPELLED_DOT = new RegExp(`[ ]${DOT_WORD}[ ]`);
+const TOP_LEVEL_DOMAINS = new Set(
+  `com org net edu gov mil int info biz io co ai app dev example test invalid eu uk de fr es it
+  nl se pl jp cn kr us ca au nz ch at be dk no fi ie pt gr cz sk hu ro bg hr si lt lv ee is lu
+  mx br ar cl in ru ua tr za sg hk tw me tv cc name pro mobi email online shop store cloud`.split(
+    /\s+/,
+  ),
+);
+// Words a sentence puts before "at": "look at acme.com" is no address.
+const PROSE_BEFORE_AT = new Set(
+  `look looking looked me us him her them it this that is are was were be been am meet meeting
+  arrive arrived arriving stay stayed live lives lived work works worked found available online
+  here there located hosted published posted shop buy bought read visit see check reach write
+  mail email contact you we they i he she one everyone someone anyone all both him hers ours
+  up down out back in on off over aim aimed aiming good bad great best better stop stopped`.split(
+    /\s+/,
+  ),
+);
+
+/** Appends spelled-out emails to `matches` (those overlapping a real one are left to it). */
+function findSpelled(text: string, matches: DetectorMatch[]): void {
+  SPELLED.lastIndex = 0;
+  for (let match = SPELLED.exec(text); match !== null; match = SPELLED.exec(text)) {
+    const start = match.index;
+    const end = start + match[0].length;
+    const before = text.charCodeAt(start - 1);
+    if (start > 0 && (isLocalCode(before) || before === 64)) continue;
+    const tld = match[3]!.toLowerCase();
+    if (!TOP_LEVEL_DOMAINS.has(tld)) continue;
+    const local = match[1]!;
+    const spelledDot = SPELLED_DOT.test(match[0]);
+    let score: number;
+    if (PROSE_BEFORE_AT.has(local.toLowerCase())) score = spelledDot ? 0.45 : 0.2;
+    else if (spelledDot || /[._\d%+-]/.test(local)) score = 0.9;
+    else score = 0.6;
+    if (matches.some((found) => found.start < end && start < found.end)) continue;
+    matches.push({ start, end, rule: "spelled-out", score });
+  }
 }
 
 /** Whether `user@host` at `start` is the authority of a URL (`https://user:pw@host`), not an email. */
