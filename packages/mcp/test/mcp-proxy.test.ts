@@ -170,6 +170,46 @@ describe("runMcpProxy over stdio, in front of a real MCP server", () => {
     expect((await proxy.closed).reason).toBe("host_closed");
   });
 
+  it("ends its run stopped (host_disconnected) when the host hangs up with an ask open: the request is withdrawn and approving it says the run ended", async () => {
+    const store = memoryEventStore();
+    const { host, proxy, toProxy } = await proxied({
+      policy: policy([ask("issue_refund", { when: argGt("amount", 100) }), allow("*")]),
+      run: { runId: "run_gone", store, approval: { durable: true } },
+    });
+    const parked = await host.callTool({
+      name: "issue_refund",
+      arguments: { order_id: "A1", amount: 300 },
+    });
+    expect(textOfResult(parked)).toMatch(/approval_pending/);
+    toProxy.end();
+    expect((await proxy.closed).reason).toBe("host_closed");
+    const events = await store.read("run_gone");
+    expect(events.map((event) => event.type)).toEqual([
+      "run-start",
+      "approval-request",
+      "approval-decision",
+      "run-end",
+    ]);
+    expect(events[2]).toMatchObject({ decision: "withdrawn" });
+    expect(events[3]).toMatchObject({ status: "stopped", why: "host_disconnected" });
+    await expect(
+      approveRun({ store, runId: "run_gone", answer: { decision: "approve" } }),
+    ).rejects.toThrow(/no approval waiting \(status stopped\)/);
+  });
+
+  it("ends its run stopped (server_exited) when the server dies", async () => {
+    const store = memoryEventStore();
+    const { host, proxy } = await proxied({ run: { runId: "run_crash", store } });
+    await host.callTool({ name: "crash", arguments: {} }).catch(() => undefined);
+    expect((await proxy.closed).reason).toBe("server_exited");
+    expect((await store.read("run_crash")).at(-1)).toMatchObject({
+      type: "run-end",
+      status: "stopped",
+      why: "server_exited",
+      error: expect.stringMatching(/exited or closed its stdio/),
+    });
+  });
+
   it("logs its run in a store (ended when the proxy stops) and parks asks until a person answers", async () => {
     const store = memoryEventStore();
     const { host, proxy } = await startProxy({

@@ -1,3 +1,4 @@
+import { approveRun } from "@loopguard/core";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import {
   type CliShared,
@@ -8,7 +9,9 @@ import {
   withDir,
 } from "../cli-context.js";
 import { demoAgent } from "../demo-agent.js";
+import { guardedRunSummary, isGuardedRun } from "../guarded-run-summary.js";
 import { narrator } from "../narrate.js";
+import { UsageError } from "../usage-error.js";
 
 const decisionOf = (value: string): "approve" | "deny" => {
   const decision = value.trim().toLowerCase();
@@ -50,6 +53,29 @@ export function register(program: Command, { out, colors }: CliShared): void {
       },
     ) => {
       const paths = pathsOf(options);
+      // A guarded run (the MCP proxy's, an adapter's) is answered and summarised as such.
+      const { store } = await demoAgent({ paths });
+      const events = await store.read(runId);
+      if (isGuardedRun(events)) {
+        const end = events.findLast((event) => event.type === "run-end");
+        if (end)
+          throw new UsageError(
+            `run ${runId} has ended (${end.status}: ${end.why}); its open approval requests were withdrawn, so there is nothing to answer. Make the call again in a new run.`,
+          );
+        await approveRun({
+          store,
+          runId,
+          answer: {
+            decision: options.answer ?? (options.deny ? "deny" : "approve"),
+            approver: options.as ?? osUser(),
+            ...(options.request !== undefined ? { requestId: options.request } : {}),
+            ...(options.note !== undefined ? { note: options.note } : {}),
+          },
+        });
+        for (const line of guardedRunSummary(colors, runId, await store.read(runId), options.dir))
+          out(line);
+        return;
+      }
       const demo = await demoAgent({
         paths,
         runId,

@@ -106,6 +106,12 @@ export function register(program: Command, { exit }: CliShared): void {
           `[mcp-proxy] run ${runId}: guarding \`${[command, ...args].join(" ")}\` with ${options.policy} (digest ${loaded.digest})`,
         );
         const closed = await proxy.closed;
+        // The run has ended (stopped, its open requests withdrawn): release its lock file and
+        // write its summary before the process goes.
+        await store?.close();
+        log(
+          `[mcp-proxy] run ${runId} ended: stopped (${closed.reason === "host_closed" ? "host_disconnected" : closed.reason === "server_exited" ? "server_exited" : "proxy_closed"})`,
+        );
         exit(closed.reason === "server_exited" ? 1 : 0);
       },
     );
