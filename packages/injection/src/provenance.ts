@@ -7,7 +7,7 @@ import type { RunView } from "@loopguard/core";
 import { parsePhoneNumberWithError } from "libphonenumber-js/min";
 import type { SinkParseOptions } from "./sink-values.js";
 import { type FoundValue, trustedValuesOf } from "./trusted-values.js";
-import { formsCarry, writtenForms } from "./written-values.js";
+import { formsCarry, needleOf, writtenForms } from "./written-values.js";
 
 /** Where a value a sink receives came from, as the gate can state it. */
 export type ValueProvenance =
@@ -25,14 +25,27 @@ export interface ProvenanceIndex {
   /** How many admitted calls have been read. */
   calls: number;
   /** Each admitted call's written forms and its place in the history (outputs seen before it). */
-  written: Array<{ place: number; forms: string }>;
+  written: Array<{ place: number; forms: string; tool: string; call: string }>;
+  /**
+   * Canonical values of untrusted outputs (the first output that carried each), built only
+   * when a refusal needs to say where a value came from, and how many outputs it covers.
+   */
+  untrusted: Map<string, number>;
+  untrustedOutputs: number;
   /** Canonical values of the trusted text (task, attributes) the last check saw. */
   task?: { texts: readonly string[]; values: Map<string, string> };
 }
 
 /** An empty index. */
 export function provenanceIndex(): ProvenanceIndex {
-  return { outputs: 0, trusted: new Map(), calls: 0, written: [] };
+  return {
+    outputs: 0,
+    trusted: new Map(),
+    calls: 0,
+    written: [],
+    untrusted: new Map(),
+    untrustedOutputs: 0,
+  };
 }
 
 /** Reads the outputs and calls the index has not seen. */
@@ -54,6 +67,8 @@ export function updateProvenance(
     index.written.push({
       place: call.outputsBefore ?? run.outputs.length,
       forms: writtenForms(call.args),
+      tool: call.tool,
+      call: call.toolUseId,
     });
   }
 }
@@ -97,9 +112,13 @@ function nationalDigits(key: string): string | undefined {
  */
 export function writtenBefore(index: ProvenanceIndex, at: number, value: FoundValue): boolean {
   const digits = nationalDigits(value.key);
-  return index.written.some(
-    (entry) => entry.place <= at && formsCarry(entry.forms, value.raw, digits),
-  );
+  let needle: string | undefined;
+  for (const entry of index.written) {
+    if (entry.place > at) continue;
+    needle ??= needleOf(value.raw);
+    if (formsCarry(entry.forms, needle, digits)) return true;
+  }
+  return false;
 }
 
 /**
@@ -125,20 +144,26 @@ export function vouchFor(
  * Runs only on a refusal.
  */
 export function provenanceOf(
+  index: ProvenanceIndex,
   run: RunView,
   key: string,
   written: string,
   options: SinkParseOptions,
 ): ValueProvenance {
-  for (const output of run.outputs) {
+  for (; index.untrustedOutputs < run.outputs.length; index.untrustedOutputs++) {
+    const output = run.outputs[index.untrustedOutputs]!;
     if (output.trust === "trusted") continue;
-    if (trustedValuesOf(output.text, options).some((value) => value.key === key))
-      return { source: "untrusted_output", tool: output.tool, call: output.toolUseId };
+    for (const value of trustedValuesOf(output.text, options))
+      if (!index.untrusted.has(value.key)) index.untrusted.set(value.key, index.untrustedOutputs);
+  }
+  const at = index.untrusted.get(key);
+  if (at !== undefined) {
+    const output = run.outputs[at]!;
+    return { source: "untrusted_output", tool: output.tool, call: output.toolUseId };
   }
   const digits = nationalDigits(key);
-  for (const call of run.calls) {
-    if (call.args && formsCarry(writtenForms(call.args), written, digits))
-      return { source: "model_argument", tool: call.tool, call: call.toolUseId };
-  }
+  const needle = needleOf(written);
+  const call = index.written.find((entry) => formsCarry(entry.forms, needle, digits));
+  if (call) return { source: "model_argument", tool: call.tool, call: call.call };
   return { source: "nowhere" };
 }

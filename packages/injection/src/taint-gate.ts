@@ -384,7 +384,13 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
         if (!parsed.ok) return unparsableDecision(onTaint, call, path, parsed);
         for (const element of parsed.elements) {
           if (vouchFor(state.provenance, run, task, element.key)) continue;
-          const provenance = provenanceOf(run, element.key, element.text, parseOptions);
+          const provenance = provenanceOf(
+            state.provenance,
+            run,
+            element.key,
+            element.text,
+            parseOptions,
+          );
           return untrustedDecision(
             onTaint,
             call,

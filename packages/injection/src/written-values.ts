@@ -44,15 +44,17 @@ export function writtenForms(args: unknown): string {
   return `\u0001${[...forms].join("\u0001")}\u0001\u0002${digits}\u0002`;
 }
 
+/** The folded letters and digits a value is searched for in written forms (scheme, `mailto:`, `www.` dropped). */
+export function needleOf(raw: string): string {
+  return foldedLoose(raw.replace(/^(?:mailto:|[a-z][a-z0-9+.-]{0,20}:\/\/)?(?:www\.)?/i, ""));
+}
+
 /**
- * Whether written forms carry a value: its folded letters and digits inside any form (exactly
- * one leaf when shorter than four), or, for a phone number, its national digits among the
+ * Whether written forms carry a value (its {@link needleOf}): inside any form, or exactly one
+ * leaf when shorter than four characters; for a phone number, its national digits among the
  * digits the call wrote.
  */
-export function formsCarry(forms: string, raw: string, nationalDigits?: string): boolean {
-  const needle = foldedLoose(
-    raw.replace(/^(?:mailto:|[a-z][a-z0-9+.-]{0,20}:\/\/)?(?:www\.)?/i, ""),
-  );
+export function formsCarry(forms: string, needle: string, nationalDigits?: string): boolean {
   if (needle.length >= 4 ? forms.includes(needle) : forms.includes(`\u0001${needle}\u0001`))
     return true;
   if (nationalDigits && nationalDigits.length >= 6) {
