@@ -201,34 +201,67 @@ describe("agent.stream", () => {
     ]);
   });
 
-  it("fails the run with a clear [core] error on an unknown event type, storing nothing partial as final", async () => {
-    const model = scriptedModel([
+  it("skips an unknown event type and records it; fails closed on an unknown delta for a tool call, storing nothing partial as final", async () => {
+    const messageStart = {
+      type: "message_start",
+      message: {
+        id: "m",
+        type: "message",
+        role: "assistant",
+        model: "claude-sonnet-5-5",
+        content: [],
+        stop_reason: null,
+        usage: { input_tokens: 5, output_tokens: 0 },
+      },
+    } as const;
+    const skipping = scriptedModel([
       {
         events: [
-          {
-            type: "message_start",
-            message: {
-              id: "m",
-              type: "message",
-              role: "assistant",
-              model: "claude-sonnet-5-5",
-              content: [],
-              stop_reason: null,
-              usage: { input_tokens: 5, output_tokens: 0 },
-            },
-          },
+          messageStart,
           { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
           { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "partial" } },
           { type: "message_hologram" } as never,
+          { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " answer" } },
+          { type: "content_block_stop", index: 0 },
+          {
+            type: "message_delta",
+            delta: { stop_reason: "end_turn", stop_sequence: null },
+            usage: { output_tokens: 3 },
+          },
+          { type: "message_stop" },
         ],
       },
     ]);
     const store = memoryEventStore();
-    const result = await createAgent({ model, tools: [], store }).run("Hi");
-    expect(result.status).toBe("failed");
-    expect(result.error).toMatch(/\[core\].*unknown type "message_hologram"/);
-    const log = await store.read(result.runId);
-    expect(log.some((event) => event.type === "model-response")).toBe(false);
+    const done = await createAgent({ model: skipping, tools: [], store }).run("Hi");
+    expect(done.status, done.error).toBe("completed");
+    expect(done.answer).toBe("partial answer");
+    const log = await store.read(done.runId);
+    expect(log.find((event) => event.type === "model-response")).toMatchObject({
+      skipped: [{ kind: "event", type: "message_hologram" }],
+    });
+
+    const unreadable = scriptedModel([
+      {
+        events: [
+          messageStart,
+          {
+            type: "content_block_start",
+            index: 0,
+            content_block: { type: "tool_use", id: "toolu_1", name: "refund", input: {} },
+          },
+          { type: "content_block_delta", index: 0, delta: { type: "input_patch_delta" } as never },
+        ],
+      },
+    ]);
+    const failedStore = memoryEventStore();
+    const failed = await createAgent({ model: unreadable, tools: [], store: failedStore }).run(
+      "Hi",
+    );
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toMatch(/\[core\].*unknown type "input_patch_delta" for the tool call/);
+    const failedLog = await failedStore.read(failed.runId);
+    expect(failedLog.some((event) => event.type === "model-response")).toBe(false);
   });
 
   it("tokenises and redacts deltas before the host sees them, even a value split across two deltas", async () => {

@@ -8,6 +8,7 @@
 import type { ContentBlock, ModelResponse, Usage } from "./contracts/model.js";
 import type { ScanVerdict } from "./contracts/scanner.js";
 import type { JsonValue } from "./json.js";
+import type { StreamSkip } from "./stream/assemble-message.js";
 
 /** The status of a run. */
 export type RunStatus =
@@ -99,6 +100,11 @@ export interface ModelResponseEvent {
   streamed?: boolean;
   /** Milliseconds from sending the request to the first streamed event (`gen_ai.response.time_to_first_chunk`). */
   firstChunkMs?: number;
+  /**
+   * Stream events and deltas skipped, and content blocks kept unread, because their type is
+   * newer than this version of loopguard (the API adds types); never a failed run.
+   */
+  skipped?: StreamSkip[];
 }
 
 export interface ModelErrorEvent {

@@ -139,6 +139,7 @@ export type { RetryOptions } from "./retry.js";
 export { RunBudgetUnavailableError } from "./run-budgets.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
 export { shutdownExporters } from "./run-telemetry.js";
+export type { StreamSkip } from "./stream/assemble-message.js";
 export { StreamProtocolError } from "./stream/assemble-message.js";
 export { StreamIdleError } from "./stream/stream-attempt.js";
 export type { ObjectSchema, ParseResult, Tool, ToolContext, ToolOptions } from "./tool.js";

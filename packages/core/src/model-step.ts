@@ -15,7 +15,11 @@ import type { RunBudgetHooks } from "./run-budgets.js";
 import type { RunWriter } from "./run-writer.js";
 import { shortMessage } from "./short-message.js";
 import { StopRun } from "./stop-run.js";
-import { type AssemblerUpdate, StreamProtocolError } from "./stream/assemble-message.js";
+import {
+  type AssemblerUpdate,
+  StreamProtocolError,
+  type StreamSkip,
+} from "./stream/assemble-message.js";
 import { createDeltaFilter, type DeltaFilter, type TextTransform } from "./stream/delta-filter.js";
 import { streamAttempt } from "./stream/stream-attempt.js";
 
@@ -84,7 +88,7 @@ export async function modelStep(
     estimateUsd,
     requestDigest: `${fold.chainDigest}:${maxTokens}`,
   });
-  const { response, attempts, latencyMs, streamed, firstChunkMs } = await callWithRetries(
+  const { response, attempts, latencyMs, streamed, firstChunkMs, skipped } = await callWithRetries(
     context,
     writer,
     request,
@@ -101,6 +105,7 @@ export async function modelStep(
     attempts,
     streamed,
     ...(firstChunkMs !== undefined ? { firstChunkMs: Math.round(firstChunkMs * 100) / 100 } : {}),
+    ...(skipped.length > 0 ? { skipped: [...skipped] } : {}),
   });
   await context.runBudgets?.afterStep(writer, step);
   await endIfFinal(writer);
@@ -164,6 +169,7 @@ async function callWithRetries(
   latencyMs: number;
   streamed: boolean;
   firstChunkMs: number | undefined;
+  skipped: readonly StreamSkip[];
 }> {
   const fold = writer.fold;
   const budget = fold.start.budget;
@@ -188,6 +194,7 @@ async function callWithRetries(
           latencyMs: Math.round(performance.now() - started),
           streamed: outcome.streamed,
           firstChunkMs: outcome.firstChunkMs,
+          skipped: outcome.skipped,
         };
       } catch (invalid) {
         error = invalid;

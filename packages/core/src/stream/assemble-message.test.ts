@@ -145,25 +145,78 @@ describe("assembleMessage", () => {
     expect(assembler.finish().stop_reason).toBe("tool_use");
   });
 
+  it("skips and records an unknown event type, delta type and content block type, and assembles the rest", () => {
+    const whole = response([
+      { type: "text", text: "Checking." },
+      { type: "tool_use", id: "toolu_1", name: "lookup_order", input: { order_id: "A1001" } },
+    ]);
+    const events = messageEvents(whole, { chunkChars: 4 });
+    const unknownBlock = { type: "hologram", frames: 3, caption: "a new block" };
+    // After message_start: an unknown event; after the text block: a block of an unknown type
+    // with a delta of an unknown type and a known delta it cannot take; the tool call moves to
+    // index 2.
+    const textStop = events.findIndex((event) => event.type === "content_block_stop");
+    const shifted = events
+      .slice(textStop + 1)
+      .map((event) =>
+        "index" in event ? ({ ...event, index: event.index + 1 } as MessageStreamEvent) : event,
+      );
+    const stream: MessageStreamEvent[] = [
+      events[0]!,
+      { type: "message_pause", reason: "thinking about it" } as never,
+      ...events.slice(1, textStop + 1),
+      { type: "content_block_start", index: 1, content_block: unknownBlock as never },
+      { type: "content_block_delta", index: 1, delta: { type: "frame_delta", frame: 2 } as never },
+      { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "x" } },
+      { type: "content_block_delta", index: 1, delta: { type: "frame_delta", frame: 3 } as never },
+      { type: "content_block_stop", index: 1 },
+      ...shifted,
+      { type: "message_pause" } as never,
+    ];
+    const assembler = createMessageAssembler();
+    const updates = stream.map((event) => assembler.push(event)).filter(Boolean);
+    const message = assembler.finish();
+    expect(message.content).toEqual([whole.content[0], unknownBlock, whole.content[1]]);
+    expect(message.stop_reason).toBe(whole.stop_reason);
+    expect(assembler.skipped).toEqual([
+      { kind: "event", type: "message_pause" },
+      { kind: "block", type: "hologram", index: 1 },
+      { kind: "delta", type: "frame_delta", index: 1 },
+      { kind: "delta", type: "text_delta", index: 1 },
+    ]);
+    // The host is shown the text and the tool call, and the unknown block only as complete.
+    expect(
+      updates.filter((update) => update?.type === "text").map((u) => (u as { text: string }).text),
+    ).toEqual(["Chec", "king", "."]);
+  });
+
   const start = messageEvents(response([]), { ping: false })[0]!;
   const cases: [string, MessageStreamEvent[], string, boolean][] = [
     ["a stream that ends without message_stop", [start], "stream_cut", true],
     ["an empty stream", [], "stream_cut", true],
     [
-      "an unknown event type",
-      [start, { type: "message_pause" } as never],
+      "a delta of an unknown type for a tool call (its input might be incomplete)",
+      [
+        start,
+        {
+          type: "content_block_start",
+          index: 0,
+          content_block: { type: "tool_use", id: "toolu_1", name: "issue_refund", input: {} },
+        },
+        { type: "content_block_delta", index: 0, delta: { type: "input_patch_delta" } as never },
+      ],
       "unknown_stream_event",
       false,
     ],
     [
-      "an unknown delta type",
+      "a delta without a type",
       [
         start,
         { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
-        { type: "content_block_delta", index: 0, delta: { type: "emoji_delta" } as never },
+        { type: "content_block_delta", index: 0, delta: {} as never },
       ],
-      "unknown_stream_event",
-      false,
+      "malformed_stream",
+      true,
     ],
     [
       "invalid JSON in a tool input delta",

@@ -9,15 +9,17 @@ import { LoopguardError } from "../errors.js";
 
 /**
  * A streamed response broke the Messages API stream protocol: an event that is not an object,
- * an unknown event type, a delta for a block that was never started, a tool input that is not
- * JSON when its block stops, or a stream that ended without `message_stop`.
+ * a delta for a block that was never started, a tool input that is not JSON when its block
+ * stops, or a stream that ended without `message_stop`. (An event, delta or block of a type this
+ * version of loopguard does not know is not an error, see {@link StreamSkip}, except a delta of
+ * an unknown type for a tool call: its input might be incomplete, so it fails closed.)
  *
  * `retryable` is `true` for what a second attempt can fix (a cut stream, garbled JSON) and
- * `false` for what it cannot (an event type this version of loopguard does not know).
+ * `false` for what it cannot (a block with no type, an unreadable tool call).
  */
 export class StreamProtocolError extends LoopguardError {
   static override readonly marker: string = "loopguard.error.StreamProtocolError";
-  /** A stable name: `stream_cut`, `malformed_stream`, `malformed_tool_input`, `unknown_stream_event`. */
+  /** A stable name: `stream_cut`, `malformed_stream`, `malformed_tool_input`, `malformed_response`, `stream_idle`, `unknown_stream_event`. */
   readonly kind: string;
   readonly retryable: boolean;
   /** Code `stream_protocol`; a subclass (`StreamIdleError`) passes its own `code`. */
@@ -42,6 +44,44 @@ export class StreamProtocolError extends LoopguardError {
   }
 }
 
+/**
+ * A part of a streamed response whose type this version of loopguard does not know (the API
+ * adds types). It does not fail the run: an unknown event or delta is skipped; a content block
+ * of an unknown type is kept in the message as it came (so the next request sends the API its
+ * own block back) but not acted on, shown or parsed. Each is recorded on the step's
+ * `model-response` event (`skipped`). The one exception fails closed: a delta of an unknown
+ * type for a `tool_use` block (`StreamProtocolError`, `unknown_stream_event`).
+ */
+export interface StreamSkip {
+  /** `event`: an event type; `delta`: a delta type; `block`: a content block type. */
+  kind: "event" | "delta" | "block";
+  /** The unknown type, as the API sent it. */
+  type: string;
+  /** The content block's index, for a delta or a block. */
+  index?: number;
+}
+
+/** Content block types the loop acts on; any other type is kept as it came and recorded. */
+export const knownBlockTypes: ReadonlySet<string> = new Set([
+  "text",
+  "thinking",
+  "redacted_thinking",
+  "tool_use",
+]);
+
+const knownEventTypes: ReadonlySet<string> = new Set([
+  "message_start",
+  "content_block_start",
+  "content_block_delta",
+  "content_block_stop",
+  "message_delta",
+  "message_stop",
+  "ping",
+]);
+
+/** The most skips one message records (each distinct kind, type and block once). */
+const maxSkips = 64;
+
 /** What one pushed event added that a host may show as it arrives. */
 export type AssemblerUpdate =
   /** Text appended to the text block at `index`. */
@@ -61,6 +101,8 @@ export interface MessageAssembler {
   readonly done: boolean;
   /** The usage reported so far (from `message_start`, then `message_delta`), or `undefined` before `message_start`. */
   readonly usage: Usage | undefined;
+  /** What was skipped or kept unread because its type is unknown, each kind, type and block once, in order. */
+  readonly skipped: readonly StreamSkip[];
   /** The whole message; throws {@link StreamProtocolError} when the stream did not end with `message_stop`. */
   finish(): ModelResponse;
 }
@@ -105,6 +147,24 @@ class Assembler implements MessageAssembler {
   readonly #blocks: OpenBlock[] = [];
   #done = false;
   #hasContent = false;
+  readonly #skipped: StreamSkip[] = [];
+
+  get skipped(): readonly StreamSkip[] {
+    return this.#skipped;
+  }
+
+  #skip(kind: StreamSkip["kind"], type: string, index?: number): undefined {
+    const seen = this.#skipped.some(
+      (skip) => skip.kind === kind && skip.type === type && skip.index === index,
+    );
+    if (!seen && this.#skipped.length < maxSkips)
+      this.#skipped.push({
+        kind,
+        type: type.slice(0, 200),
+        ...(index !== undefined ? { index } : {}),
+      });
+    return undefined;
+  }
 
   get hasContent(): boolean {
     return this.#hasContent;
@@ -131,6 +191,8 @@ class Assembler implements MessageAssembler {
       );
     }
     if (event.type === "ping") return undefined;
+    // The API adds event types: one this version does not know is skipped, never a failure.
+    if (!knownEventTypes.has(event.type)) return this.#skip("event", event.type);
     if (this.#done) return fail("malformed_stream", true, `sent ${event.type} after message_stop`);
     if (event.type !== "message_start" && !this.#message) {
       return fail("malformed_stream", true, `sent ${event.type} before message_start`);
@@ -146,14 +208,8 @@ class Assembler implements MessageAssembler {
         return this.#blockStop(event);
       case "message_delta":
         return this.#messageDelta(event);
-      case "message_stop":
-        return this.#stop();
       default:
-        return fail(
-          "unknown_stream_event",
-          false,
-          `sent an event of unknown type ${JSON.stringify((event as { type: string }).type)}; upgrade @loopguard/core or report it`,
-        );
+        return this.#stop();
     }
   }
 
@@ -207,6 +263,7 @@ class Assembler implements MessageAssembler {
     }
     this.#hasContent = true;
     const copy = { ...block };
+    if (!knownBlockTypes.has(copy.type)) this.#skip("block", copy.type, event.index);
     const parts: string[] = [];
     if (copy.type === "text") parts.push(String(copy.text ?? ""));
     if (copy.type === "thinking") parts.push(String(copy.thinking ?? ""));
@@ -223,6 +280,12 @@ class Assembler implements MessageAssembler {
     const target = this.#open(event.index, "a delta");
     const delta = event.delta as unknown as { type?: unknown } & Record<string, unknown>;
     const deltaType = typeof delta?.type === "string" ? delta.type : "";
+    if (deltaType === "")
+      return fail(
+        "malformed_stream",
+        true,
+        `sent a delta without a type for block ${event.index}: ${preview(delta)}`,
+      );
     if (deltaType === "input_json_delta") {
       if (typeof delta.partial_json !== "string")
         return fail(
@@ -240,12 +303,18 @@ class Assembler implements MessageAssembler {
       return undefined;
     }
     const expected = knownDeltaTargets[deltaType];
-    if (!expected)
+    // A tool call is never run from input loopguard could not read whole: a delta of an
+    // unknown type for a tool_use block could carry part of its input.
+    if (!expected && target.block.type === "tool_use")
       return fail(
         "unknown_stream_event",
         false,
-        `sent a delta of unknown type ${JSON.stringify(deltaType)} (block ${event.index}); upgrade @loopguard/core or report it`,
+        `sent a delta of unknown type ${JSON.stringify(deltaType)} for the tool call in block ${event.index} (${String(target.block.name)}); a tool call is never run from input loopguard could not read: upgrade @loopguard/core or report it`,
       );
+    // Any other delta of a type this version does not know, or any delta but tool JSON for a
+    // block of an unknown type: skipped (the block keeps what content_block_start carried).
+    if (!expected || !knownBlockTypes.has(target.block.type))
+      return this.#skip("delta", deltaType, event.index);
     if (expected !== target.block.type) {
       return fail(
         "malformed_stream",

@@ -2,7 +2,9 @@ import type { Model, ModelRequest, ModelResponse, Usage } from "../contracts/mod
 import {
   type AssemblerUpdate,
   createMessageAssembler,
+  knownBlockTypes,
   StreamProtocolError,
+  type StreamSkip,
 } from "./assemble-message.js";
 
 /** The idle watchdog fired: the stream sent nothing for `idleTimeoutMs`. */
@@ -23,7 +25,14 @@ export class StreamIdleError extends StreamProtocolError {
 
 /** The outcome of one model call made through {@link streamAttempt}. */
 export type StreamAttemptOutcome =
-  | { ok: true; response: ModelResponse; streamed: boolean; firstChunkMs: number | undefined }
+  | {
+      ok: true;
+      response: ModelResponse;
+      streamed: boolean;
+      firstChunkMs: number | undefined;
+      /** Events, deltas and blocks of types this version does not know (skipped or kept unread). */
+      skipped: readonly StreamSkip[];
+    }
   | {
       ok: false;
       error: unknown;
@@ -74,7 +83,13 @@ export async function streamAttempt(
           await onUpdate({ type: "block", index, block });
         }
       }
-      return { ok: true, response, streamed: false, firstChunkMs: undefined };
+      return {
+        ok: true,
+        response,
+        streamed: false,
+        firstChunkMs: undefined,
+        skipped: unknownBlocksOf(response),
+      };
     } catch (error) {
       return { ok: false, error, hadContent: false, usage: undefined, firstChunkMs: undefined };
     }
@@ -110,7 +125,7 @@ export async function streamAttempt(
     }
     if (idle) throw idle;
     const response = assembler.finish();
-    return { ok: true, response, streamed: true, firstChunkMs };
+    return { ok: true, response, streamed: true, firstChunkMs, skipped: assembler.skipped };
   } catch (error) {
     return {
       ok: false,
@@ -124,4 +139,16 @@ export async function streamAttempt(
     if (timer) clearTimeout(timer);
     signal.removeEventListener("abort", onAbort);
   }
+}
+
+/** The content blocks of a whole response whose type the loop does not act on. */
+function unknownBlocksOf(response: ModelResponse): StreamSkip[] {
+  if (!response || !Array.isArray(response.content)) return [];
+  const out: StreamSkip[] = [];
+  for (const [index, block] of response.content.entries()) {
+    const type = (block as { type?: unknown } | null)?.type;
+    if (typeof type === "string" && !knownBlockTypes.has(type))
+      out.push({ kind: "block", type: type.slice(0, 200), index });
+  }
+  return out;
 }
