@@ -25,6 +25,7 @@ const MIN_REPORTED = 0.2;
 
 /** Scripts written without capitals: a name there is found by its cue alone. */
 const HAN_HANGUL = /[\p{Script=Han}\p{Script=Hangul}\u3005]/u;
+const KANA = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
 const UNCASED_WORD =
   /^[\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Devanagari}\p{Script=Thai}\p{M}]+/u;
 const CASED_TOKEN =
@@ -88,7 +89,7 @@ function nameAt(text: string, from: number): Name | undefined {
   if (HAN_HANGUL.test(firstChar)) {
     // A run of Han or Hangul, with at most one space (family name, space, given name).
     const match =
-      /^[\p{Script=Han}\p{Script=Hangul}\u3005]{1,4}(?:[ \u3000][\p{Script=Han}\p{Script=Hangul}\u3005]{1,3})?/u.exec(
+      /^[\p{Script=Han}\p{Script=Hangul}\u3005]{1,4}(?:[ \u3000](?!님|씨|様|さん|先生|선생)[\p{Script=Han}\p{Script=Hangul}\u3005]{1,3})?/u.exec(
         head,
       );
     if (match === null) return undefined;
@@ -97,8 +98,15 @@ function nameAt(text: string, from: number): Name | undefined {
     const suffix = /(?:様|さま|さん|氏|先生|殿|님|씨|女士|小姐)$/u.exec(match[0]);
     if (suffix !== null && suffix.index > 0) length = suffix.index;
     const value = head.slice(0, length).trimEnd();
-    if (value.replace(/\s/g, "").length < 2) return undefined;
+    // One character is a name only as a family name under a key (`"성": "이"`).
+    if (value.replace(/\s/g, "").length < 2 && !CJK_SURNAMES.has(value)) return undefined;
     return { start, end: start + value.length, tokens: [value], uncased: true };
+  }
+  if (KANA.test(firstChar)) {
+    // A given name in kana under a key or after a greeting: さくら, ハルカ.
+    const match = /^[\p{Script=Hiragana}\p{Script=Katakana}ー]{2,8}/u.exec(head);
+    if (match === null) return undefined;
+    return { start, end: start + match[0].length, tokens: [match[0]], uncased: true };
   }
   if (UNCASED_WORD.test(head)) {
     const tokens: string[] = [];
@@ -190,6 +198,32 @@ const PERSON_VERBS = new Set(
   ),
 );
 
+/** A capitalised word of letters only, with a vowel, 3 to 14 letters: what most names look like. */
+const NAME_SHAPED = /^\p{Lu}(?=\p{L}*[aeiouyäöüåéèêëáíóúàìòùâîôûæøœąęó])\p{Ll}{2,13}$/u;
+
+/** Brands and words of company names that a capitalised pair shares with names. */
+const BRAND_WORDS = new Set(
+  `google microsoft apple amazon chrome teams windows office outlook slack zoom excel word
+  android iphone ipad macbook safari firefox edge linux ubuntu oracle salesforce shopify
+  stripe paypal visa mastercard netflix spotify uber airbnb tesla samsung sony nokia intel
+  deutsche national royal general united international global federal central american
+  british french german spanish italian dutch swedish polish japanese chinese korean
+  european euro bank post poste poczta telekom airlines airways railway rail sync desk
+  agent build cloud studio`.split(/\s+/),
+);
+
+const ARTICLES = new Set(
+  "the der die das dem den le la les el los las il lo gli het de een ein eine un une una".split(
+    " ",
+  ),
+);
+
+/** Whether an article stands right before `at` ("the Albert Heijn", "die Deutsche Bank"): a firm or a place, rarely a person. */
+function articleBefore(text: string, at: number): boolean {
+  const before = /([A-Za-z]+)[ ]$/.exec(text.slice(Math.max(0, at - 8), at));
+  return before !== null && ARTICLES.has(before[1]!.toLowerCase());
+}
+
 /**
  * How likely a capitalised run with no strong cue is a person's name, from 0 to 1: what its
  * words are (known given and family names of every language the detector reads, family-name
@@ -200,17 +234,30 @@ const PERSON_VERBS = new Set(
 function shapeScore(text: string, name: Name, cue: Cue): number {
   const words = name.tokens.filter((token) => !token.endsWith("."));
   if (words.length < 2 || words.length > 4) return 0;
-  let evidence = -2.2;
+  let evidence = -2.0;
   let place = 0;
   for (const [index, token] of words.entries()) {
     const word = lower(token);
-    if (NOT_NAME_WORDS.has(word) || FUNCTION_WORDS_I18N.has(word)) return 0;
+    if (
+      NOT_NAME_WORDS.has(word) ||
+      FUNCTION_WORDS_I18N.has(word) ||
+      BRAND_WORDS.has(word) ||
+      CUE_LAST_WORDS.has(word)
+    )
+      return 0;
     if (PLACE_WORDS.has(word)) place++;
     if (token.length > 1 && token === token.toUpperCase()) return 0; // an acronym: "IBM", "NASA"
-    if (index === 0 && knownGiven(word)) evidence += 1.6;
-    else if (index > 0 && knownFamily(word)) evidence += 1.2;
-    else if (index > 0 && familyShaped(word)) evidence += 0.9;
-    else if (knownGiven(word) || knownFamily(word)) evidence += 0.6;
+    if (index === 0) {
+      if (knownGiven(word)) evidence += 1.6;
+      // Family name first: Chinese, Korean and Japanese order, and lists ("Kim Min-jun").
+      else if (knownFamily(word)) evidence += 1.0;
+      else if (NAME_SHAPED.test(token)) evidence += 0.35;
+    } else if (knownFamily(word)) evidence += 1.2;
+    else if (familyShaped(word)) evidence += 0.9;
+    else if (knownGiven(word)) evidence += 0.6;
+    else if (/^\p{Lu}\p{Ll}+-\p{Ll}+$/u.test(token))
+      evidence += 0.6; // Ji-hoon, Seo-yeon
+    else if (NAME_SHAPED.test(token)) evidence += 0.35;
   }
   if (place === words.length || place >= 2) return 0;
   // What follows: an organisation or street word rules the run out; a verb supports it.
@@ -269,9 +316,35 @@ const CAPITALISED_RUN = new RegExp(
 );
 // Scripts without capitals where names are common in support text: Han, Hangul, Arabic,
 // Hebrew, Devanagari, Thai. Found only when the text has them.
-const UNCASED_SCRIPT = /[\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f\u3400-\u9fff\uac00-\ud7af]/;
+const UNCASED_SCRIPT =
+  /[\u0590-\u06ff\u0900-\u097f\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]/;
 const UNCASED_RUN =
-  /[\p{Script=Han}\p{Script=Hangul}\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Devanagari}\p{Script=Thai}]+/gu;
+  /[\p{Script=Han}\p{Script=Hangul}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Devanagari}\p{Script=Thai}]+/gu;
+
+// Chinese and Japanese names with no space inside running text: a family name (one or two
+// characters from the list), one or two given-name characters, read only where a name
+// stands (at a line start or after 给/和/与/、/致/：) and only when what follows closes a name
+// (您好, 先生, 已, 说, 和, が, さん, 様, punctuation, the line end).
+const HAN_NAME_BEFORE = /(?:^|[\n给和与及、同跟向由请致：:，,]|转给|交给)$/u;
+const HAN_NAME_AFTER =
+  /^(?:您好|你好|先生|女士|小姐|老师|经理|同学|已|说|和|与|、|，|,|。|：|が|は|さん|様|さま|氏|君|と|に|から|[ \u3000]*(?:\n|$))/u;
+function hanNameAt(text: string, at: number): Name | undefined {
+  if (!HAN_NAME_BEFORE.test(text.slice(Math.max(0, at - 2), at))) return undefined;
+  for (const familyLength of [2, 1]) {
+    const family = text.slice(at, at + familyLength);
+    if (!CJK_SURNAMES.has(family)) continue;
+    let index = at + familyLength;
+    if (text[index] === " " || text[index] === "\u3000") index++;
+    for (const givenLength of [2, 1]) {
+      const given = text.slice(index, index + givenLength);
+      if (given.length !== givenLength || !/^[\p{Script=Han}\u3005]+$/u.test(given)) continue;
+      const end = index + givenLength;
+      if (HAN_NAME_AFTER.test(text.slice(end, end + 4)))
+        return { start: at, end, tokens: [text.slice(at, end)], uncased: true };
+    }
+  }
+  return undefined;
+}
 
 const GREETING_PHRASES = new Set([
   ...GREETINGS,
@@ -521,7 +594,9 @@ export function personDetector(): Detector {
       let lastEnd = 0;
       const accept = (name: Name, score: number, rule: string) => {
         matches.push({ start: name.start, end: name.end, score, rule });
-        lastEnd = name.end;
+        // A weak reading does not hide a strong one inside it ("Hallo Svenja" read as a pair
+        // scores low; "Svenja" after the greeting must still be read).
+        if (score >= 0.5) lastEnd = name.end;
       };
       CAPITAL_START.lastIndex = 0;
       // test() rather than exec(): no match array per capital; the match is two characters.
@@ -550,6 +625,7 @@ export function personDetector(): Detector {
           const runName = capitalisedRunAt(text, at);
           if (runName === undefined) continue;
           if (lexiconName(runName, false)) accept(runName, 0.8, "lexicon");
+          else if (articleBefore(text, at)) continue;
           else {
             const score = shapeScore(text, runName, "none");
             if (score >= MIN_REPORTED) accept(runName, score, "shape");
@@ -586,7 +662,9 @@ export function personDetector(): Detector {
           const runName = capitalisedRunAt(text, at);
           if (runName) {
             const runWords = runName.tokens.filter((token) => !token.endsWith("."));
-            if (lexiconName(runName, cue === "verb" || cue === "action")) {
+            if (articleBefore(text, at)) {
+              if (lexiconName(runName, false)) accept(runName, 0.4, "lexicon-after-article");
+            } else if (lexiconName(runName, cue === "verb" || cue === "action")) {
               accept(runName, 0.8, "lexicon");
             } else if (
               cue === "action" &&
@@ -610,6 +688,25 @@ export function personDetector(): Detector {
           const name = nameAt(text, at);
           if (name === undefined || name.end <= name.start) continue;
           const strong = cueBefore(text, at, lastEnd) === "strong";
+          if (!strong && /[\p{Script=Han}]/u.test(text[at]!)) {
+            // Inside a run of Han: each place a name may start (the run start, after 给, 和…).
+            const runEnd = at + match[0].length;
+            let found = false;
+            for (let index = at; index < runEnd - 1; index++) {
+              if (index !== at && !HAN_NAME_BEFORE.test(text.slice(Math.max(0, index - 2), index)))
+                continue;
+              const hanName = hanNameAt(text, index);
+              if (hanName !== undefined) {
+                accept(hanName, 0.75, "han-position");
+                index = hanName.end - 1;
+                found = true;
+              }
+            }
+            if (found) {
+              UNCASED_RUN.lastIndex = Math.max(UNCASED_RUN.lastIndex, lastEnd);
+              continue;
+            }
+          }
           // Han and Hangul before an honorific suffix: 佐藤 花子 様, 김민준 님.
           let suffixed = false;
           if (!strong && HAN_HANGUL.test(text[at]!)) {
