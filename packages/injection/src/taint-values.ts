@@ -9,6 +9,7 @@
  * input (every pattern is bounded; word windows are at most six words).
  */
 import { getDomain } from "tldts";
+import { argumentReadings } from "./argument-readings.js";
 import { normalizeText } from "./normalize-text.js";
 
 /** The kinds of value the taint gate tracks. */
@@ -316,6 +317,9 @@ const nonWord = /[^\p{L}\p{N}]/gu;
 /** Adds the keys of one string: its values, the whole string, windows of up to six words. */
 function stringKeys(item: string, kinds: readonly TaintKind[], keys: Set<string>): void {
   for (const value of extractValues(item, kinds, true)) keys.add(`${value.kind}:${value.key}`);
+  // As a sink would read it: a URL's real host, punycode decoded, spelled out, base64.
+  for (const reading of argumentReadings(item))
+    for (const value of extractValues(reading, kinds, true)) keys.add(`${value.kind}:${value.key}`);
   const decoded = item.includes("%") ? decodePercent(item) : item;
   // One normalisation for the whole string; windows join the words' letters and digits, which
   // is what looseKey of the joined words gives.
