@@ -66,17 +66,20 @@ describe("loopguard mcp-proxy (the CLI, over stdio)", () => {
     } finally {
       await host.close();
     }
-    // The proxy ends its run when the host hangs up; give it a moment to write run-end.
+    // The proxy ends its run (stopped, host_disconnected) when the host hangs up; give it a
+    // moment to write run-end.
     const { jsonlEventStore } = await import("@loopguard/checkpoint");
     const store = jsonlEventStore({ dir });
     let status = "";
-    for (let attempt = 0; attempt < 50 && status !== "completed"; attempt += 1) {
+    for (let attempt = 0; attempt < 50 && status !== "stopped"; attempt += 1) {
       const events = await store.read("run_cli");
       if (events.length > 0) status = foldRun(events).status;
-      if (status !== "completed") await new Promise((resolve) => setTimeout(resolve, 100));
+      if (status !== "stopped") await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect(status).toBe("completed");
-    const types = (await store.read("run_cli")).map((event) => event.type);
+    expect(status).toBe("stopped");
+    const events = await store.read("run_cli");
+    expect(events.at(-1)).toMatchObject({ type: "run-end", why: "host_disconnected" });
+    const types = events.map((event) => event.type);
     expect(types).toEqual([
       "run-start",
       "tool-call-intent",

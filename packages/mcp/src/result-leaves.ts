@@ -87,14 +87,19 @@ function walk(
   }
 }
 
-/** The text a scanner and the run's log see of a result: its leaves, each once, one per line. */
+/**
+ * The text a scanner and the run's log see of a result: its leaves, one per line; a structured
+ * value that repeats a text part (servers often send both) is left out the second time.
+ */
 export function leavesText(leaves: readonly ResultLeaf[]): string {
-  const seen = new Set<string>();
+  const parts = new Set<string>();
+  for (const leaf of leaves) if (!leaf.path.startsWith("structuredContent")) parts.add(leaf.value);
   const out: string[] = [];
   for (const leaf of leaves) {
-    if (leaf.value === "" || seen.has(leaf.value)) continue;
-    seen.add(leaf.value);
-    out.push(leaf.value);
+    const value = leaf.value;
+    if (value === "") continue;
+    if (leaf.path.startsWith("structuredContent") && parts.has(value)) continue;
+    out.push(value);
   }
   return out.join("\n");
 }

@@ -35,6 +35,31 @@ export function register(program: Command, { exit }: CliShared): void {
     )
     .option("--sensitive <tools>", "comma-separated tools the taint gate guards", "")
     .option("--timeout-ms <ms>", "abandon a tools/call after this long", "30000")
+    .option(
+      "--max-output-chars <n>",
+      "most characters of text one result passes to the host (the rest is cut, with a marker and a digest)",
+      "100000",
+    )
+    .option(
+      "--max-message-bytes <n>",
+      "largest message accepted from the server; a larger one is dropped and its call refused",
+      String(8 * 1024 * 1024),
+    )
+    .option(
+      "--flagged-descriptions <mode>",
+      "a tool, prompt or resource whose description the scanner flags: withhold or neutral",
+      "withhold",
+    )
+    .option(
+      "--server-instructions <mode>",
+      "the server's instructions: scan (withheld when flagged), pass or drop",
+      "scan",
+    )
+    .option(
+      "--protect <names>",
+      "comma-separated tool names a look-alike must not pass as (the policy's rule names are protected already)",
+      "",
+    )
     .argument("<command>", "the real MCP server's command (after --)")
     .argument("[args...]", "its arguments")
     .addHelpText(
@@ -53,6 +78,11 @@ export function register(program: Command, { exit }: CliShared): void {
           task?: string;
           sensitive: string;
           timeoutMs: string;
+          maxOutputChars: string;
+          maxMessageBytes: string;
+          flaggedDescriptions: string;
+          serverInstructions: string;
+          protect: string;
         },
       ) => {
         const timeoutMs = Number(options.timeoutMs);
@@ -60,6 +90,34 @@ export function register(program: Command, { exit }: CliShared): void {
           throw new UsageError(
             `mcp-proxy --timeout-ms must be a positive integer, got ${JSON.stringify(options.timeoutMs)}`,
           );
+        const integer = (flag: string, value: string) => {
+          const parsed = Number(value);
+          if (!Number.isSafeInteger(parsed) || parsed < 1_000)
+            throw new UsageError(
+              `mcp-proxy ${flag} must be an integer of at least 1000, got ${JSON.stringify(value)}`,
+            );
+          return parsed;
+        };
+        const maxOutputChars = integer("--max-output-chars", options.maxOutputChars);
+        const maxMessageBytes = integer("--max-message-bytes", options.maxMessageBytes);
+        const flaggedDescriptions = options.flaggedDescriptions;
+        if (flaggedDescriptions !== "withhold" && flaggedDescriptions !== "neutral")
+          throw new UsageError(
+            `mcp-proxy --flagged-descriptions takes withhold or neutral, got ${JSON.stringify(flaggedDescriptions)}`,
+          );
+        const serverInstructions = options.serverInstructions;
+        if (
+          serverInstructions !== "scan" &&
+          serverInstructions !== "pass" &&
+          serverInstructions !== "drop"
+        )
+          throw new UsageError(
+            `mcp-proxy --server-instructions takes scan, pass or drop, got ${JSON.stringify(serverInstructions)}`,
+          );
+        const protectedNames = options.protect
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name !== "");
         const loaded = await loadPolicyFile(options.policy);
         const sensitive = options.sensitive
           .split(",")
@@ -76,6 +134,11 @@ export function register(program: Command, { exit }: CliShared): void {
           scanner: defaultScanner(),
           envelope: quarantine(),
           toolDefaults: { timeoutMs },
+          maxOutputChars,
+          maxMessageBytes,
+          flaggedDescriptions,
+          serverInstructions,
+          protectedNames,
           tools: Object.fromEntries(sensitive.map((name) => [name, { sensitive: true }])),
           run: {
             agentId: options.agent,
