@@ -9,8 +9,11 @@ import type { Detector, DetectorMatch } from "../detector.js";
 const UPPER = "A-Z\\u00c0-\\u00d6\\u00d8-\\u00de\\u0100-\\u017f\\u0391-\\u03a9\\u0400-\\u042f";
 const LETTER = `${UPPER}a-z\\u00df-\\u00f6\\u00f8-\\u00ff\\u0180-\\u024f\\u0300-\\u036f\\u03ac-\\u03ce\\u0430-\\u045f`;
 const W = `[${UPPER}][${LETTER}'’.-]*`;
+// The street suffixes of USPS Publication 28 (Appendix C1) that are written in full or in
+// their standard abbreviation, and the UK's (Close, Mews, Rise…).
 const STREET_TYPES =
-  "Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Court|Ct|Boulevard|Blvd|Way|Place|Pl|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Close|Crescent|Cres|Gardens|Gdns|Grove|Mews|Row|Walk|Square|Sq|Hill|Trail|Trl|Loop|Path|Pike|Plaza|Alley|Green|Park|View|Rise|Wharf|Quay";
+  "Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Drive|Dr|Court|Ct|Boulevard|Blvd|Way|Place|Pl|Terrace|Ter|Circle|Cir|Parkway|Pkwy|Highway|Hwy|Close|Crescent|Cres|Gardens|Gdns|Garden|Gdn|Grove|Mews|Row|Walk|Square|Sq|Hill|Hills|Trail|Trl|Loop|Path|Pike|Plaza|Plz|Alley|Aly|Green|Park|View|Vw|Rise|Wharf|Quay" +
+  "|Bridge|Brg|Brook|Brooks|Burg|Bypass|Byp|Camp|Canyon|Cyn|Cape|Causeway|Cswy|Center|Ctr|Centers|Cliff|Cliffs|Club|Common|Commons|Corner|Corners|Course|Courts|Cove|Coves|Creek|Crk|Crest|Crossing|Xing|Crossroad|Curve|Dale|Dam|Divide|Drives|Estate|Estates|Expressway|Expy|Extension|Ext|Falls|Fall|Ferry|Field|Fields|Flat|Flats|Ford|Fords|Forest|Forge|Forges|Fork|Forks|Fort|Ft|Freeway|Fwy|Gateway|Glen|Glens|Greens|Harbor|Harbors|Hbr|Haven|Heights|Hts|Hollow|Holw|Inlet|Island|Islands|Isle|Junction|Jct|Junctions|Key|Keys|Knoll|Knolls|Lake|Lakes|Landing|Light|Lights|Lock|Locks|Lodge|Mall|Manor|Manors|Meadow|Meadows|Mill|Mills|Mission|Motorway|Mount|Mountain|Mountains|Mtn|Neck|Orchard|Oval|Overpass|Parks|Parkways|Pass|Passage|Pine|Pines|Plain|Plains|Point|Points|Port|Ports|Prairie|Radial|Ramp|Ranch|Rapid|Rapids|Rest|Ridge|Ridges|River|Roads|Route|Run|Shoal|Shoals|Shore|Shores|Skyway|Spring|Springs|Spur|Spurs|Squares|Station|Sta|Stravenue|Stream|Streets|Summit|Terr|Throughway|Trace|Track|Trafficway|Tunnel|Turnpike|Underpass|Union|Unions|Valley|Valleys|Viaduct|Views|Village|Villages|Ville|Vista|Walks|Wall|Ways|Well|Wells";
 const UNIT =
   "(?:,?[ ](?:Apt\\.?|Apartment|Suite|Ste\\.?|Unit|Flat|Fl\\.?|Floor|Room|#)[ ]?[\\w-]{1,6})";
 const US_STATE =
