@@ -10,7 +10,8 @@
 //      range a caret on the exact 0.x version (`^0.1.0` accepts 0.1.x only), no repository
 //      field pointing at a made-up host;
 //   3. every source map in the tarball names sources that are in the tarball too;
-//   4. `publint --strict` and `attw --profile esm-only` on the tarball (no network).
+//   4. `publint --strict` and `attw --profile esm-only` on the tarball (no network);
+//   0. before all of it, scripts/import-circles.mjs: no import circle in any package's sources.
 //
 // Exits 1 naming each problem as `[lint:packages] <package>: <what> (<fix>)`.
 import { spawnSync } from "node:child_process";
@@ -73,6 +74,15 @@ function run(command, args, cwd) {
 const started = Date.now();
 const out = mkdtempSync(join(tmpdir(), "loopguard-lint-packages-"));
 const problems = [];
+// 0. No import circle in any package's sources; contracts import no implementation.
+const circles = spawnSync(process.execPath, [join(root, "scripts/import-circles.mjs")], {
+  cwd: root,
+  stdio: "inherit",
+});
+if (circles.status !== 0)
+  problems.push(
+    "sources: import circles (see [import-circles] above; move shared types to a file both sides import)",
+  );
 try {
   for (const { dir, manifest } of ordered) {
     const where = relative(root, dir);

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { ApprovalOutcome, Approver } from "./approval.js";
 import { readApproverAnswer } from "./approval.js";
+import type { CallScope } from "./call-scope.js";
 import type { AskDecision, ToolCall } from "./contracts/gate.js";
 import type { ApprovalDecisionEvent, ApprovalRequestEvent } from "./events.js";
 import { shortMessage } from "./short-message.js";
-import type { CallScope } from "./tool-call.js";
 
 /** How `ask` decisions are answered. */
 export interface ApprovalSettings {

@@ -1,51 +1,14 @@
-import type { GateMemoryKey, RunView } from "./contracts/run-view.js";
-import type { ScanResult } from "./contracts/scanner.js";
-import type { DecisionRecord } from "./events.js";
+import type {
+  AdmittedCall,
+  GateMemoryKey,
+  RefusedCall,
+  RunView,
+  SeenOutput,
+  Spend,
+} from "./contracts/run-view.js";
 import type { JsonValue } from "./json.js";
 
-/** A call the pipeline admitted, in order. */
-export interface AdmittedCall {
-  tool: string;
-  argsDigest: string;
-  toolUseId: string;
-  /** The arguments the model wrote (as logged), for gates that trace where a value appeared first. */
-  args?: Readonly<Record<string, JsonValue>>;
-  /** How many outputs the run had seen when this call was admitted (its place in the history). */
-  outputsBefore?: number;
-  /** The steps its decision passed (`2:policy`, `2.3:run_loop`, ...), when known. */
-  passed?: readonly string[];
-}
-
-/** A call the pipeline refused. */
-export interface RefusedCall {
-  tool: string;
-  toolUseId: string;
-  reason: string;
-  /** The full decision record. */
-  decision: DecisionRecord;
-}
-
-/** A tool output the model saw, with its scan. */
-export interface SeenOutput {
-  tool: string;
-  toolUseId: string;
-  /**
-   * The content the model saw (the envelope included); with a vault, revealed, so gates
-   * compare real values with real values.
-   */
-  text: string;
-  scan?: Pick<ScanResult, "verdict" | "score"> & { rules: string[] };
-  /** Whose text it is: `trusted` only when the tool declared `trust: "trusted"`. */
-  trust?: "trusted" | "untrusted";
-}
-
-/** Money, tokens and steps spent so far. */
-export interface Spend {
-  usd: number;
-  inputTokens: number;
-  outputTokens: number;
-  steps: number;
-}
+export type { AdmittedCall, RefusedCall, SeenOutput, Spend } from "./contracts/run-view.js";
 
 /** Who is running, for roles and diagnostics. */
 export interface RunContextInput {

@@ -34,6 +34,7 @@ import {
 /** Outputs longer than this yield to the event loop between their stages (~16 KB of text). */
 const yieldAboveChars = 16_384;
 
+import type { CallScope } from "./call-scope.js";
 import { type Judgement, judgeCall } from "./pipeline.js";
 import type { Tool } from "./tool.js";
 
@@ -59,25 +60,7 @@ export interface ToolPathOptions {
   reportError: (error: unknown, where: string) => void;
 }
 
-/** Where one call happens: its run, its step and where its events go. */
-export interface CallScope {
-  runId: string;
-  agentId: string;
-  step: number;
-  /** Records events (the loop: durably in the log, folded into the run; the guard: the run state). */
-  write(...events: RunEvent[]): Promise<void>;
-  /** An approval of this call already in the log (a resumed or answered run). */
-  recordedApproval?(
-    toolUseId: string,
-  ): { request: ApprovalRequestEvent; decision?: ApprovalDecisionEvent } | undefined;
-  /** Step 5: refuses a call the run cannot afford. */
-  budget?(tool: Tool<any, any> | undefined): DenyDecision | undefined;
-  /**
-   * Right before a tool runs: confirms the run is still this process's to advance (a worker
-   * re-checks its claim). Rejecting stops the call before any side effect.
-   */
-  beforeEffect?(): Promise<void>;
-}
+export type { CallScope } from "./call-scope.js";
 
 /** What the pipeline made of a call before it runs. */
 export type Admission =

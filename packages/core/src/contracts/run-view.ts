@@ -6,8 +6,54 @@
  * propagates into the gate's `check`, which then fails closed like any gate that throws
  * (`gate_error`).
  */
+
+import type { DecisionRecord } from "../events.js";
 import type { JsonValue } from "../json.js";
-import type { AdmittedCall, RefusedCall, SeenOutput, Spend } from "../run-state.js";
+import type { ScanResult } from "./scanner.js";
+
+/** A call the pipeline admitted, in order. */
+export interface AdmittedCall {
+  tool: string;
+  argsDigest: string;
+  toolUseId: string;
+  /** The arguments the model wrote (as logged), for gates that trace where a value appeared first. */
+  args?: Readonly<Record<string, JsonValue>>;
+  /** How many outputs the run had seen when this call was admitted (its place in the history). */
+  outputsBefore?: number;
+  /** The steps its decision passed (`2:policy`, `2.3:run_loop`, ...), when known. */
+  passed?: readonly string[];
+}
+
+/** A call the pipeline refused. */
+export interface RefusedCall {
+  tool: string;
+  toolUseId: string;
+  reason: string;
+  /** The full decision record. */
+  decision: DecisionRecord;
+}
+
+/** A tool output the model saw, with its scan. */
+export interface SeenOutput {
+  tool: string;
+  toolUseId: string;
+  /**
+   * The content the model saw (the envelope included); with a vault, revealed, so gates
+   * compare real values with real values.
+   */
+  text: string;
+  scan?: Pick<ScanResult, "verdict" | "score"> & { rules: string[] };
+  /** Whose text it is: `trusted` only when the tool declared `trust: "trusted"`. */
+  trust?: "trusted" | "untrusted";
+}
+
+/** Money, tokens and steps spent so far. */
+export interface Spend {
+  usd: number;
+  inputTokens: number;
+  outputTokens: number;
+  steps: number;
+}
 
 /**
  * A key to one gate's memory of a run, made once per gate (or per gate factory) with
