@@ -3,6 +3,7 @@ export {
   type BuiltinType,
   builtinDetector,
   DEFAULT_TYPES,
+  PATTERN_TYPES,
 } from "./builtin-detectors.js";
 export { type CreateRedactorOptions, createRedactor, type Redactor } from "./create-redactor.js";
 export {

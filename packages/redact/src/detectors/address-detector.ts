@@ -79,7 +79,7 @@ const STREET_PREFIX = new RegExp(
   `(?:Am|An der|Auf dem|Im|Zum|Zur)[ ]${W}[ ]\\d{1,4}[a-zA-Z]?(?![\\w])`,
   "g",
 );
-const STREET_PREFIX_WORDS = ["Am ", "An der ", "Auf dem ", "Im ", "Zum ", "Zur "];
+const STREET_PREFIX_GATE = /(?:Am|An der|Auf dem|Im|Zum|Zur) /;
 // What may stand between the house number and the postcode: a Dutch or German addition
 // (`hs`, `-1`, `bis`), a floor or a back building (`3. Etage`, `2. OG`, `Hinterhaus`), a flat
 // (`lgh 1102`, `Whg. 4`).
@@ -112,31 +112,6 @@ const MILITARY =
 // (`Calle de Alcalá 123, 4º B, 28009 Madrid`; `Via Roma, 16, int. 14, 40126 Bologna (BO)`;
 // `ul. Długa 12/4 m. 5, 80-827 Gdańsk`). The postcode and town are required, and the postcode's
 // shape is checked against the country the street word belongs to (STREET_FIRST_COUNTRY).
-const STREET_FIRST_WORDS = [
-  "Calle ",
-  "C/ ",
-  "Avenida ",
-  "Avda. ",
-  "Paseo ",
-  "Plaza ",
-  "Camino ",
-  "Carrer ",
-  "Ronda ",
-  "Travesía ",
-  "Via ",
-  "Viale ",
-  "Corso ",
-  "Piazza ",
-  "Piazzale ",
-  "Largo ",
-  "Vicolo ",
-  "Strada ",
-  "ul. ",
-  "al. ",
-  "os. ",
-  "pl. ",
-  "Rua ",
-];
 const CONNECTOR =
   "(?:de|del|de la|de los|de las|dei|degli|della|delle|dello|di|da|do|dos|das|e|y|i)";
 const STREET_FIRST = new RegExp(
@@ -216,8 +191,14 @@ function startsWord(text: string, index: number): boolean {
 
 // Each letter-first pattern runs only when one of its words is in the text (indexOf is far
 // cheaper than a regex scan of text that holds none of them).
-const GATES = new Map<RegExp, readonly string[]>();
-const gate = (pattern: RegExp, words: readonly string[]) => GATES.set(pattern, words);
+// One regex test per gate: a list of words tested with includes() would scan the text once
+// per word.
+const GATES = new Map<RegExp, RegExp>();
+const gate = (pattern: RegExp, words: readonly string[]) =>
+  GATES.set(
+    pattern,
+    new RegExp(words.map((word) => word.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")).join("|")),
+  );
 const PATTERNS: [RegExp, string][] = [
   [STREET_FIRST, "street-first"],
   [UK_NAMED_HOUSE, "uk-house"],
@@ -240,9 +221,31 @@ gate(PO_BOX, [
   "C.P. ",
   "Skrytka ",
 ]);
-gate(STREET_FIRST, STREET_FIRST_WORDS);
 gate(UK_NAMED_HOUSE, UK_HOUSE_WORDS);
-gate(JP_ROMAJI, ["-ku", "-shi", "-cho", "-machi", "Japan"]);
+gate(JP_ROMAJI, ["-ku,", "-shi,", "-cho,", "-machi,", "-gun,", "Japan"]);
+
+const STREET_TYPE_SET = new Set(STREET_TYPES.split("|"));
+const WORD_AHEAD = /[A-Z][A-Za-z]*/g;
+/** Whether one of the six words after the number at `at` is a street suffix (`Drive`, `St.`). */
+function streetWordAhead(text: string, at: number, digits: number): boolean {
+  // "1600 Harbor…": a space and a capital right after the number, else no US address here.
+  const after = at + digits;
+  const capital = text.charCodeAt(after + 1);
+  if (digits > 6 || text.charCodeAt(after) !== 32 || !(capital >= 65 && capital <= 90))
+    return false;
+  const window = text.slice(after, after + 72);
+  WORD_AHEAD.lastIndex = 0;
+  let count = 0;
+  for (
+    let word = WORD_AHEAD.exec(window);
+    word !== null && count < 6;
+    word = WORD_AHEAD.exec(window)
+  ) {
+    if (STREET_TYPE_SET.has(word[0])) return true;
+    count++;
+  }
+  return false;
+}
 
 /** Whether the text has a digit: every Latin-script pattern needs a house or box number. */
 const HAS_DIGIT = /\d/;
@@ -272,7 +275,7 @@ export function addressDetector(): Detector {
       if (HAS_DIGIT.test(text)) {
         for (const [pattern, rule] of PATTERNS) {
           const words = GATES.get(pattern);
-          if (words !== undefined && !words.some((word) => text.includes(word))) continue;
+          if (words !== undefined && !words.test(text)) continue;
           pattern.lastIndex = 0;
           for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
             if (!startsWord(text, match.index)) continue;
@@ -288,6 +291,9 @@ export function addressDetector(): Detector {
           if (!startsWord(text, at)) continue;
           let found = false;
           for (const [pattern, rule] of NUMBER_FIRST) {
+            // The US form needs a street word within the next few words: checked with a set
+            // lookup before the pattern (an alternation of 200 suffixes) runs.
+            if (pattern === US && !streetWordAhead(text, at, run[0].length)) continue;
             pattern.lastIndex = at;
             const match = pattern.exec(text);
             if (match !== null) {
@@ -324,7 +330,7 @@ export function addressDetector(): Detector {
             DIGIT_RUN.lastIndex = end + tail[0].length;
           }
         }
-        if (STREET_PREFIX_WORDS.some((word) => text.includes(word))) STREET_PREFIX.lastIndex = 0;
+        if (STREET_PREFIX_GATE.test(text)) STREET_PREFIX.lastIndex = 0;
         else STREET_PREFIX.lastIndex = text.length;
         for (
           let match = STREET_PREFIX.exec(text);

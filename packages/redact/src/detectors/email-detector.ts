@@ -81,9 +81,13 @@ const SPELLED_HINT = / (?:at|AT|arroba|ARROBA|chez|snabel-a|małpa) /;
 const AT_WORD = "(?:at|AT|arroba|ARROBA|chez|snabel-a|małpa)";
 const DOT_WORD = "(?:dot|DOT|punto|PUNTO|point|POINT|punkt|PUNKT|kropka|KROPKA|punt|PUNT)";
 const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+// Found from each " at " (one scan for the rare word), then matched sticky from the start of
+// the local part read back from there: a pattern that starts at every letter would cost a
+// regex attempt per character of prose.
+const AT_SCAN = new RegExp(`[ ]${AT_WORD}[ ]`, "g");
 const SPELLED = new RegExp(
   `([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})[ ]${AT_WORD}[ ](${LABEL}(?:(?:[ ]${DOT_WORD}[ ]|\\.)${LABEL}){0,3})(?:[ ]${DOT_WORD}[ ]|\\.)([A-Za-z]{2,12})(?![A-Za-z0-9-])`,
-  "g",
+  "y",
 );
 const SPELLED_DOT = new RegExp(`[ ]${DOT_WORD}[ ]`);
 const TOP_LEVEL_DOMAINS = new Set(
@@ -106,12 +110,18 @@ const PROSE_BEFORE_AT = new Set(
 
 /** Appends spelled-out emails to `matches` (those overlapping a real one are left to it). */
 function findSpelled(text: string, matches: DetectorMatch[]): void {
-  SPELLED.lastIndex = 0;
-  for (let match = SPELLED.exec(text); match !== null; match = SPELLED.exec(text)) {
+  AT_SCAN.lastIndex = 0;
+  for (let at = AT_SCAN.exec(text); at !== null; at = AT_SCAN.exec(text)) {
+    let from = at.index;
+    while (from > 0 && at.index - from < 64 && isSpelledLocal(text.charCodeAt(from - 1))) from--;
+    if (from === at.index) continue;
+    SPELLED.lastIndex = from;
+    const match = SPELLED.exec(text);
+    if (match === null) continue;
+    AT_SCAN.lastIndex = Math.max(AT_SCAN.lastIndex, match.index + match[0].length);
     const start = match.index;
     const end = start + match[0].length;
-    const before = text.charCodeAt(start - 1);
-    if (start > 0 && (isLocalCode(before) || before === 64)) continue;
+    if (start > 0 && text.charCodeAt(start - 1) === 64) continue;
     const tld = match[3]!.toLowerCase();
     if (!TOP_LEVEL_DOMAINS.has(tld)) continue;
     const local = match[1]!;
@@ -123,6 +133,12 @@ function findSpelled(text: string, matches: DetectorMatch[]): void {
     if (matches.some((found) => found.start < end && start < found.end)) continue;
     matches.push({ start, end, rule: "spelled-out", score });
   }
+}
+
+function isSpelledLocal(code: number): boolean {
+  return (
+    isAlphanumeric(code) || code === 46 || code === 95 || code === 37 || code === 43 || code === 45
+  );
 }
 
 /** Whether `user@host` at `start` is the authority of a URL (`https://user:pw@host`), not an email. */
