@@ -29,9 +29,7 @@ const gates = {
   // The same RunGuard with no-progress detection on (issue 22: at most 2 us p50 more than run_guard).
   run_guard_no_progress: policyPkg.runGuard({ noProgress: true }),
 };
-const missing = [];
-if (typeof injection.taintGate === "function") gates.taint = injection.taintGate();
-else missing.push("taintGate (not exported by @loopguard/injection yet)");
+gates.taint = injection.taintGate();
 
 /** The gates of the pipeline rows: one RunGuard (the default one). */
 function pipelineGates() {
@@ -66,7 +64,7 @@ function makeRun(outputs = 20) {
   return run;
 }
 
-const result = { calls, gates: {}, missing };
+const result = { calls, gates: {} };
 for (const [name, gate] of Object.entries(gates)) {
   // The taint check's goal is stated for a 50-output history (issue 14).
   const run = makeRun(name === "taint" ? 50 : 20);

@@ -18,7 +18,6 @@ async function loopguard(allGates, captureContent = false, scanner = "heuristic"
   });
   const options = { tools: [fetchDoc] };
   const active = [];
-  const missing = [];
   if (allGates) {
     const policy = await import("@loopguard/policy");
     const injection = await import("@loopguard/injection");
@@ -29,24 +28,17 @@ async function loopguard(allGates, captureContent = false, scanner = "heuristic"
     rules.push(policy.allow("fetch_*"));
     options.gates = [policy.policy(rules), policy.runGuard()];
     active.push("policy (50 rules)", "RunGuard");
-    if (typeof injection.taintGate === "function") {
-      options.gates.push(injection.taintGate());
-      active.push("taint gate");
-    } else missing.push("taintGate (not exported by @loopguard/injection yet)");
-    if (scanner === "default" && typeof injection.defaultScanner === "function") {
+    options.gates.push(injection.taintGate());
+    active.push("taint gate");
+    if (scanner === "default") {
       options.scanner = injection.defaultScanner();
       active.push("default scanner (rules + learned detector)");
     } else {
-      if (scanner === "default")
-        missing.push("defaultScanner (not exported by @loopguard/injection yet)");
       options.scanner = injection.heuristicScanner();
       active.push("heuristic scanner");
     }
-    const quarantine = injection.quarantineEnvelope ?? injection.quarantine;
-    if (typeof quarantine === "function") {
-      options.envelope = quarantine();
-      active.push("quarantine envelope");
-    } else missing.push("quarantine envelope (not exported by @loopguard/injection yet)");
+    options.envelope = injection.quarantine();
+    active.push("quarantine envelope");
     options.redact = redactPkg.createRedactor();
     // Traces are built and redacted for an exporter that drops them, so the cost is the runtime's.
     // By default it sends no message content, like OpenTelemetry's GenAI default (and
@@ -114,7 +106,7 @@ async function loopguard(allGates, captureContent = false, scanner = "heuristic"
       );
     return { result, store };
   };
-  runOnce.info = { active, missing };
+  runOnce.info = { active };
   return runOnce;
 }
 

@@ -16,6 +16,7 @@ import {
   gullibleModel,
   liveScorecard,
   loadCorpus,
+  loadPackages,
   readCorpus,
   runCorpus,
   runScenarios,
@@ -29,7 +30,7 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;
 
-const noPackages = { modules: {}, missing: {} };
+const packages = await loadPackages();
 const meta = { name: "x", category: "faults", title: "t" } as const;
 
 describe("bad input to every public factory of @loopguard/evals", () => {
@@ -58,17 +59,17 @@ describe("bad input to every public factory of @loopguard/evals", () => {
     ],
     [
       "supportDefences: misspelt sabotage",
-      () => supportDefences(noPackages, { sabotage: bad(["taint"]) }),
+      () => supportDefences(packages, { sabotage: bad(["taint"]) }),
       /unknown sabotage "taint"; known: taint_gate/,
     ],
     [
       "supportDefences: sabotage a string",
-      () => supportDefences(noPackages, { sabotage: bad("vault") }),
+      () => supportDefences(packages, { sabotage: bad("vault") }),
       /sabotage must be an array/,
     ],
     [
       "supportDefences: approvalAboveUsd -1",
-      () => supportDefences(noPackages, { approvalAboveUsd: -1 }),
+      () => supportDefences(packages, { approvalAboveUsd: -1 }),
       /approvalAboveUsd must be a finite amount/,
     ],
     [

@@ -1,3 +1,4 @@
+import * as checkpointPackage from "@loopguard/checkpoint";
 import {
   type Approver,
   type Gate,
@@ -5,74 +6,41 @@ import {
   type OutputEnvelope,
   type Scanner,
 } from "@loopguard/core";
+import * as injectionPackage from "@loopguard/injection";
+import * as policyPackage from "@loopguard/policy";
 import { createRedactor } from "@loopguard/redact";
+import * as tracingOtelPackage from "@loopguard/tracing-otel";
 import { companyDomain } from "./support-desk/fixtures.js";
 import { type SupportVault, supportVault } from "./support-vault.js";
 
-/** A workspace package the scorecard can use when it is installed and built. */
+/** A workspace package the scorecard builds its defences and stores from. */
 export type OptionalPackage = "policy" | "injection" | "checkpoint" | "tracing-otel";
 
-/** The optional packages that loaded, and why the others did not. */
+/** The packages the scorecard uses, imported statically and typed. */
 export interface LoadedPackages {
-  /** Module namespaces by package (typed loosely: they are loaded by name at run time). */
-  // biome-ignore lint/suspicious/noExplicitAny: modules loaded by name at run time have no static type
-  modules: Partial<Record<OptionalPackage, Record<string, any>>>;
-  /** Why each missing package could not be loaded. */
+  modules: {
+    policy: typeof policyPackage;
+    injection: typeof injectionPackage;
+    checkpoint: typeof checkpointPackage;
+    "tracing-otel": typeof tracingOtelPackage;
+  };
+  /** Always empty: every package is a dependency of @loopguard/evals. Kept for callers that print it. */
   missing: Partial<Record<OptionalPackage, string>>;
 }
 
-let loading: Promise<LoadedPackages> | undefined;
+const packages: LoadedPackages = Object.freeze({
+  modules: Object.freeze({
+    policy: policyPackage,
+    injection: injectionPackage,
+    checkpoint: checkpointPackage,
+    "tracing-otel": tracingOtelPackage,
+  }),
+  missing: Object.freeze({}),
+});
 
-/** What each package must export before the scorecard uses it. */
-const required: Record<OptionalPackage, readonly string[]> = {
-  policy: [
-    "policy",
-    "allow",
-    "ask",
-    "deny",
-    "argGt",
-    "argDomainNotIn",
-    "runGuard",
-    "killSwitch",
-    "fileFreezeStore",
-  ],
-  injection: ["heuristicScanner", "taintGate", "quarantine"],
-  checkpoint: ["jsonlEventStore"],
-  "tracing-otel": ["otelExporter"],
-};
-
-/**
- * Loads the optional loopguard packages (policy, injection, checkpoint, tracing-otel) by
- * name, once per process. A package that is not installed or not built is reported as
- * missing with the reason, so scenarios that need it are listed as PENDING, never passed.
- */
+/** The packages the scorecard uses (statically imported dependencies of @loopguard/evals). */
 export function loadPackages(): Promise<LoadedPackages> {
-  loading ??= (async () => {
-    const result: LoadedPackages = { modules: {}, missing: {} };
-    const names: OptionalPackage[] = ["policy", "injection", "checkpoint", "tracing-otel"];
-    await Promise.all(
-      names.map(async (name) => {
-        const specifier = `@loopguard/${name}`;
-        try {
-          // biome-ignore lint/suspicious/noExplicitAny: modules loaded by name at run time have no static type
-          const loaded = (await import(specifier)) as Record<string, any>;
-          const absent = required[name].filter((key) => typeof loaded[key] !== "function");
-          if (absent.length > 0)
-            result.missing[name] = `${specifier} does not export ${absent.join(", ")} yet`;
-          else result.modules[name] = loaded;
-        } catch (error) {
-          result.missing[name] = `${specifier} is not available yet (${firstLine(error)})`;
-        }
-      }),
-    );
-    return result;
-  })();
-  return loading;
-}
-
-function firstLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.split("\n")[0]!.slice(0, 160);
+  return Promise.resolve(packages);
 }
 
 /** A defence the tests may switch off to prove the scorecard catches its absence. */
@@ -126,7 +94,7 @@ export interface SupportDefences {
   vault?: SupportVault;
   /** What is in place, for the narration (e.g. `policy`, `taint gate`). */
   active: string[];
-  /** What is missing and why. */
+  /** Always empty: every defence's package is a dependency. Kept for callers that print it. */
   missing: string[];
 }
 
@@ -147,7 +115,6 @@ export interface SupportDefenceOptions {
  * a person for refunds above $500), the RunGuard (refunds are irreversible), the taint gate,
  * the heuristic scanner with the quarantine envelope, redaction of every trace and log, and a
  * PII vault so the model and the event log see tokens, never customer data.
- * Pieces whose package has not landed are listed in `missing`.
  */
 export function supportDefences(
   packages: LoadedPackages,
@@ -178,63 +145,49 @@ export function supportDefences(
     );
   const gates: Gate[] = [];
   const active: string[] = [];
-  const missing: string[] = [];
   const policyModule = packages.modules.policy;
   const injection = packages.modules.injection;
-  if (policyModule) {
-    const rules = [];
-    if (!sabotage.has("policy_deny"))
-      rules.push(
-        policyModule.deny("send_email", {
-          when: policyModule.argDomainNotIn("to", [companyDomain]),
-        }),
-      );
-    if (!sabotage.has("policy_ask"))
-      rules.push(
-        policyModule.ask("issue_refund", {
-          when: policyModule.argGt("amount", options.approvalAboveUsd ?? 500),
-        }),
-      );
-    rules.push(policyModule.allow("*"));
-    gates.push(policyModule.policy(rules));
-    active.push("policy");
-    if (!options.withoutRunGuard && !sabotage.has("run_guard")) {
-      gates.push(
-        policyModule.runGuard({ irreversibleTools: ["issue_refund"], ...options.runGuard }),
-      );
-      active.push("run guard");
-    }
-  } else {
-    missing.push(packages.missing.policy ?? "@loopguard/policy is not available");
+  const rules = [];
+  if (!sabotage.has("policy_deny"))
+    rules.push(
+      policyModule.deny("send_email", {
+        when: policyModule.argDomainNotIn("to", [companyDomain]),
+      }),
+    );
+  if (!sabotage.has("policy_ask"))
+    rules.push(
+      policyModule.ask("issue_refund", {
+        when: policyModule.argGt("amount", options.approvalAboveUsd ?? 500),
+      }),
+    );
+  rules.push(policyModule.allow("*"));
+  gates.push(policyModule.policy(rules));
+  active.push("policy");
+  if (!options.withoutRunGuard && !sabotage.has("run_guard")) {
+    gates.push(policyModule.runGuard({ irreversibleTools: ["issue_refund"], ...options.runGuard }));
+    active.push("run guard");
   }
   let scanner: Scanner | undefined;
-  let envelope: OutputEnvelope | undefined;
-  if (injection) {
-    envelope = quarantineEnvelope(injection);
-    active.push("quarantine envelope");
-    if (!sabotage.has("taint_gate")) {
-      // Provenance (issue 14): the refund's order and the email's recipient must come from the
-      // task or a trusted tool, whatever the scanner said; with the sealed envelope, detection
-      // taints only the flagged spans.
-      const sealed = typeof (envelope as { verify?: unknown }).verify === "function";
-      gates.push(
-        injection.taintGate({
-          ...(sealed ? { envelope } : {}),
-          sinks: [
-            { tool: "send_email", args: ["to"], require: "trusted" },
-            { tool: "issue_refund", args: ["order_id"], require: "trusted" },
-          ],
-        }),
-      );
-      active.push("taint gate (with provenance)");
-    }
-    if (!sabotage.has("scanner")) {
-      const recommended = typeof injection.defaultScanner === "function";
-      scanner = recommended ? injection.defaultScanner() : injection.heuristicScanner();
-      active.push(recommended ? "default scanner (rules + learned)" : "heuristic scanner");
-    }
-  } else {
-    missing.push(packages.missing.injection ?? "@loopguard/injection is not available");
+  const envelope = injection.quarantine();
+  active.push("quarantine envelope");
+  if (!sabotage.has("taint_gate")) {
+    // Provenance: the refund's order and the email's recipient must come from the task or a
+    // trusted tool, whatever the scanner said; with the sealed envelope, detection taints only
+    // the flagged spans.
+    gates.push(
+      injection.taintGate({
+        envelope,
+        sinks: [
+          { tool: "send_email", args: ["to"], require: "trusted" },
+          { tool: "issue_refund", args: ["order_id"], require: "trusted" },
+        ],
+      }),
+    );
+    active.push("taint gate (with provenance)");
+  }
+  if (!sabotage.has("scanner")) {
+    scanner = injection.defaultScanner();
+    active.push("default scanner (rules + learned)");
   }
   const redactor = sabotage.has("redaction") ? (value: unknown) => value : createRedactor();
   if (!sabotage.has("redaction")) active.push("redaction");
@@ -244,40 +197,11 @@ export function supportDefences(
     gates,
     ...(vault ? { vault } : {}),
     ...(scanner ? { scanner } : {}),
-    ...(envelope ? { envelope } : {}),
+    envelope,
     redact: redactor,
     active,
-    missing,
+    missing: [],
   };
-}
-
-/**
- * The quarantine envelope of `@loopguard/injection`: `quarantine` is either the envelope
- * itself (text, provenance, scan) or a factory of one.
- */
-// biome-ignore lint/suspicious/noExplicitAny: modules loaded by name at run time have no static type
-function quarantineEnvelope(injection: Record<string, any>): OutputEnvelope {
-  const quarantine = injection.quarantine as (...args: unknown[]) => unknown;
-  const probe = (candidate: unknown): candidate is OutputEnvelope => {
-    if (typeof candidate !== "function") return false;
-    try {
-      return typeof candidate("probe", { source: "tool_output" }, undefined) === "string";
-    } catch {
-      return false;
-    }
-  };
-  if (quarantine.length <= 1) {
-    try {
-      const made = quarantine();
-      if (probe(made)) return made;
-    } catch {
-      // Not a factory without options: try it as the envelope.
-    }
-  }
-  if (probe(quarantine)) return quarantine as OutputEnvelope;
-  throw new InvalidArgumentError(
-    "[evals] @loopguard/injection's quarantine is neither an envelope (text, provenance, scan) => string nor a factory of one",
-  );
 }
 
 /** An approver that answers every request the same way, recording who asked. */

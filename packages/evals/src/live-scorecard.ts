@@ -98,7 +98,7 @@ export interface LiveScorecardOptions {
   baseURL?: string;
   /** The API key. Default: the SDK's (`ANTHROPIC_API_KEY`). */
   apiKey?: string;
-  /** Loaded optional packages (default: load them). */
+  /** The packages to build defences from (default: `loadPackages()`, the statically imported ones). */
   packages?: LoadedPackages;
 }
 
@@ -106,8 +106,8 @@ export interface LiveScorecardOptions {
  * Runs the scenarios that make sense against a real model `k` times each through
  * `claudeModel()` (`apiKey`/`baseURL`, else ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL as the
  * SDK reads them) and reports pass@k with a Wilson 95% interval. A live run is judged on
- * outcomes only (what was paid, what was sent); scenarios that need scripted control, or a
- * package that has not landed, are skipped with the reason.
+ * outcomes only (what was paid, what was sent); scenarios that need scripted control are
+ * skipped with the reason.
  *
  * @example
  * const card = await liveScorecard({ k: 5 });
@@ -128,16 +128,6 @@ export async function liveScorecard(options: LiveScorecardOptions): Promise<Live
   for (const item of scenarios) {
     if (options.only && options.only.length > 0 && !options.only.includes(item.name)) continue;
     const live = liveChecks[item.name];
-    const missing = (item.requires ?? []).filter((name) => !packages.modules[name]);
-    if (live && missing.length > 0) {
-      skipped.push({
-        name: item.name,
-        why: missing
-          .map((name) => packages.missing[name] ?? `@loopguard/${name} missing`)
-          .join("; "),
-      });
-      continue;
-    }
     if (!live) {
       skipped.push({
         name: item.name,

@@ -31,7 +31,7 @@ export interface RunScenariosOptions {
   sabotage?: readonly Sabotage[];
   /** Renders a run's trace as HTML for the leak scan (the CLI passes its viewer). */
   renderTrace?: TraceRenderer;
-  /** Loaded optional packages (default: load them). */
+  /** The packages to build defences from (default: `loadPackages()`, the statically imported ones). */
   packages?: LoadedPackages;
 }
 
@@ -50,7 +50,7 @@ export interface Scorecard {
 /**
  * Runs scenarios one after another and scores them. A scenario passes when every check holds,
  * including the global `no_pii_in_observability` check; one that throws fails with the error
- * as a check; one that needs a package that has not landed is PENDING with the reason.
+ * as a check.
  *
  * @example
  * const card = await runScenarios(scenarios, { only: ["refund_happy_path"] });
@@ -117,18 +117,6 @@ async function runOne(
   options: RunScenariosOptions,
 ): Promise<ScenarioResult> {
   const base = { name: item.name, category: item.category, title: item.title };
-  const missing = (item.requires ?? []).filter((name) => !packages.modules[name]);
-  if (missing.length > 0) {
-    return {
-      ...base,
-      status: "PENDING",
-      checks: [],
-      pending: missing
-        .map((name) => packages.missing[name] ?? `@loopguard/${name} missing`)
-        .join("; "),
-      durationMs: 0,
-    };
-  }
   const started = performance.now();
   const { context, checks, surfaces } = createScenarioContext({
     packages,

@@ -39,7 +39,7 @@ export interface ScenarioMeta {
   category: ScenarioCategory;
   /** One line saying what it proves. */
   title: string;
-  /** Optional packages it needs; without them it is PENDING, never passed. */
+  /** The loopguard packages it exercises besides core (documentation; all are dependencies). */
   requires?: readonly ("policy" | "injection" | "checkpoint" | "tracing-otel")[];
   /** Why it cannot run against a live model (it needs scripted control); absent when it can. */
   notLive?: string;

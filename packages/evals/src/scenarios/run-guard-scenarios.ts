@@ -91,7 +91,7 @@ export const killSwitchHaltsRun: Scenario = scenario(
     notLive: "needs a freeze mid-run",
   },
   async (t) => {
-    const policyModule = t.packages.modules.policy!;
+    const policyModule = t.packages.modules.policy;
     const dir = await mkdtemp(join(tmpdir(), "loopguard-freeze-"));
     try {
       const store = policyModule.fileFreezeStore({ path: join(dir, "freeze.json"), cacheMs: 0 });
@@ -327,7 +327,7 @@ export const guardOutsideRunRefused: Scenario = scenario(
   async (t) => {
     const desk = t.desk();
     const guarded = guardTool(desk.byName.issue_refund, {
-      gates: [t.packages.modules.policy!.runGuard({ irreversibleTools: ["issue_refund"] })],
+      gates: [t.packages.modules.policy.runGuard({ irreversibleTools: ["issue_refund"] })],
     });
     const outside = await guarded({ order_id: "A1001", amount: 89.99, reason: "damaged" });
     t.check(
@@ -472,7 +472,7 @@ export const shadowThenReplay: Scenario = scenario(
     notLive: "needs a scripted model",
   },
   async (t) => {
-    const policyModule = t.packages.modules.policy!;
+    const policyModule = t.packages.modules.policy;
     const candidate = policyModule.loadPolicy({
       version: 1,
       default: "allow",
