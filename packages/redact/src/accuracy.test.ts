@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  LOCALES_PATH,
   loadPiiRows,
   type PiiScore,
   PUBLIC_CORPUS_ENV,
@@ -83,6 +84,52 @@ describe("the generated corpus (dev and test subsets together; the bench reports
       ).not.toThrow();
     },
   );
+});
+
+/**
+ * Floors on the locale corpus (corpus/generate-locales.mjs, thirteen languages), dev and test
+ * templates apart. They sit a little below what this build measures (bench/pii-measure.mjs),
+ * so a change that loses a language's names or addresses fails here; the figures themselves
+ * are in the README.
+ */
+const LOCALE_FLOORS: [string, number, number][] = [
+  ["PERSON", 0.9, 0.95],
+  ["ADDRESS", 0.95, 0.95],
+  ["DATE_OF_BIRTH", 0.95, 0.95],
+  ["PHONE", 0.98, 0.98],
+  ["EMAIL", 0.98, 0.98],
+];
+describe.each(["locales_dev", "locales_test"])("the locale corpus, %s templates", (subset) => {
+  const score = () => {
+    const key = `locales#${subset}`;
+    let cached = scores.get(key);
+    if (cached === undefined) {
+      const rows = loadPiiRows(LOCALES_PATH).filter((row) => row.subset === subset);
+      cached = scorePii(rows, (text) => redact(text).findings);
+      scores.set(key, cached);
+    }
+    return cached;
+  };
+
+  it.each(LOCALE_FLOORS)(
+    "%s recall is at least %d and precision at least %d",
+    (type, recall, precision) => {
+      const entry = score().perType.get(type);
+      expect(entry?.gold).toBeGreaterThan(0);
+      expect(entry?.recall, JSON.stringify(entry?.missed)).toBeGreaterThanOrEqual(recall);
+      expect(entry?.precision, JSON.stringify(entry?.falsePositives)).toBeGreaterThanOrEqual(
+        precision,
+      );
+    },
+  );
+
+  it("keeps at least 98% of the look-alikes (versions, delivery dates, firms, places, products, number lists)", () => {
+    const eaten = [...score().lookalikes.values()].flatMap((entry) => entry.eaten);
+    expect(
+      score().lookalikeKept / score().lookalikeTotal,
+      JSON.stringify(eaten),
+    ).toBeGreaterThanOrEqual(0.98);
+  });
 });
 
 const publicPath = publicCorpusPath([]);

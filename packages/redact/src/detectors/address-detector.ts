@@ -116,7 +116,7 @@ const CONNECTOR =
   "(?:de|del|de la|de los|de las|dei|degli|della|delle|dello|di|da|do|dos|das|e|y|i)";
 const STREET_FIRST = new RegExp(
   `(?:Calle|C/|Avenida|Avda\\.|Paseo|Plaza|Camino|Carrer|Ronda|Travesía|Via|Viale|Corso|Piazza|Piazzale|Largo|Vicolo|Strada|ul\\.|al\\.|os\\.|pl\\.|Rua)[ ](?:${CONNECTOR}[ ])?${W}(?:[ ](?:${CONNECTOR}[ ])?(?:${W}|[IVX]{1,4}))*?,?[ ]\\d{1,4}(?:[ ]?(?:bis|[A-Za-z])(?![\\w]))?(?:/[\\dA-Za-z]{1,4})?` +
-    `(?:(?:,[ ]?|[ ])(?:int\\.[ ]?\\d{1,3}|scala[ ][A-Z\\d]|piano[ ]\\d{1,2}|\\d{1,2}[ºª°](?:[ ]?\\d{1,2}[ºª])?(?:[ ](?:[A-Z]|izda\\.?|dcha\\.?|izq\\.?))?|bajo|ático|entresuelo|m\\.[ ]?\\d{1,4}|lok\\.[ ]?\\d{1,4})){0,2}` +
+    `(?:(?:,[ ]?|[ ])(?:int\\.[ ]?\\d{1,3}|scala[ ][A-Z\\d]|piano[ ]\\d{1,2}|\\d{1,2}[ºª°oa](?:[ ]?\\d{1,2}[ºª°oa])?(?:[ ](?:[A-Z]|izda\\.?|dcha\\.?|izq\\.?))?|bajo|ático|entresuelo|m\\.[ ]?\\d{1,4}|lok\\.[ ]?\\d{1,4})){0,2}` +
     `(?:,[ ]?|\\n[ \\t]*|[ ])(\\d{5}|\\d{2}-\\d{3}|\\d{4}-\\d{3})[ ]${W}(?:[ ](?:${W}|${CONNECTOR}))*?(?:[ ]\\([A-Z]{2}\\)|[ ][A-Z]{2}(?![\\w])|[ ]\\((?:${W}[ ]?){1,2}\\))?(?=[\\s,.;:!?)]|$)`,
   "g",
 );
@@ -156,10 +156,15 @@ const JP_ROMAJI = new RegExp(
 );
 // Chinese addresses, large to small: 上海市浦东新区世纪大道148号25楼2250室, 邮编 after.
 const ZH =
-  /(?:[\p{Script=Han}]{2,3}(?:省|自治区))?[\p{Script=Han}]{2,3}市[\p{Script=Han}]{1,5}?(?:区|县|市)[\p{Script=Han}\d]{1,12}?(?:路|街|大道|道|巷|弄|胡同)\d{1,5}号(?:\d{1,3}(?:楼|层|栋|幢))?(?:\d{1,5}室)?(?:[ ]?邮编[ ]?[1-8]\d{5})?/gu;
+  /(?:(?:黑龙江|[\p{Script=Han}]{2})省|(?:内蒙古|广西壮族|西藏|宁夏回族|新疆维吾尔)自治区)?(?:石家庄|哈尔滨|呼和浩特|乌鲁木齐|[\p{Script=Han}]{2})市[\p{Script=Han}]{1,5}?(?:区|县|市)[\p{Script=Han}\d]{1,12}?(?:路|街|大道|道|巷|弄|胡同)\d{1,5}号(?:\d{1,3}(?:楼|层|栋|幢))?(?:\d{1,5}室)?(?:[ ]?邮编[ ]?[1-8]\d{5})?/gu;
 // Korean road-name addresses: (06234) 서울특별시 강남구 테헤란로 123, 9층 124호.
 const KO =
   /(?:\(\d{5}\)[ ]?)?(?:서울특별시|부산광역시|대구광역시|인천광역시|광주광역시|대전광역시|울산광역시|세종특별자치시|[가-힣]{2,4}도)[ ](?:[가-힣]{1,4}시[ ])?(?:[가-힣]{1,4}[구군][ ])?[가-힣\d]{1,12}(?:로|길)[ ]\d{1,5}(?:-\d{1,4})?(?:,[ ]?\d{1,3}층)?(?:[ ]?\d{1,5}호)?/gu;
+
+// A flat or building written before the number, in French (Appartement 4, 18 rue …) and
+// English (Apt 4B, 12 …): the address starts there.
+const UNIT_FIRST =
+  /(?:Appartement|Appt\.?|Bâtiment|Bât\.?|Résidence|Apartment|Apt\.?|Suite|Unit)[ ][\w-]{1,6},[ ]$/;
 
 const NUMBER_FIRST: [RegExp, string][] = [
   [US, "street"],
@@ -297,7 +302,8 @@ export function addressDetector(): Detector {
             pattern.lastIndex = at;
             const match = pattern.exec(text);
             if (match !== null) {
-              push(at, at + match[0].length, rule);
+              const unit = UNIT_FIRST.exec(text.slice(Math.max(0, at - 24), at));
+              push(unit === null ? at : at - unit[0].length, at + match[0].length, rule);
               DIGIT_RUN.lastIndex = Math.max(DIGIT_RUN.lastIndex, at + match[0].length);
               found = true;
               break;

@@ -31,7 +31,7 @@ const YEAR = /(?:19|20)\d\d(?!\d)|\d[/.-]\d\d(?!\d)/g;
 const DATE_WINDOW = 32;
 // Words that mark a date as a birth date, in the window before it (after the previous date).
 const BIRTH_WORDS =
-  /(?:\bborn\b|\bdob\b|\bd\.o\.b\b|date of birth|birth ?date|\bbirthday\b|\bbday\b|geboren|geburtsdatum|geburtstag|\bgeb\.|\bnée?(?=[\s:,]|$)|\bné\(e\)|date de naissance|naissance|födelsedatum|födelsedag|\bfödd\b|fecha de nacimiento|\bf\. ?nac\.|nacimiento|\bnacid[oa]\b|\bnaci[óo]\b|data di nascita|\bnat[oa]\b|geboortedatum|geboren op|urodzon[ya]|urodził[ao]?|data urodzenia|\bur\.|дата рождения|родил(?:ся|ась)|生年月日|誕生日|出生日期|出生于|出生|生日|생년월일|출생일|생일|تاريخ الميلاد)/i;
+  /(?:\bborn\b|\bdob\b|\bd\.o\.b\b|date of birth|birth ?date|\bbirthday\b|\bbday\b|geboren|geburtsdatum|geburtstag|\bgeb\.|\bnée?(?=[\s:,]|$)|\bné\(e\)|date de naissance|naissance|födelsedatum|födelsedag|\bfödd\b|fecha de nacimiento|\bf\. ?nac\.|nacimiento|\bnacid[oa]\b|\bnaci[óo]\b|data di nascita|\bnat[oa]\b|geboortedatum|geboren op|urodzon[ya]|urodził[ao]?|data urodzenia|\bur\.|дата рождения|родил(?:ся|ась)|生年月日|誕生日|出生日期|出生于|出生|生日|생년월일|출생일|출생|생일|生まれ|تاريخ الميلاد)/i;
 // A short cue right before the date: "b. 1984-03-12", "f. 12 mars 1984", "* 12. Mai 1972".
 const CUE_RIGHT_BEFORE = /(?:^|[\s(])(?:b\.|f\.|\*)[ ]?$/i;
 const SHORT_CUE = /(?:^|[\s(])(?:b\.|f\.|\*)[ ]?[\dA-Za-z]/;
@@ -66,7 +66,7 @@ export function dateOfBirthDetector(): Detector {
         const yearEnd = year.index + year[0].length;
         const from = Math.max(scannedTo, year.index - DATE_WINDOW);
         // A cue must stand within the 64 characters before the year.
-        const near = text.slice(Math.max(0, year.index - 64), yearEnd + 8);
+        const near = text.slice(Math.max(0, year.index - 64), yearEnd + 12);
         const key = BIRTH_KEY_HINT.test(near);
         if (!key && !BIRTH_WORDS.test(near) && !SHORT_CUE.test(near)) continue;
         DATE.lastIndex = from;

@@ -190,12 +190,17 @@ function familyShaped(word: string): boolean {
 const PERSON_VERBS = new Set(
   `approved confirmed said says wrote writes called calls asked asks signed sent replied
   reported requested opened closed reviewed agreed declined cancelled canceled refunded
-  paid ordered returned accepted rejected escalated joined left will would can could should
-  has had have is was hat ist war wird a est sera ha es fue está har är blev heeft is zal
-  ma jest był była został zatwierdził zatwierdziła potwierdził
-  aprobó confirmó validé approuvé approvato confermato godkänt goedgekeurd freigegeben`.split(
-    /\s+/,
-  ),
+  paid ordered returned accepted rejected escalated joined left signed-off emailed phoned
+  zatwierdził zatwierdziła potwierdził potwierdziła napisał napisała
+  aprobó confirmó escribió validé approuvé confirmé écrit approvato confermato scritto
+  godkänt godkände skrev goedgekeurd bevestigd schreef freigegeben bestätigt schrieb
+  genehmigt`.split(/\s+/),
+);
+// Auxiliaries say less (any subject has them): they count fully only before one of the verbs
+// above ("has signed", "hat freigegeben" at the clause end is not read).
+const AUXILIARIES = new Set(
+  `has had have is was will would can could should hat ist war wird a est sera ha es fue está
+  har är blev heeft zal ma jest był była został`.split(/\s+/),
 );
 
 /** A capitalised word of letters only, with a vowel, 3 to 14 letters: what most names look like. */
@@ -234,7 +239,7 @@ function articleBefore(text: string, at: number): boolean {
 function shapeScore(text: string, name: Name, cue: Cue): number {
   const words = name.tokens.filter((token) => !token.endsWith("."));
   if (words.length < 2 || words.length > 4) return 0;
-  let evidence = -2.0;
+  let evidence = -1.85;
   let place = 0;
   for (const [index, token] of words.entries()) {
     const word = lower(token);
@@ -267,7 +272,10 @@ function shapeScore(text: string, name: Name, cue: Cue): number {
     const nextLower = next.toLowerCase();
     if (ORGANISATION_WORDS.has(nextLower)) return 0;
     if (PERSON_VERBS.has(nextLower)) evidence += 1.2;
-    else if (next[0] === nextLower[0] && /^\p{Ll}/u.test(next)) evidence += 0.3;
+    else if (AUXILIARIES.has(nextLower)) {
+      const then = /^[ \t]*[\p{L}.]+[ \t]+([\p{L}-]+)/u.exec(text.slice(name.end, name.end + 40));
+      evidence += then !== null && PERSON_VERBS.has(then[1]!.toLowerCase()) ? 1.2 : 0.5;
+    } else if (/^\p{Ll}/u.test(next)) evidence += 0.3;
   }
   if (text[name.end] === "'" || text[name.end] === "’") evidence += 0.5; // possessive
   if (cue === "verb" || cue === "action") evidence += 1.3;
