@@ -28,12 +28,16 @@ export function nameSkeleton(name: string): string {
 
 /**
  * The keys under which two names count as confusable: the skeleton of the NFKC form, and the
- * skeleton of its lower-case form (so `SEND_EMAIL` meets `send_email`, and `EMAIL` with a
- * Latin I meets `EMAlL`). Two different names sharing either key are confusable.
+ * skeleton of its lower-case form, lower-cased again (so `SEND_EMAIL` meets `send_email`,
+ * `c0de` meets `code`, and `EMAIL` with a Latin I meets `EMAlL`). Two different names sharing either key are confusable. In the
+ * lower-case key, `i` and `l` are one letter: Unicode's table sends `I`, `1` and `|` to `l` but
+ * `ı`, `і`, `ⅰ` and the Cyrillic palochka `ӏ` (a bare stroke, as `l` looks) to `i`.
  */
 export function confusableKeys(name: string): [string, string] {
   const canonical = name.normalize("NFKC");
-  return [nameSkeleton(canonical), nameSkeleton(canonical.toLowerCase())];
+  // Lower-cased again after the skeleton: its prototypes may be capitals (`0` becomes `O`).
+  const folded = nameSkeleton(nameSkeleton(canonical.toLowerCase()).toLowerCase());
+  return [nameSkeleton(canonical), folded.replaceAll("i", "l")];
 }
 
 /**
