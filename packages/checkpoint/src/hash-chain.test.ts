@@ -4,7 +4,7 @@
  * naming the first bad seq, and refused by read (so by resume). Tampering is generated: which
  * event, which field, which operation.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -168,6 +168,107 @@ describe("jsonl: a tamper-evident log", () => {
     writeFileSync(file, "");
     await expect(open(dir).read(runId)).rejects.toThrow(/holds no complete event/);
     expect(await verifyRun(open(dir), runId)).toMatchObject({ ok: false, firstBadSeq: 0 });
+  });
+});
+
+describe("jsonl: a keyed log cannot be cut short quietly (issue 27 item 5)", () => {
+  const count = 8;
+  const written = async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-keyed-"));
+    const store = jsonlEventStore({ dir, logKey: key });
+    await store.append(runId, events(count), { expectedSeq: 0 });
+    await store.close();
+    return { dir, file: store.fileOf(runId), summary: join(dir, `${runId}.summary.json`) };
+  };
+  const verify = (dir: string, logKey?: string) => {
+    const store = jsonlEventStore({ dir, ...(logKey ? { logKey } : {}) });
+    stores.push(store);
+    return verifyRun(store, runId);
+  };
+  const cut = (file: string, keep: number) => {
+    const lines = readFileSync(file, "utf8").split("\n").slice(0, -1);
+    writeFileSync(file, `${lines.slice(0, keep).join("\n")}\n`);
+    return lines;
+  };
+
+  it("with the key, fails a log cut short whose summary is missing, empty, rewritten to match or older", async () => {
+    const tampers: Array<[string, (paths: Awaited<ReturnType<typeof written>>) => void]> = [
+      ["summary deleted", ({ summary }) => unlinkSync(summary)],
+      ["summary emptied", ({ summary }) => writeFileSync(summary, "")],
+      [
+        "summary rewritten to match the cut (head copied from the log)",
+        ({ summary, file }) => {
+          const lines = readFileSync(file, "utf8").split("\n").slice(0, -1);
+          const saved = JSON.parse(readFileSync(summary, "utf8"));
+          saved.summary.events = lines.length;
+          saved.head = splitChain(lines.at(-1)!).chain;
+          writeFileSync(summary, JSON.stringify(saved));
+        },
+      ],
+    ];
+    for (const [name, tamper] of tampers) {
+      const paths = await written();
+      cut(paths.file, 5);
+      tamper(paths);
+      const result = await verify(paths.dir, key);
+      expect(result.ok, name).toBe(false);
+      if (!result.ok) expect(result.reason, name).toMatch(/does not end in a run-end/);
+    }
+    // An older genuine summary (it covered 5 events) put back beside a longer log cut at 7.
+    const dir = mkdtempSync(join(tmpdir(), "lg-keyed-"));
+    const store = jsonlEventStore({ dir, logKey: key });
+    await store.append(runId, events(count).slice(0, 5), { expectedSeq: 0 });
+    await store.close();
+    const older = readFileSync(join(dir, `${runId}.summary.json`), "utf8");
+    const again = jsonlEventStore({ dir, logKey: key });
+    await again.append(runId, events(count).slice(5), { expectedSeq: 5 });
+    await again.close();
+    cut(again.fileOf(runId), 7);
+    writeFileSync(join(dir, `${runId}.summary.json`), older);
+    const behind = await verify(dir, key);
+    expect(behind).toMatchObject({ ok: false, firstBadSeq: 5 });
+    if (!behind.ok) expect(behind.reason).toMatch(/covers 5 of its 7 events/);
+    // The untouched log still verifies.
+    expect(await verify((await written()).dir, key)).toMatchObject({ ok: true, chain: "hmac" });
+  });
+
+  it("with the key, accepts a log that ends in its keyed run-end even with the summary gone", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-keyed-"));
+    const store = jsonlEventStore({ dir, logKey: key });
+    const agent = createAgent({ store, tools: [], model: scriptedModel([{ content: "done" }]) });
+    const result = await agent.run("hello");
+    await store.close();
+    unlinkSync(join(dir, `${result.runId}.summary.json`));
+    const check = jsonlEventStore({ dir, logKey: key });
+    stores.push(check);
+    expect(await verifyRun(check, result.runId)).toMatchObject({ ok: true, chain: "hmac" });
+  });
+
+  it("without the key, never calls a keyed log intact: genuine, or re-chained with plain SHA-256", async () => {
+    const genuine = await written();
+    expect(await verify(genuine.dir)).toMatchObject({ ok: true, chain: "hmac-unchecked" });
+    for (const keepSummary of [true, false]) {
+      const paths = await written();
+      const lines = readFileSync(paths.file, "utf8").split("\n").slice(0, -1);
+      let previous = `loopguard:${runId}`;
+      const rechained = lines.map((line) => {
+        const { text } = splitChain(line);
+        previous = link(previous, text, undefined);
+        return `${text.slice(0, -1)},"chain":"${previous}"}`;
+      });
+      writeFileSync(paths.file, `${rechained.join("\n")}\n`);
+      if (!keepSummary) unlinkSync(paths.summary);
+      const result = await verify(paths.dir);
+      // Never "intact": with the summary kept its keyed head no longer matches (broken); with it
+      // deleted, the directory's marker says the logs are keyed (key needed).
+      if (keepSummary) expect(result).toMatchObject({ ok: false, firstBadSeq: count - 1 });
+      else {
+        expect(result).toMatchObject({ ok: true, chain: "hmac-unchecked" });
+        if (result.ok) expect(result.notes.join(" ")).toMatch(/re-chained without the key/);
+      }
+      // With the key, the plain hashes are refused outright.
+      expect((await verify(paths.dir, key)).ok).toBe(false);
+    }
   });
 });
 

@@ -79,6 +79,18 @@ export function link(
   return `${key ? "hmac" : "sha256"}:${hash.digest("hex")}`;
 }
 
+/**
+ * The MAC a keyed store puts on a run's summary file: over the run id, the number of events it
+ * covers and their head, so a summary rewritten to match a log cut short (its head copied from
+ * the log) does not verify without the key.
+ */
+export function summaryMac(key: Buffer, runId: string, events: number, head: string): string {
+  return `hmac:${createHmac("sha256", key).update(`loopguard-summary\n${runId}\n${events}\n${head}`).digest("hex")}`;
+}
+
+/** The file a keyed store leaves in its directory: its logs are HMAC-chained (no secret in it). */
+export const keyedMarker = ".loopguard-keyed-logs";
+
 /** A JSONL line's text `{"seq":n,...}` (no newline) with its chain member appended. */
 export function withChain(text: string, chain: string): string {
   return `${text.slice(0, -1)}${chainMember}${chain}"}`;

@@ -36,7 +36,9 @@ import {
   type ChainCursor,
   chainSettings,
   chainStart,
+  keyedMarker,
   link,
+  summaryMac,
   type VerifyResult,
   verifiedLog,
   withChain,
@@ -169,6 +171,8 @@ interface SummaryFile {
   summary: RunSummary;
   /** The chain value of the last event it covers (`summary.events` of them), when the log is chained. */
   head?: string;
+  /** With a log key: `summaryMac` over the run id, the events and the head. */
+  mac?: string;
 }
 
 /** Events after which a run's summary file is rewritten at once: they change its status. */
@@ -247,6 +251,7 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   const fileOf = (runId: string) => join(dir, `${runId}${logSuffix}`);
   const lockOf = (runId: string) => join(dir, `${runId}.lock`);
   const summaryFileOf = (runId: string) => join(dir, `${runId}.summary.json`);
+  let markedKeyed = false;
 
   /**
    * Makes new log names durable: one directory fsync serves every log created before it
@@ -596,12 +601,24 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
   /** Rewrites a run's summary file (derived data: written atomically, never fsynced, checked on read). */
   const writeSummary = async (log: RunLog): Promise<void> => {
     if (!log.summary || log.summaryBytes === log.size) return;
+    const head = log.cursor.chained && log.cursor.head ? log.cursor.head : undefined;
     const content: SummaryFile = {
       version: 1,
       bytes: log.size,
       summary: log.summary,
-      ...(log.cursor.chained && log.cursor.head ? { head: log.cursor.head } : {}),
+      ...(head ? { head } : {}),
+      ...(head && chain.key
+        ? { mac: summaryMac(chain.key, log.runId, log.summary.events, head) }
+        : {}),
     };
+    if (chain.key && !markedKeyed) {
+      // The directory says its logs are keyed, so verify without the key never calls one
+      // re-chained with plain SHA-256 intact (while the marker stays).
+      markedKeyed = true;
+      await writeSmallFile(join(dir, keyedMarker), "hmac\n").catch(() => {
+        markedKeyed = false;
+      });
+    }
     const target = summaryFileOf(log.runId);
     const temporary = `${target}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     try {
@@ -919,6 +936,52 @@ export function jsonlEventStore(options: JsonlEventStoreOptions): JsonlEventStor
           };
       }
       const last = parsed.chains?.at(-1);
+      const keyedLog = cursor.chained === true && last?.startsWith("hmac:") === true;
+      if (chain.key && keyedLog) {
+        // With the key, the log must end where an authenticated record says it ends: a summary
+        // whose MAC holds and that covers every event, or a run-end (its HMAC checked above).
+        // Otherwise a log cut short with its summary deleted, emptied, replaced by an older
+        // genuine one or rewritten to match would pass.
+        const macHolds =
+          typeof savedEvents === "number" &&
+          typeof saved?.head === "string" &&
+          saved.mac === summaryMac(chain.key, runId, savedEvents, saved.head);
+        const endsInRunEnd = parsed.events.at(-1)?.type === "run-end";
+        if (!endsInRunEnd && (!macHolds || savedEvents !== events))
+          return {
+            ok: false,
+            runId,
+            firstBadSeq: macHolds ? (savedEvents as number) : events,
+            events,
+            reason: !saved
+              ? `the log does not end in a run-end and its summary is missing: with LOOPGUARD_LOG_KEY the end of a log must be vouched for, so a log cut short cannot be told from a whole one (if the run is still going or crashed, verify after it ends or resumes)`
+              : !macHolds
+                ? `the log does not end in a run-end and its summary carries no valid MAC (emptied, rewritten or written without the key): a log cut short cannot be told from a whole one`
+                : `the log does not end in a run-end and its summary covers ${savedEvents} of its ${events} events: the log may have been cut short and an older summary put back (if the run is still going or crashed, verify after it ends or resumes)`,
+          };
+      }
+      if (!chain.key && cursor.chained === true && !keyedLog) {
+        // A plain chain where the store's records say the logs are keyed: a keyed log re-chained
+        // without the key looks exactly like this, so only the key can tell.
+        let marked = typeof saved?.mac === "string";
+        if (!marked)
+          marked = await stat(join(dir, keyedMarker)).then(
+            () => true,
+            () => false,
+          );
+        if (marked)
+          return {
+            ok: true,
+            runId,
+            events,
+            ...(last ? { head: last } : {}),
+            chain: "hmac-unchecked",
+            notes: [
+              ...notes,
+              "the log carries plain SHA-256 hashes, but this store's logs are keyed: it may have been re-chained without the key; only LOOPGUARD_LOG_KEY can tell",
+            ],
+          };
+      }
       return verifiedLog(runId, events, last, chain.key, notes, cursor.chained === true);
     },
 

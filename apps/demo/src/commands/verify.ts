@@ -4,8 +4,9 @@ import { type CliShared, pathsOf, withDir } from "../cli-context.js";
 
 /**
  * `loopguard verify <runId>`: checks a run's log for tampering (its hash chain, with
- * LOOPGUARD_LOG_KEY every HMAC, and the head kept in its summary). Exits 0 on an intact log,
- * 1 naming the first bad event.
+ * LOOPGUARD_LOG_KEY every HMAC and the MAC of its summary, and the head kept in its summary).
+ * Exits 0 on an intact log, 1 naming the first bad event, 2 with "keyed log: key needed" for a
+ * keyed log checked without its key.
  */
 export function register(program: Command, { out, colors, exit }: CliShared): void {
   withDir(
@@ -20,17 +21,26 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
     const store = jsonlEventStore({ dir: paths.runs });
     try {
       const result = await verifyRun(store, runId);
+      if (result.ok && result.chain === "hmac-unchecked") {
+        // Without the key a keyed log, genuine or re-chained with plain SHA-256 by someone who
+        // lacked the key, cannot be told from a rewritten one: never "intact".
+        out(
+          `${colors.bold(runId)}: keyed log: key needed (${result.events} events; set LOOPGUARD_LOG_KEY to the key it was written with to check it)`,
+        );
+        for (const note of result.notes) out(`  note: ${note}`);
+        exit(2);
+        return;
+      }
       if (result.ok) {
-        const chain = {
-          hmac: "every HMAC checked with LOOPGUARD_LOG_KEY",
-          sha256: "SHA-256 chain (set LOOPGUARD_LOG_KEY for HMACs that catch a rewritten chain)",
-          "hmac-unchecked":
-            "HMAC chain NOT checked: set LOOPGUARD_LOG_KEY to the key it was written with",
-          none: "no hash chain (a log written before the chain existed)",
-        }[result.chain];
+        const chain =
+          result.chain === "hmac"
+            ? "every HMAC checked with LOOPGUARD_LOG_KEY"
+            : result.chain === "sha256"
+              ? "SHA-256 chain (set LOOPGUARD_LOG_KEY for HMACs that catch a rewritten chain)"
+              : "no hash chain (a log written before the chain existed)";
         out(`${colors.bold(runId)}: intact, ${result.events} events; ${chain}`);
         for (const note of result.notes) out(`  note: ${note}`);
-        exit(result.chain === "hmac-unchecked" ? 2 : 0);
+        exit(0);
         return;
       }
       out(`${colors.bold(runId)}: BROKEN at event ${result.firstBadSeq}: ${result.reason}`);
