@@ -20,6 +20,7 @@ import {
   CallToolRequestSchema,
   type CallToolResult,
   CallToolResultSchema,
+  CreateMessageRequestSchema,
   ErrorCode,
   GetPromptRequestSchema,
   GetPromptResultSchema,
@@ -97,6 +98,14 @@ export interface McpProxyOptions extends Omit<GuardMcpToolsOptions, "onInvalidSc
    * ones (it flags server-everything's).
    */
   serverInstructions?: "scan" | "pass" | "drop";
+  /**
+   * The server's `sampling/createMessage` requests (it asks the host's model): `"refuse"` (the
+   * default) declares no sampling capability to the server, so it offers nothing that needs
+   * it; `"pass"` declares it and passes each request through the gates as the call
+   * `sampling:createMessage` (its params are the arguments) to the host, when the host
+   * supports sampling.
+   */
+  sampling?: "refuse" | "pass";
   /** Most characters of text one result passes to the host (the rest is cut with a marker and a digest). Default 100 000. */
   maxOutputChars?: number;
   /** Largest message (one line) accepted from the server; a larger one is dropped unread and its request answered with an error. Default 8 MiB. */
@@ -205,7 +214,9 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
   ];
 
   let serverLabel = `MCP server \`${options.command}\``;
-  const client = new Client(proxyInfo, { capabilities: {} });
+  const client = new Client(proxyInfo, {
+    capabilities: options.sampling === "pass" ? { sampling: {} } : {},
+  });
   const childTransport = new ChildStdioTransport({
     command: options.command,
     args: [...(options.args ?? [])],
@@ -355,8 +366,8 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       (item) => item.name,
       (name) => name,
       (name) =>
-        /^(prompt|resource):/.test(name)
-          ? "tool names may not start with prompt: or resource: (the proxy's gate names for prompts and resources)"
+        /^(prompt|resource|sampling):/.test(name)
+          ? "tool names may not start with prompt:, resource: or sampling: (the proxy's gate names for prompts, resources and sampling)"
           : undefined,
     );
     const listed: Array<Record<string, unknown>> = [];
@@ -903,6 +914,47 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     }
   }
 
+  if (options.sampling === "pass") {
+    const samplingSchema = { type: "object" };
+    const sampling = makeEntry({
+      gateName: "sampling:createMessage",
+      kind: "sampling",
+      description: `${server} asks the host's model for a completion`,
+      inputSchema: samplingSchema,
+      flags: {
+        reveal: true,
+        ...options.toolDefaults,
+        ...options.tools?.["sampling:createMessage"],
+      },
+      validate: compileInputSchema(samplingSchema, "sampling:createMessage", server),
+      hasOutputSchema: false,
+      perform: async (args, signal, timeoutMs) => {
+        if (!host.getClientCapabilities()?.sampling)
+          throw new ToolError(
+            `[mcp] ${server} asked for sampling, which the host does not support`,
+          );
+        return (await host.createMessage(args as never, {
+          signal,
+          timeout: timeoutMs + 1_000,
+        })) as unknown as Record<string, unknown>;
+      },
+    });
+    client.setRequestHandler(CreateMessageRequestSchema, (request, extra) =>
+      track(
+        (async () => {
+          const outcome = await callEntry(
+            sampling,
+            { ...request.params },
+            extra.requestId,
+            extra.signal,
+          );
+          if (outcome.type !== "ok") throw new McpError(ErrorCode.InvalidRequest, outcome.text);
+          return outcome.stashed.result as never;
+        })(),
+      ),
+    );
+  }
+
   // ---- notifications from the server ------------------------------------------------------
   const relay =
     (refresh: () => Promise<void>, send: () => Promise<void>, what: string) => async () => {
@@ -1029,6 +1081,10 @@ function checkOptions(options: McpProxyOptions): void {
   )
     throw new McpGuardError(
       `[mcp] runMcpProxy: flaggedDescriptions must be "withhold" or "neutral", got ${JSON.stringify(options.flaggedDescriptions)}`,
+    );
+  if (options.sampling !== undefined && !["refuse", "pass"].includes(options.sampling))
+    throw new McpGuardError(
+      `[mcp] runMcpProxy: sampling must be "refuse" or "pass", got ${JSON.stringify(options.sampling)}`,
     );
   if (
     options.serverInstructions !== undefined &&

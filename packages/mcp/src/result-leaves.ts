@@ -11,13 +11,13 @@ export interface ResultLeaf {
 }
 
 /** What a result of each kind is, for its leaves. */
-export type ResultKind = "tool" | "resource" | "prompt";
+export type ResultKind = "tool" | "resource" | "prompt" | "sampling";
 
 /**
  * The string leaves of an MCP result, in reading order: for a tool, each text part (and an
  * embedded resource's text, a resource link's title and description) then every string in
  * `structuredContent`; for `resources/read`, each text content; for `prompts/get`, the
- * description and each message's text. Binary data (images, audio, blobs) and URIs are not
+ * description and each message's text; for a sampling answer, its text. Binary data (images, audio, blobs) and URIs are not
  * leaves.
  */
 export function resultLeaves(result: Record<string, unknown>, kind: ResultKind): ResultLeaf[] {
@@ -53,6 +53,8 @@ export function resultLeaves(result: Record<string, unknown>, kind: ResultKind):
     if (Array.isArray(result.contents))
       for (const [index, content] of result.contents.entries())
         if (isRecord(content)) at(content, "text", `contents[${index}].text`);
+  } else if (kind === "sampling") {
+    part(result.content, "content");
   } else {
     at(result, "description", "description");
     if (Array.isArray(result.messages))

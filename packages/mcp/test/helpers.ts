@@ -35,6 +35,7 @@ export function streamTransport(input: Readable, output: Writable): Transport {
 /** Starts the proxy in front of the shop server (a real child process) and a host client talking to it over stdio framing. */
 export async function startProxy(
   options: Partial<McpProxyOptions> = {},
+  hostOptions: { capabilities?: ConstructorParameters<typeof Client>[1] } = {},
 ): Promise<{ host: Client; proxy: McpProxy; logs: string[]; toProxy: PassThrough }> {
   const toProxy = new PassThrough();
   const fromProxy = new PassThrough();
@@ -47,7 +48,7 @@ export async function startProxy(
     log: (line) => logs.push(line),
     ...options,
   });
-  const host = new Client({ name: "test-host", version: "1.0.0" });
+  const host = new Client({ name: "test-host", version: "1.0.0" }, hostOptions.capabilities);
   await host.connect(streamTransport(fromProxy, toProxy));
   return { host, proxy, logs, toProxy };
 }

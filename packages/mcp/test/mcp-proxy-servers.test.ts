@@ -7,6 +7,7 @@ import { defaultScanner, quarantine } from "@loopguard/injection";
 import { allow, deny, policy } from "@loopguard/policy";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startProxy, textOfResult } from "./helpers.js";
 
@@ -24,14 +25,18 @@ async function proxied(
   server: string,
   serverArgs: string[],
   extra: Parameters<typeof startProxy>[0] = {},
+  hostOptions: Parameters<typeof startProxy>[1] = {},
 ) {
-  const started = await startProxy({
-    args: [serverBin(server), ...serverArgs],
-    scanner: defaultScanner(),
-    envelope: quarantine(),
-    serverStderr: "ignore",
-    ...extra,
-  });
+  const started = await startProxy(
+    {
+      args: [serverBin(server), ...serverArgs],
+      scanner: defaultScanner(),
+      envelope: quarantine(),
+      serverStderr: "ignore",
+      ...extra,
+    },
+    hostOptions,
+  );
   open.push(started.proxy, started.host);
   return started;
 }
@@ -189,6 +194,50 @@ describe("@modelcontextprotocol/server-everything behind the proxy", () => {
     expect(logs.some((line) => line.includes("instructions were flagged"))).toBe(true);
     const passing = await proxied("server-everything", ["stdio"], { serverInstructions: "pass" });
     expect(passing.host.getInstructions()).toMatch(/Everything Server/);
+  });
+});
+
+describe("sampling through the proxy (server-everything asks the host's model)", () => {
+  it("passes sampling/createMessage through the gates to the host with sampling: pass, and refuses it by policy", async () => {
+    const asked: string[] = [];
+    const answer = async (host: Client) =>
+      host.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+        const first = request.params.messages[0]?.content;
+        asked.push(first && "text" in first ? String(first.text) : "");
+        return { model: "host-model", role: "assistant", content: { type: "text", text: "four" } };
+      });
+    const passing = await proxied(
+      "server-everything",
+      ["stdio"],
+      { sampling: "pass", policy: policy([allow("*")]) },
+      { capabilities: { capabilities: { sampling: {} } } },
+    );
+    await answer(passing.host);
+    const result = await passing.host.callTool({
+      name: "trigger-sampling-request",
+      arguments: { prompt: "2+2?", maxTokens: 10 },
+    });
+    expect(textOfResult(result)).toMatch(/LLM sampling result[\s\S]*four/);
+    expect(asked).toEqual([expect.stringContaining("2+2?")]);
+    expect(passing.proxy.run.calls.map((call) => call.tool)).toContain("sampling:createMessage");
+
+    const refusing = await proxied(
+      "server-everything",
+      ["stdio"],
+      {
+        sampling: "pass",
+        policy: policy([deny("sampling:*", { reason: "no_sampling" }), allow("*")]),
+      },
+      { capabilities: { capabilities: { sampling: {} } } },
+    );
+    await answer(refusing.host);
+    const refused = await refusing.host.callTool({
+      name: "trigger-sampling-request",
+      arguments: { prompt: "3+3?", maxTokens: 10 },
+    });
+    expect(refused.isError).toBe(true);
+    expect(textOfResult(refused)).toMatch(/Refused by loopguard \(no_sampling\)/);
+    expect(asked).toHaveLength(1);
   });
 });
 

@@ -56,6 +56,11 @@ export function register(program: Command, { exit }: CliShared): void {
       "scan",
     )
     .option(
+      "--sampling <mode>",
+      "the server's sampling requests: refuse (offer none) or pass (through the gates as sampling:createMessage)",
+      "refuse",
+    )
+    .option(
       "--protect <names>",
       "comma-separated tool names a look-alike must not pass as (the policy's rule names are protected already)",
       "",
@@ -83,6 +88,7 @@ export function register(program: Command, { exit }: CliShared): void {
           flaggedDescriptions: string;
           serverInstructions: string;
           protect: string;
+          sampling: string;
         },
       ) => {
         const timeoutMs = Number(options.timeoutMs);
@@ -114,6 +120,11 @@ export function register(program: Command, { exit }: CliShared): void {
           throw new UsageError(
             `mcp-proxy --server-instructions takes scan, pass or drop, got ${JSON.stringify(serverInstructions)}`,
           );
+        const sampling = options.sampling;
+        if (sampling !== "refuse" && sampling !== "pass")
+          throw new UsageError(
+            `mcp-proxy --sampling takes refuse or pass, got ${JSON.stringify(sampling)}`,
+          );
         const protectedNames = options.protect
           .split(",")
           .map((name) => name.trim())
@@ -139,6 +150,7 @@ export function register(program: Command, { exit }: CliShared): void {
           flaggedDescriptions,
           serverInstructions,
           protectedNames,
+          sampling,
           tools: Object.fromEntries(sensitive.map((name) => [name, { sensitive: true }])),
           run: {
             agentId: options.agent,
