@@ -9,7 +9,13 @@
 // Prints figures; asserts nothing.
 import { createRequire } from "node:module";
 import { redact } from "../dist/index.js";
-import { loadPiiRows, publicCorpusPath, scorePii, splitPublicRows } from "./pii-data.mjs";
+import {
+  LOCALES_PATH,
+  loadPiiRows,
+  publicCorpusPath,
+  scorePii,
+  splitPublicRows,
+} from "./pii-data.mjs";
 
 let nlp;
 try {
@@ -34,9 +40,12 @@ const viaCompromise = (text) =>
     }));
 const viaRedact = (text) => redact(text, { types: ["PERSON"] }).findings;
 
+const locales = loadPiiRows(LOCALES_PATH);
 const corpora = [
   ["generated dev", loadPiiRows().filter((row) => row.subset === "generated_dev")],
   ["generated test", loadPiiRows().filter((row) => row.subset === "generated_test")],
+  ["locales dev", locales.filter((row) => row.subset === "locales_dev")],
+  ["locales test", locales.filter((row) => row.subset === "locales_test")],
 ];
 const publicPath = publicCorpusPath();
 if (publicPath !== undefined) {
@@ -51,10 +60,12 @@ for (const [name, rows] of corpora) {
   for (const [label, find] of [
     ["compromise", viaCompromise],
     ["@loopguard/redact (PERSON only)", viaRedact],
+    ["both (union)", (text) => [...viaRedact(text), ...viaCompromise(text)]],
   ]) {
     const started = performance.now();
     const entry = scorePii(rows, find).perType.get("PERSON");
     const ms = performance.now() - started;
+    if (entry === undefined || entry.gold === 0) continue; // no names in these rows
     console.log(
       `| ${name} | ${label} | ${entry.recall?.toFixed(3)} | ${entry.precision?.toFixed(3) ?? "-"} | ${ms.toFixed(0)} ms |`,
     );

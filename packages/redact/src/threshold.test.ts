@@ -56,6 +56,9 @@ describe("the languages option", () => {
       "寄到广东省广州市天河区体育西路191号, mail [EMAIL]",
     );
     expect(redact(text, { languages: ["zh"] }).text).toBe("寄到[ADDRESS], mail [EMAIL]");
+    const spanish = "Calle de Serrano 41, 28001 Madrid";
+    expect(redact(spanish, { languages: ["es"] }).text).toBe("[ADDRESS]");
+    expect(redact(spanish, { languages: ["de", "it"] }).text).toBe(spanish);
   });
 
   it("an unknown language or an empty list is an error at construction that lists the known ones", () => {

@@ -1,4 +1,4 @@
-import type { Detector, DetectorMatch } from "../detector.js";
+import type { Detector, DetectorMatch, Language } from "../detector.js";
 
 // Street addresses by country format. Each pattern is anchored on what an address cannot do
 // without (a house number beside a street word, a postcode of the country's shape, a
@@ -171,6 +171,25 @@ const NUMBER_FIRST: [RegExp, string][] = [
   [FR, "fr"],
 ];
 
+/** The language a rule belongs to, for the `languages` option; rules not listed belong to none. */
+const RULE_LANGUAGE: Record<string, Language> = {
+  street: "en",
+  "uk-flat": "en",
+  "uk-house": "en",
+  military: "en",
+  fr: "fr",
+  "jp-romaji": "ja",
+};
+/** A street-first address's language, from its street word. */
+function streetFirstLanguage(text: string, start: number, rule: string): Language | undefined {
+  if (rule !== "street-first") return undefined;
+  const head = text.slice(start, start + 12);
+  if (/^(?:ul|al|os|pl)\./.test(head)) return "pl";
+  if (/^(?:Via|Viale|Corso|Piazza|Piazzale|Largo|Vicolo|Strada)\b/.test(head)) return "it";
+  if (/^Rua\b/.test(head)) return undefined;
+  return "es";
+}
+
 const CAPITAL = new RegExp(`[${UPPER}]`);
 const NAME_UNIT = new RegExp(`[${LETTER}-]`);
 /** Whether a character can be part of a street or town name; ASCII without a regex. */
@@ -275,7 +294,10 @@ export function addressDetector(): Detector {
       const matches: DetectorMatch[] = [];
       const push = (start: number, end: number, rule: string) => {
         while (end > start && /[ ,\n\t]/.test(text[end - 1]!)) end--;
-        matches.push({ start, end, rule });
+        const language = RULE_LANGUAGE[rule] ?? streetFirstLanguage(text, start, rule);
+        matches.push(
+          language === undefined ? { start, end, rule } : { start, end, rule, language },
+        );
       };
       if (HAS_DIGIT.test(text)) {
         for (const [pattern, rule] of PATTERNS) {
@@ -368,7 +390,12 @@ export function addressDetector(): Detector {
       if (HAS_JAPANESE.test(text) || text.includes("〒")) {
         JP.lastIndex = 0;
         for (let match = JP.exec(text); match !== null; match = JP.exec(text))
-          matches.push({ start: match.index, end: match.index + match[0].length, rule: "jp" });
+          matches.push({
+            start: match.index,
+            end: match.index + match[0].length,
+            rule: "jp",
+            language: "ja",
+          });
         JP_POSTCODE_ONLY.lastIndex = 0;
         for (
           let match = JP_POSTCODE_ONLY.exec(text);
@@ -379,6 +406,7 @@ export function addressDetector(): Detector {
             start: match.index,
             end: match.index + match[0].length,
             rule: "jp-postcode",
+            language: "ja",
           });
       }
       return matches;

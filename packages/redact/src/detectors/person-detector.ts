@@ -1,4 +1,4 @@
-import type { Detector, DetectorMatch } from "../detector.js";
+import type { Detector, DetectorMatch, Language } from "../detector.js";
 import {
   CJK_SURNAMES,
   CLOSINGS,
@@ -600,8 +600,12 @@ export function personDetector(): Detector {
     find(text) {
       const matches: DetectorMatch[] = [];
       let lastEnd = 0;
-      const accept = (name: Name, score: number, rule: string) => {
-        matches.push({ start: name.start, end: name.end, score, rule });
+      const accept = (name: Name, score: number, rule: string, language?: Language) => {
+        matches.push(
+          language === undefined
+            ? { start: name.start, end: name.end, score, rule }
+            : { start: name.start, end: name.end, score, rule, language },
+        );
         // A weak reading does not hide a strong one inside it ("Hallo Svenja" read as a pair
         // scores low; "Svenja" after the greeting must still be read).
         if (score >= 0.5) lastEnd = name.end;
@@ -705,7 +709,12 @@ export function personDetector(): Detector {
                 continue;
               const hanName = hanNameAt(text, index);
               if (hanName !== undefined) {
-                accept(hanName, 0.75, "han-position");
+                accept(
+                  hanName,
+                  0.75,
+                  "han-position",
+                  /[ぁ-ヿ]/u.test(text.slice(hanName.end, hanName.end + 3)) ? "ja" : "zh",
+                );
                 index = hanName.end - 1;
                 found = true;
               }
