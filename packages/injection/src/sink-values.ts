@@ -384,7 +384,9 @@ export function parseSinkValue(
       );
     const separator = separators[leafKind];
     const parts = (separator ? item.split(separator) : [item])
-      .map((part) => part.trim())
+      // ASCII spaces only: String.prototype.trim also drops U+3000 and other spaces a URL
+      // parser keeps (it would percent-encode them into the path).
+      .map((part) => part.replace(/^[ \t\n\r\f]+|[ \t\n\r\f]+$/g, ""))
       .filter((part) => part !== "");
     if (parts.length > maxSinkListLength)
       return failed(
@@ -392,6 +394,14 @@ export function parseSinkValue(
         `lists ${parts.length} values; the gate reads at most ${maxSinkListLength}`,
       );
     for (const part of parts) {
+      // A word of the task is a token too: `auto` vouches for an id only when it holds a digit,
+      // so "accountant" in a `to` read as `auto` is not admitted because the task says
+      // "my accountant" (a mail server would deliver it to a local mailbox).
+      if (kind === "auto" && leafKind === "id" && !/[0-9]/.test(part))
+        return failed(
+          part,
+          "has no digit; auto reads it as an id, and reads words as ids only when the sink declares the kind",
+        );
       const parsed = parseOne(leafKind, part, options);
       if ("problem" in parsed) return failed(part, parsed.problem);
       elements.push({ kind: leafKind, text: part, ...parsed });

@@ -93,6 +93,9 @@ describe("typed sinks: URLs are read as WHATWG URL reads them (issue 27 item 1)"
       "https://reports.acme.example/upload?to=evil.example",
       "http://reports.acme.example/upload",
       "javascript://reports.acme.example/upload",
+      "https://reports.acme.example/upload\u3000", // an ideographic space the parser keeps in the path
+      "https://reports.acme.example/upload#@evil.example",
+      "https://reports.acme.example:443@evil.example/upload",
     ])
       expect((await decide(gate, runOf(task), "http_post", { url })).type, url).toBe("deny");
   });
@@ -158,6 +161,11 @@ describe("typed sinks: email addresses, domains, lists (issue 27 item 1)", () =>
       details: { argument: "to", kind: "email", inferred: true },
     });
     expect(refused.type === "deny" && refused.message).toMatch(/inferred/);
+    // A word of the task is not an address: auto does not vouch for a bare word.
+    const word = await decide(auto, runOf("Email the summary to my accountant"), "send_email", {
+      to: "accountant",
+    });
+    expect(word).toMatchObject({ type: "deny", reason: "unparsable_argument" });
   });
 });
 
