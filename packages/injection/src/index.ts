@@ -38,8 +38,8 @@ export {
   parseSinkValue,
   sinkKinds,
 } from "./sink-values.js";
-export type { TaintGateOptions } from "./taint-gate.js";
 export { taintGate } from "./taint-gate.js";
+export type { TaintGateOptions } from "./taint-gate-options.js";
 export type { SinkTool, TaintSink } from "./taint-sinks.js";
 export { globPattern } from "./taint-sinks.js";
 export type { TaintKind, TaintValue } from "./taint-values.js";
