@@ -9,12 +9,12 @@ import {
   argGt,
   argIn,
   ask,
-  compileGlob,
   deny,
   policy,
   rateLimit,
   runGuard,
 } from "../dist/index.js";
+import { compileGlob } from "../dist/internal/index.js";
 
 const calls = Number(process.argv[2] ?? 200_000);
 

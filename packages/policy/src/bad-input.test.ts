@@ -15,18 +15,17 @@ import {
   argNotIn,
   argPath,
   ask,
-  compileGlob,
   deny,
   fileFreezeStore,
   killSwitch,
   loadPolicy,
   loadPolicyFile,
   not,
-  parseFreezeFile,
   policy,
   rateLimit,
   runGuard,
 } from "./index.js";
+import { compileGlob, parseFreezeFile } from "./internal/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;

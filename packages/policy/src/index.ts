@@ -2,10 +2,8 @@ export type { ArgPath } from "./arg-path.js";
 export { argPath } from "./arg-path.js";
 export { FreezeStoreError, PolicyFrozenError, PolicyValidationError } from "./errors.js";
 export type { FileFreezeStoreOptions, FreezeFile } from "./file-freeze-store.js";
-export { fileFreezeStore, freezeFileSchema, parseFreezeFile } from "./file-freeze-store.js";
+export { fileFreezeStore, freezeFileSchema } from "./file-freeze-store.js";
 export type { FreezeRequest, FreezeStatus, FreezeStore } from "./freeze-store.js";
-export type { GlobMatcher } from "./glob.js";
-export { compileGlob } from "./glob.js";
 export type { KillSwitchGate, KillSwitchOptions } from "./kill-switch.js";
 export { killSwitch } from "./kill-switch.js";
 export type {
@@ -21,7 +19,6 @@ export type {
   NoProgressSignal,
 } from "./no-progress.js";
 export { noProgressDefaults } from "./no-progress.js";
-export { normalizeValue } from "./normalize-value.js";
 export type { PolicyGate, PolicyJson, PolicyOptions } from "./policy.js";
 export { policy } from "./policy.js";
 export type { DomainOptions, Predicate, WhenFunction } from "./predicate.js";
@@ -34,7 +31,6 @@ export {
   argLt,
   argMatches,
   argNotIn,
-  isPredicate,
   not,
 } from "./predicate.js";
 export type {

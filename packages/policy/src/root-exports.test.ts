@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import * as root from "./index.js";
+import * as internal from "./internal/index.js";
+
+// The root holds what users use. An export added here is a decision: add it to this list in
+// the same change, or put it behind `@loopguard/policy/internal`.
+describe("@loopguard/policy's root exports", () => {
+  it("are exactly the reviewed list", () => {
+    expect(Object.keys(root).sort()).toEqual([
+      "FreezeStoreError",
+      "PolicyFrozenError",
+      "PolicyValidationError",
+      "all",
+      "allow",
+      "any",
+      "argDomainNotIn",
+      "argGt",
+      "argIn",
+      "argLt",
+      "argMatches",
+      "argNotIn",
+      "argPath",
+      "ask",
+      "deny",
+      "fileFreezeStore",
+      "freezeFileSchema",
+      "killSwitch",
+      "loadPolicy",
+      "loadPolicyFile",
+      "noProgressDefaults",
+      "not",
+      "policy",
+      "policyDocumentSchema",
+      "rateLimit",
+      "replayRuns",
+      "runGuard",
+      "shadow",
+      "tenantBudget",
+    ]);
+  });
+
+  it("keep internals behind ./internal", () => {
+    expect(Object.keys(internal).sort()).toEqual([
+      "compileGlob",
+      "isPredicate",
+      "normalizeValue",
+      "parseFreezeFile",
+    ]);
+  });
+});
