@@ -1,3 +1,5 @@
 import { packageConfig } from "../../vitest.shared.ts";
 
-export default packageConfig(import.meta.dirname);
+// The tests start real MCP servers (and the built CLI) as child processes: on a loaded shared
+// machine one test can take tens of seconds, so the timeout is far above any machine's pace.
+export default packageConfig(import.meta.dirname, { testTimeout: 90_000 });

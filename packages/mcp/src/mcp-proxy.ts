@@ -357,7 +357,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
   const toolDefinitions = new Map<string, string>();
   let listedTools: Array<Record<string, unknown>> = [];
 
-  const refreshTools = async () => {
+  const refreshTools = coalesced(async () => {
     const items = await listAll(client, "tools/list", "tools");
     const accepted = await vet(
       "tool",
@@ -436,10 +436,10 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
         toolDefinitions.delete(name);
       }
     listedTools = listed;
-  };
+  });
 
   let listedPrompts: Array<Record<string, unknown>> = [];
-  const refreshPrompts = async () => {
+  const refreshPrompts = coalesced(async () => {
     const items = await listAll(client, "prompts/list", "prompts");
     listedPrompts = await vet(
       "prompt",
@@ -491,11 +491,11 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
         }),
       );
     }
-  };
+  });
 
   let listedResources: Array<Record<string, unknown>> = [];
   let listedTemplates: Array<Record<string, unknown>> = [];
-  const refreshResources = async () => {
+  const refreshResources = coalesced(async () => {
     listedResources = await vet(
       "resource",
       await listAll(client, "resources/list", "resources"),
@@ -503,8 +503,8 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       (item) => item.uri,
       (uri) => `resource:${uri}`,
     );
-  };
-  const refreshTemplates = async () => {
+  });
+  const refreshTemplates = coalesced(async () => {
     listedTemplates = await vet(
       "resource template",
       await listAll(client, "resources/templates/list", "resourceTemplates"),
@@ -512,7 +512,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       (item) => item.uriTemplate,
       (template) => `resource:${template}`,
     );
-  };
+  });
   /** Reading one URI: the listed ones, and any other (from a template) that passes the same name checks. */
   const resourceEntry = (uri: string): Entry | string => {
     const refused = withheldOf("resource", uri);
@@ -1051,6 +1051,34 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     closed,
     withheld: () => [...withheld.values()],
     close: () => stop("closed", "[mcp] proxy closed"),
+  };
+}
+
+/**
+ * One run of `work` at a time: a call while it runs waits for it and for one more run after it
+ * (so what changed meanwhile is seen), however many calls arrive (a server flooding
+ * `list_changed` costs one list at a time).
+ */
+function coalesced(work: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let again: Promise<void> | undefined;
+  return () => {
+    if (!running) {
+      running = work().finally(() => {
+        running = undefined;
+      });
+      return running;
+    }
+    again ??= running
+      .catch(() => {})
+      .then(() => {
+        again = undefined;
+        running = work().finally(() => {
+          running = undefined;
+        });
+        return running;
+      });
+    return again;
   };
 }
 

@@ -169,6 +169,23 @@ describe("the 14 attacks of a hostile MCP server (0 work)", () => {
     expect(textOfResult(exfil)).not.toContain("sent to");
   });
 
+  it("a flood of tools/list_changed costs a few lists, not one each, and the proxy keeps serving", async () => {
+    const { host } = await proxiedAttack("list_flood");
+    let relayed = 0;
+    host.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      relayed += 1;
+    });
+    expect(textOfResult(await host.callTool({ name: "flood", arguments: {} }))).toBe("flooded");
+    // Every notification is relayed to the host; the lists they cause are coalesced.
+    for (let attempt = 0; attempt < 300 && relayed < 500; attempt += 1)
+      await new Promise((done) => setTimeout(done, 20));
+    const lists = Number(textOfResult(await host.callTool({ name: "list_count", arguments: {} })));
+    expect(lists).toBeLessThan(50);
+    expect(
+      textOfResult(await host.callTool({ name: "lookup_order", arguments: { order_id: "A9" } })),
+    ).toBe("Order A9: delivered");
+  });
+
   it("rug_pull: a description swapped after the first call (tools/list_changed) is re-vetted and withheld", async () => {
     const { host, proxy } = await proxiedAttack("rug_pull");
     const changed = new Promise<void>((resolve) =>
