@@ -79,13 +79,7 @@ export {
   valueForms,
 } from "./security/index.js";
 export type { Customer, KbArticle, Order, SupportDeskFixtures } from "./support-desk/fixtures.js";
-export {
-  companyDomain,
-  exfilAddress,
-  plantedApiKey,
-  plantedInstruction,
-  supportDeskFixtures,
-} from "./support-desk/fixtures.js";
+export { supportDeskFixtures } from "./support-desk/fixtures.js";
 export type { GullibleModelOptions } from "./support-desk/gullible-model.js";
 export { gullibleModel } from "./support-desk/gullible-model.js";
 export type { SideEffect, SideEffectLedger } from "./support-desk/side-effect-ledger.js";
