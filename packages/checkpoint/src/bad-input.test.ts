@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { thrownError as thrown } from "@loopguard/core/testing";
 import { describe, expect, it } from "vitest";
 import {
-  approveRun,
+  approveQueuedRun,
   createWorker,
   jsonlEventStore,
   MissingDriverError,
@@ -205,7 +205,7 @@ describe("bad input to every public factory of @loopguard/checkpoint", () => {
     });
   }
 
-  it("submitRun and approveRun reject bad input before they touch a queue", async () => {
+  it("submitRun and approveQueuedRun reject bad input before they touch a queue", async () => {
     await expect(submitRun({ connectionString: url }, "")).rejects.toThrow(
       /^\[checkpoint\] submitRun\(target, task\): task must be a non-empty string/,
     );
@@ -217,10 +217,10 @@ describe("bad input to every public factory of @loopguard/checkpoint", () => {
       submitRun({ connectionString: url }, "refund A1001", { runId: "../etc/passwd" }),
     ).rejects.toThrow(/^\[checkpoint\] /);
     await expect(
-      approveRun({ connectionString: url }, "run_1", { decision: "approve" }, bad({})),
+      approveQueuedRun({ connectionString: url }, "run_1", { decision: "approve" }, bad({})),
     ).rejects.toThrow(/options\.agent must be the agent factory/);
     await expect(
-      approveRun(bad({ boss: {} }), "run_1", { decision: "approve" }, { agent }),
+      approveQueuedRun(bad({ boss: {} }), "run_1", { decision: "approve" }, { agent }),
     ).rejects.toThrow(/the answer is written to the run's log/);
   });
 

@@ -61,4 +61,4 @@ export type {
   SubmitRunOptions,
   SubmitRunResult,
 } from "./worker-submit-run.js";
-export { approveRun, submitRun } from "./worker-submit-run.js";
+export { approveQueuedRun, submitRun } from "./worker-submit-run.js";

@@ -55,7 +55,7 @@ export interface QueueClient {
   fail(name: string, id: string, data?: object, options?: { db?: QueueDb }): Promise<unknown>;
 }
 
-/** Settings of the run queue shared by `createWorker`, `submitRun` and `approveRun`. */
+/** Settings of the run queue shared by `createWorker`, `submitRun` and `approveQueuedRun`. */
 export interface RunQueueOptions {
   /** The pg-boss queue name. Default `loopguard-runs`. */
   queue?: string;

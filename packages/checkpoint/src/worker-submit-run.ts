@@ -22,7 +22,7 @@ import {
 export interface RunQueueTarget extends RunQueueOptions {
   /** A started pg-boss 10 instance on the workers' database; else one is started for the call. */
   boss?: QueueClient;
-  /** The event store (needed by `approveRun`; its pool carries the queue when `boss` is absent). */
+  /** The event store (needed by `approveQueuedRun`; its pool carries the queue when `boss` is absent). */
   store?: PostgresEventStore;
   /** Opens a store on this database for the call (closed after it). */
   connectionString?: string;
@@ -79,7 +79,7 @@ export async function submitRun(
   const runId = options.runId ?? `run_${randomBytes(8).toString("hex")}`;
   checkRunId(runId, where);
   const { tenant, priority } = checkTenantAndPriority(options, where);
-  // Recorded in the run-start: tenantBudget reads the tenant, approveRun re-queues with both.
+  // Recorded in the run-start: tenantBudget reads the tenant, approveQueuedRun re-queues with both.
   const context =
     tenant === undefined && priority === undefined
       ? options.context
@@ -108,7 +108,7 @@ export async function submitRun(
   return { runId, jobId };
 }
 
-/** Options of `approveRun`. */
+/** Options of `approveQueuedRun`. */
 export interface ApproveRunOptions {
   /** The agent factory the workers use; it records the answer through a store view fenced to this call's claim. */
   agent: AgentFactory;
@@ -121,15 +121,15 @@ export interface ApproveRunOptions {
  * queues a job once no approval is left open.
  *
  * @example
- * await approveRun({ connectionString: process.env.DATABASE_URL }, runId, { decision: "approve", approver: "ana@acme.com" }, { agent: makeAgent });
+ * await approveQueuedRun({ connectionString: process.env.DATABASE_URL }, runId, { decision: "approve", approver: "ana@acme.com" }, { agent: makeAgent });
  */
-export async function approveRun(
+export async function approveQueuedRun(
   target: RunQueueTarget,
   runId: string,
   answer: ApprovalAnswer,
   options: ApproveRunOptions,
 ): Promise<RunResult> {
-  const where = "approveRun";
+  const where = "approveQueuedRun";
   checkRunId(runId, where);
   if (!options || typeof options.agent !== "function")
     throw new InvalidArgumentError(
@@ -140,7 +140,7 @@ export async function approveRun(
     const agent = await options.agent(store.fenced(runId, epoch), {
       runId,
       epoch,
-      workerId: "approveRun",
+      workerId: "approveQueuedRun",
     });
     if (!agent || typeof agent.approve !== "function")
       throw new InvalidArgumentError(

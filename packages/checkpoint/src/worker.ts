@@ -98,12 +98,12 @@ export interface SliceContext {
   runId: string;
   /** The fencing epoch of the claim the store view is bound to. */
   epoch: number;
-  /** The worker's id, or `approveRun` when an approval is recorded. */
+  /** The worker's id, or `approveQueuedRun` when an approval is recorded. */
   workerId: string;
 }
 
 /**
- * Makes the agent of one slice (or of one `approveRun`), on the store view it must write
+ * Makes the agent of one slice (or of one `approveQueuedRun`), on the store view it must write
  * through. It may return a promise (e.g. after loading the run's vault).
  */
 export type AgentFactory = (store: EventStore, slice: SliceContext) => Agent | Promise<Agent>;
@@ -319,7 +319,7 @@ export function createWorker(options: WorkerOptions): Worker {
 
   /**
    * Makes this worker's lease the queue's, so jobs sent without one (by `submitRun`,
-   * `approveRun`) run their first slice under it too. A queue that had another lease means
+   * `approveQueuedRun`) run their first slice under it too. A queue that had another lease means
    * another worker set it: reported, since every worker of a queue should share one leaseMs.
    */
   async function adoptQueueLease(): Promise<void> {

@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { foldRun } from "@loopguard/core/plugin";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PostgresEventStore, postgresEventStore } from "../../src/postgres-event-store.js";
-import { approveRun, submitRun } from "../../src/worker-submit-run.js";
+import { approveQueuedRun, submitRun } from "../../src/worker-submit-run.js";
 import { databaseUrl, dropSchema, freshSchema } from "./database.js";
 // @ts-expect-error: a plain .mjs fixture shared with the child processes
 import { createSideEffectTables, testAgentFactory } from "./fixtures/agent.mjs";
@@ -166,7 +166,7 @@ describe.skipIf(!databaseUrl)("workers on pg-boss, across processes", () => {
       while (approving) {
         for (const summary of await store.list({ status: "awaiting_approval" })) {
           if (answered.has(summary.runId)) continue;
-          const result = await approveRun(
+          const result = await approveQueuedRun(
             target,
             summary.runId,
             { decision: "approve", approver: "test@acme" },
