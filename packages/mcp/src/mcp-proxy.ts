@@ -148,6 +148,8 @@ export interface McpProxy {
 }
 
 const proxyInfo = { name: "loopguard-mcp-proxy", version: "0.1.0" };
+/** The gate-name prefixes of what is not a tool: no tool may be named with one. */
+const reservedPrefix = /^(prompt|resource|sampling):/;
 const defaultMaxOutputChars = 100_000;
 const defaultMaxMessageBytes = 8 * 1024 * 1024;
 
@@ -366,7 +368,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       (item) => item.name,
       (name) => name,
       (name) =>
-        /^(prompt|resource|sampling):/.test(name)
+        reservedPrefix.test(name)
           ? "tool names may not start with prompt:, resource: or sampling: (the proxy's gate names for prompts, resources and sampling)"
           : undefined,
     );
@@ -431,7 +433,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       );
     }
     for (const name of [...entries.keys()])
-      if (!name.includes(":") && !seen.has(name)) {
+      if (!reservedPrefix.test(name) && !seen.has(name)) {
         entries.delete(name);
         toolDefinitions.delete(name);
       }
@@ -796,7 +798,8 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     const refused = withheldOf("tool", name);
     if (refused)
       return toolError(`[mcp] tool "${name}" is withheld by loopguard: ${refused.message}`);
-    if (!entry || name.includes(":"))
+    // `prompt:x` and the like name the proxy's own entries, never a tool the host may call.
+    if (!entry || reservedPrefix.test(name))
       return toolError(
         `[mcp] unknown tool "${name}": ${server} lists ${listedTools.map((tool) => tool.name).join(", ") || "no tools"}. Call one of those.`,
       );

@@ -188,6 +188,10 @@ describe("the 14 attacks of a hostile MCP server (0 work)", () => {
 
   it("rug_pull: a description swapped after the first call (tools/list_changed) is re-vetted and withheld", async () => {
     const { host, proxy } = await proxiedAttack("rug_pull");
+    // An honest namespaced name (a colon, no reserved prefix) is served like any other.
+    expect(textOfResult(await host.callTool({ name: "crm:lookup", arguments: {} }))).toBe(
+      "REACHED crm:lookup",
+    );
     const changed = new Promise<void>((resolve) =>
       host.setNotificationHandler(ToolListChangedNotificationSchema, async () => resolve()),
     );
