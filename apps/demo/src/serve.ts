@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import { pathToFileURL } from "node:url";
 import {
-  approveRun,
+  approveQueuedRun,
   postgresEventStore,
   postgresFreezeStore,
   submitRun,
@@ -41,7 +41,7 @@ export interface ServeOptions {
   livePollMs?: number;
   /**
    * Serve the worker fleet's runs from PostgreSQL instead of the runs directory: answers are
-   * recorded with `approveRun` and a worker (`loopguard worker`) resumes the run.
+   * recorded with `approveQueuedRun` and a worker (`loopguard worker`) resumes the run.
    */
   databaseUrl?: string;
   /** The workers' schema. Default `loopguard`. */
@@ -155,7 +155,7 @@ async function postgresBackend(url: string, schema: string): Promise<WebBackend>
     policyDigest,
     redact: supportDefences(packages).redact,
     async answer(runId: string, answer: ApprovalAnswer) {
-      const result = await approveRun({ store, schema }, runId, answer, { agent: factory });
+      const result = await approveQueuedRun({ store, schema }, runId, answer, { agent: factory });
       return { status: result.status === "awaiting_approval" ? result.status : "queued" };
     },
     async resume(runId: string) {
