@@ -29,6 +29,7 @@ import {
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  type Progress,
   PromptListChangedNotificationSchema,
   PromptSchema,
   ReadResourceRequestSchema,
@@ -416,11 +417,15 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
           ...(unusable ? { unusable } : {}),
           ...(validateOutput ? { validateOutput } : {}),
           hasOutputSchema: definition.outputSchema !== undefined,
-          perform: async (args, signal, timeoutMs) => {
+          perform: async (args, signal, timeoutMs, onprogress) => {
             const response = await client.request(
               { method: "tools/call", params: { name, arguments: args } },
               ResultSchema,
-              { signal, timeout: timeoutMs + 1_000 },
+              {
+                signal,
+                timeout: timeoutMs + 1_000,
+                ...(onprogress ? { onprogress, resetTimeoutOnProgress: true } : {}),
+              },
             );
             const checked = CallToolResultSchema.safeParse(response);
             if (!checked.success)
@@ -635,6 +640,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       args: Record<string, unknown>,
       signal: AbortSignal,
       timeoutMs: number,
+      onprogress?: (progress: Progress) => void,
     ) => Promise<Record<string, unknown>>;
   }): Entry {
     const stash = new Map<string, Stashed>();
@@ -676,7 +682,12 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       ) => {
         let result: Record<string, unknown>;
         try {
-          result = await spec.perform(args, context.signal, timeoutMs);
+          result = await spec.perform(
+            args,
+            context.signal,
+            timeoutMs,
+            progressOf.get(context.toolUseId),
+          );
         } catch (error) {
           if (context.signal.aborted || error instanceof ToolError) throw error;
           throw new ToolError(
@@ -712,19 +723,26 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     return work;
   };
 
+  /** Where the server's progress on a call goes (the host's progress token), by tool-use id. */
+  const progressOf = new Map<string, (progress: Progress) => void>();
+
   /** A call through the pipeline, and the envelope on what a scan flagged. */
   const callEntry = async (
     entry: Entry,
     args: Record<string, unknown>,
     requestId: string | number,
     signal: AbortSignal,
+    onProgress?: (progress: Progress) => void,
   ): Promise<Outcome> => {
     if (entry.unusable || !entry.guarded)
       return { type: "error", text: entry.unusable ?? "[mcp] unusable" };
     calls += 1;
     const toolUseId = `mcp_${calls}_${String(requestId)}`;
     const guarded = entry.guarded;
-    const outcome = await enter(() => guarded(args, { toolUseId, signal }));
+    if (onProgress) progressOf.set(toolUseId, onProgress);
+    const outcome = await enter(() => guarded(args, { toolUseId, signal })).finally(() =>
+      progressOf.delete(toolUseId),
+    );
     if (outcome.type === "refused") {
       entry.take(toolUseId);
       const hints =
@@ -780,15 +798,32 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       await refreshTools();
       return { tools: listedTools as CallToolResult[] as never };
     });
-    host.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      track(callTool(request.params.name, request.params.arguments ?? {}, extra)),
-    );
+    host.setRequestHandler(CallToolRequestSchema, (request, extra) => {
+      // The host asked for progress: the server's progress on this call is relayed under the
+      // host's token.
+      const token = request.params._meta?.progressToken;
+      const onProgress =
+        token === undefined
+          ? undefined
+          : (progress: Progress) => {
+              void extra
+                .sendNotification({
+                  method: "notifications/progress",
+                  params: { ...progress, progressToken: token },
+                })
+                .catch(() => {});
+            };
+      return track(
+        callTool(request.params.name, request.params.arguments ?? {}, extra, onProgress),
+      );
+    });
   } else host.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [] }));
 
   const callTool = async (
     name: string,
     args: Record<string, unknown>,
     extra: { requestId: string | number; signal: AbortSignal },
+    onProgress?: (progress: Progress) => void,
   ): Promise<CallToolResult> => {
     let entry = entries.get(name);
     if (!entry && !withheldOf("tool", name)) {
@@ -803,7 +838,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       return toolError(
         `[mcp] unknown tool "${name}": ${server} lists ${listedTools.map((tool) => tool.name).join(", ") || "no tools"}. Call one of those.`,
       );
-    const outcome = await callEntry(entry, args, extra.requestId, extra.signal);
+    const outcome = await callEntry(entry, args, extra.requestId, extra.signal, onProgress);
     if (outcome.type !== "ok") return toolError(outcome.text);
     const { result, cut } = outcome.stashed;
     const shaped = result as CallToolResult;

@@ -182,6 +182,18 @@ describe("@modelcontextprotocol/server-everything behind the proxy", () => {
     );
   });
 
+  it("relays the server's progress on a long call to the host under the host's progress token", async () => {
+    const { host } = await proxied("server-everything", ["stdio"]);
+    const seen: number[] = [];
+    const result = await host.callTool(
+      { name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } },
+      undefined,
+      { onprogress: (progress) => seen.push(progress.progress) },
+    );
+    expect(result.isError).toBeFalsy();
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
   it("refuses sampling by not offering it, and withholds instructions the scanner flags unless told to pass them", async () => {
     const { host, proxy, logs } = await proxied("server-everything", ["stdio"]);
     // The proxy declares no sampling capability to the server, so it offers no sampling tool.
