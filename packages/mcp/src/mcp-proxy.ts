@@ -28,6 +28,7 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  LoggingMessageNotificationSchema,
   McpError,
   type Progress,
   PromptListChangedNotificationSchema,
@@ -39,6 +40,7 @@ import {
   ResourceTemplateSchema,
   ResourceUpdatedNotificationSchema,
   ResultSchema,
+  SetLevelRequestSchema,
   SubscribeRequestSchema,
   ToolListChangedNotificationSchema,
   ToolSchema,
@@ -780,6 +782,7 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     capabilities: {
       ...(capabilities.tools ? { tools: { listChanged: true } } : {}),
       ...(capabilities.prompts ? { prompts: { listChanged: true } } : {}),
+      ...(capabilities.logging ? { logging: {} } : {}),
       ...(capabilities.resources
         ? {
             resources: {
@@ -991,6 +994,18 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
         })(),
       ),
     );
+  }
+
+  if (capabilities.logging) {
+    // Log messages are for the host's user (not the model): relayed as they are, at the level
+    // the host sets.
+    host.setRequestHandler(SetLevelRequestSchema, async (request) => {
+      await client.setLoggingLevel(request.params.level);
+      return {};
+    });
+    client.setNotificationHandler(LoggingMessageNotificationSchema, async (notification) => {
+      await host.sendLoggingMessage(notification.params).catch(() => {});
+    });
   }
 
   // ---- notifications from the server ------------------------------------------------------

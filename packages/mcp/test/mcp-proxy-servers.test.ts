@@ -7,7 +7,11 @@ import { defaultScanner, quarantine } from "@loopguard/injection";
 import { allow, deny, policy } from "@loopguard/policy";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CreateMessageRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startProxy, textOfResult } from "./helpers.js";
 
@@ -170,8 +174,26 @@ describe("@modelcontextprotocol/server-everything behind the proxy", () => {
     await expect(host.readResource({ uri: "demo://resource/dynamic/blob/1" })).rejects.toThrow(
       /Refused by loopguard \(no_blobs\)/,
     );
+    // A subscribed resource's updates reach the host (the server sends them every 5 s once
+    // toggled on).
+    const updated = new Promise<string>((resolve) =>
+      host.setNotificationHandler(ResourceUpdatedNotificationSchema, async (notification) =>
+        resolve(notification.params.uri),
+      ),
+    );
     await host.subscribeResource({ uri: first.uri });
+    await host.callTool({ name: "toggle-subscriber-updates", arguments: {} });
+    expect(await updated).toBe(first.uri);
     await host.unsubscribeResource({ uri: first.uri });
+    // Log messages are relayed at the level the host sets.
+    const logged = new Promise<string>((resolve) =>
+      host.setNotificationHandler(LoggingMessageNotificationSchema, async (notification) =>
+        resolve(notification.params.level),
+      ),
+    );
+    await host.setLoggingLevel("debug");
+    await host.callTool({ name: "toggle-simulated-logging", arguments: {} });
+    expect(await logged).toMatch(/^(debug|info|notice|warning|error|critical|alert|emergency)$/);
     // Every read and prompt is a call of the run, under its gate name.
     expect(proxy.run.calls.map((call) => call.tool)).toEqual(
       expect.arrayContaining([
