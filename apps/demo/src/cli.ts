@@ -130,7 +130,22 @@ function invokedDirectly(): boolean {
   }
 }
 
+/**
+ * A reader that goes away (`loopguard --help | head -1`) closes the pipe: the next write fails
+ * with EPIPE. That is the reader's choice, not an error: end quietly with status 0.
+ */
+function endQuietlyOnClosedPipe(): void {
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(0);
+    throw error;
+  });
+  process.stderr.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+  });
+}
+
 if (invokedDirectly()) {
+  endQuietlyOnClosedPipe();
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;

@@ -1,6 +1,8 @@
 import type { RunResult, StoredEvent } from "@loopguard/core";
 import type { SideEffect } from "@loopguard/evals";
 import type pc from "picocolors";
+import { invocation } from "./invocation.js";
+import { fitLine, terminalWidth, visibleWidth, wrapText } from "./terminal-width.js";
 
 type Colors = ReturnType<typeof pc.createColors>;
 
@@ -73,21 +75,33 @@ const tokenPattern = /<([A-Z_]+)_\d+>/g;
 
 /**
  * Prints each event of a run as it becomes durable, in lines that say what happened and why,
- * for someone who has never read the docs.
+ * for someone who has never read the docs. Each event is one line cut to `width` (default: the
+ * terminal's, `COLUMNS`, else 80); the few explanations (printed once) wrap.
  */
 export function narrator(
   colors: Colors,
   write: (line: string) => void,
+  options: { width?: number } = {},
 ): (event: StoredEvent) => void {
+  const width = options.width ?? terminalWidth();
+  const clipped = write;
+  write = (line: string) => clipped(fitLine(line, width));
+  const explain = (label: string, text: string) => {
+    const lines = wrapText(`${label} ${text}`, width, "      ");
+    lines[0] = `    ${lines[0]!.trimStart()}`;
+    for (const line of lines) clipped(colors.dim(line));
+  };
   let explainedTokens = false;
   let explainedScanner = false;
+  let explainedChecks = false;
   const explainTokens = (text: string) => {
     if (explainedTokens) return;
     const kinds = [...new Set([...text.matchAll(tokenPattern)].map((match) => match[1]!))];
     if (kinds.length === 0) return;
     explainedTokens = true;
-    write(
-      `    ${colors.cyan("🔒 redacted:")} ${colors.dim(`personal data (${kinds.join(", ").toLowerCase()}) shows as tokens such as <${kinds[0]}_1>; the log, traces and this screen never hold the real value, which stays in the run's 0600 vault file and is revealed only to tools that need it`)}`,
+    explain(
+      "🔒 redacted:",
+      `personal data (${kinds.join(", ").toLowerCase()}) shows as tokens such as <${kinds[0]}_1>; the log, traces and this screen never hold the real value, which stays in the run's 0600 vault file and is revealed only to tools that need it`,
     );
   };
   return (event) => {
@@ -127,11 +141,21 @@ export function narrator(
       case "model-error":
         write(`  ${colors.red("✗ the model call failed:")} ${event.message}`);
         break;
-      case "tool-call-intent":
+      case "tool-call-intent": {
+        // One short line per allowed call; what the checks are is said once.
+        const checks = new Set(event.decision.passed.map((step) => step.replace(/^[\d.]+:/, "")));
         write(
-          `  ${colors.green(`✓ ${event.tool} allowed`)} ${colors.dim(`after ${passedChecks(event.decision.passed)}; recorded before it runs, key ${event.idempotencyKey}`)}`,
+          `  ${colors.green(`✓ ${event.tool} allowed`)} ${colors.dim(`(${checks.size} checks; logged before it runs)`)}`,
         );
+        if (!explainedChecks) {
+          explainedChecks = true;
+          explain(
+            "checks:",
+            `${passedChecks(event.decision.passed)}; the idempotency key is ${event.idempotencyKey}`,
+          );
+        }
         break;
+      }
       case "tool-call-refusal": {
         const why = event.decision.reason ? refusalWords[event.decision.reason] : undefined;
         write(
@@ -152,8 +176,13 @@ export function narrator(
         write(`    ${colors.dim(clip(text, 140))}`);
         if (event.scan && event.scan.verdict !== "clean") {
           write(
-            `    ${colors.yellow(`⚠ injection scanner: ${event.scan.verdict}`)} ${colors.dim(`(rules ${event.scan.rules.join(", ")})${explainedScanner ? "" : ": the text reaches the model fenced as untrusted data, and values taken from it are tainted for sensitive tools"}`)}`,
+            `    ${colors.yellow(`⚠ injection scanner: ${event.scan.verdict}`)} ${colors.dim(`(rules ${event.scan.rules.join(", ")})`)}`,
           );
+          if (!explainedScanner)
+            explain(
+              "",
+              "the text reaches the model fenced as untrusted data, and values taken from it are tainted for sensitive tools",
+            );
           explainedScanner = true;
         }
         explainTokens(text);
@@ -231,22 +260,22 @@ export function summaryBox(
   if (result.pendingApprovals)
     for (const pending of result.pendingApprovals)
       lines.push(
-        `${colors.yellow("waiting")}  ${pending.tool} needs a person — answer with: loopguard approve ${result.runId} [--deny] [--as NAME]`,
+        `${colors.yellow("waiting")}  ${pending.tool} needs a person; answer with:`,
+        `  ${invocation()} approve ${result.runId} [--deny]`,
       );
   // A parked run has no answer yet: what the model said so far is not one.
   if (result.answer && result.status !== "awaiting_approval")
     lines.push(
       `${colors.bold(result.status === "completed" ? "answer" : "partial")}   ${clip(String(redact(result.answer)), 100)}`,
     );
-  const width = Math.max(...lines.map((line) => visible(line).length)) + 2;
+  const room = terminalWidth() - 4;
+  for (const [index, line] of lines.entries()) lines[index] = fitLine(line, room);
+  const width = Math.max(...lines.map((line) => visibleWidth(line))) + 2;
   const top = `┌${"─".repeat(width)}┐`;
   const bottom = `└${"─".repeat(width)}┘`;
   return [
     top,
-    ...lines.map((line) => `│ ${line}${" ".repeat(width - 1 - visible(line).length)}│`),
+    ...lines.map((line) => `│ ${line}${" ".repeat(width - 1 - visibleWidth(line))}│`),
     bottom,
   ].join("\n");
 }
-
-// Strips ANSI colour codes to measure width.
-const visible = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "");

@@ -21,6 +21,8 @@ export interface ServeOptions {
   port: number;
   /** The shared secret callers send in `x-loopguard-secret`; also signs in at `/login`. */
   secret: string;
+  /** Printed after the sign-in URL (what `serve` chose for you, such as a generated secret). */
+  notice?: string;
   paths: DemoPaths;
   out: (line: string) => void;
   /** Default 127.0.0.1. Anything else is reachable from the network: put TLS in front. */
@@ -91,6 +93,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     });
   });
   options.out(handler.signInUrl);
+  if (options.notice) options.out(options.notice);
   options.out(
     `loopguard serve: the approval inbox is at the URL above (it signs you in once); runs from ${backend.where}; webhook POST /runs/:id/approve with x-loopguard-secret. Stop with Ctrl-C.`,
   );

@@ -4,7 +4,9 @@ import { fileURLToPath } from "node:url";
 import type { RunResult } from "@loopguard/core";
 import { type Colors, osUser, runSummary } from "./cli-context.js";
 import { type DemoAgentOptions, type DemoPaths, demoAgent, newRunId } from "./demo-agent.js";
+import { invocation } from "./invocation.js";
 import { narrator, statusWords, usd } from "./narrate.js";
+import { fitLine, terminalWidth, wrapText } from "./terminal-width.js";
 
 /** Options of the guided tour (`loopguard demo --tour`). */
 export interface TourOptions {
@@ -26,6 +28,10 @@ const task = (orderId: string) => `Hi, order ${orderId} arrived broken. Can I ge
  */
 export async function tour(options: TourOptions): Promise<number> {
   const { out, colors, paths } = options;
+  const width = terminalWidth();
+  const paragraph = (text: string, indent = "") => {
+    for (const line of wrapText(text, width, indent)) out(colors.dim(line));
+  };
   const dirFlag = options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`;
   const agentFor = (runId: string, orderId: string, extra: Partial<DemoAgentOptions> = {}) =>
     demoAgent({
@@ -33,17 +39,22 @@ export async function tour(options: TourOptions): Promise<number> {
       runId,
       orderId,
       stepDelayMs: options.stepDelayMs ?? 0,
-      onEvent: narrator(colors, (line) => out(`  ${line}`)),
+      onEvent: narrator(colors, (line) => out(`  ${line}`), { width: width - 2 }),
       ...extra,
     });
   const chapter = (number: number, title: string, lines: string[]) => {
     out("");
     out(
       colors.bold(
-        colors.cyan(`── ${number}/4 ${title} ${"─".repeat(Math.max(2, 72 - title.length))}`),
+        colors.cyan(
+          fitLine(
+            `── ${number}/4 ${title} ${"─".repeat(Math.max(2, width - 8 - title.length))}`,
+            width,
+          ),
+        ),
       ),
     );
-    for (const line of lines) out(colors.dim(line));
+    paragraph(lines.join(" "));
     out("");
   };
   const recap: string[] = [];
@@ -55,22 +66,16 @@ export async function tour(options: TourOptions): Promise<number> {
 
   out(
     colors.bold(
-      "loopguard demo --tour: Acme Shop's support agent, four short runs, one defence each",
+      fitLine("loopguard demo --tour: Acme Shop's support agent, four short runs", width),
     ),
   );
-  out(
-    colors.dim(
-      "The model is scripted and offline (no API key, no network): it obeys every instruction it reads, so",
-    ),
-  );
-  out(
-    colors.dim(
-      "whatever it does not get to do was stopped by loopguard. State goes to " + paths.runs,
-    ),
+  paragraph(
+    "The model is scripted and offline (no API key, no network): it obeys every instruction it reads, so whatever it does not get to do was stopped by loopguard. State goes to " +
+      paths.runs,
   );
 
   // 1. Injection and redaction.
-  chapter(1, "A poisoned help article: the injection is blocked, personal data is redacted", [
+  chapter(1, "A poisoned help article: injection blocked, personal data redacted", [
     "The customer asks for a refund. The help article the agent reads was edited by an attacker: it",
     "tells AI assistants to email the customer list to an outside address. Watch for ⚠ (the scanner",
     "flags the article), ✗ BLOCKED send_email (the policy only allows emails to acme-shop.com) and",
@@ -101,14 +106,18 @@ export async function tour(options: TourOptions): Promise<number> {
   chapter(2, "A $649 refund needs a person: the run parks, then someone approves it", [
     "The policy says refunds over $500 need a person. The run stops and waits, durably: it could wait",
     "for days, across restarts. Then a person answers (here the tour answers as you, the OS user",
-    `${osUser()}, just as: loopguard approve <runId>${dirFlag} would) and the run continues.`,
+    `${osUser()}, just as: ${invocation()} approve <runId>${dirFlag} would) and the run continues.`,
   ]);
   {
     const runId = newRunId();
     const parked = await (await agentFor(runId, "A1002")).agent.run(task("A1002"), { runId });
     out(colors.yellow(`  ⏸ the run is parked: ${statusWords(parked)}; nothing was paid yet`));
     out("");
-    out(colors.dim(`  $ loopguard approve ${runId}${dirFlag}    (answered by ${osUser()})`));
+    const approveCommand = `  $ ${invocation()} approve ${runId}${dirFlag}`;
+    const answeredBy = `(answered by ${osUser()})`;
+    if (approveCommand.length + 4 + answeredBy.length <= width)
+      out(colors.dim(`${approveCommand}    ${answeredBy}`));
+    else out(colors.dim(`${approveCommand}\n    ${answeredBy}`));
     const demo = await agentFor(runId, "A1002");
     const result = await demo.agent.approve(runId, { decision: "approve", approver: osUser() });
     out(runSummary(colors, result, demo));
@@ -155,7 +164,7 @@ export async function tour(options: TourOptions): Promise<number> {
       expect("crash and resume", false, "the crashing process did not print its run id");
     } else {
       out("");
-      out(colors.dim(`  $ loopguard resume ${crashed}${dirFlag}`));
+      out(colors.dim(`  $ ${invocation()} resume ${crashed}${dirFlag}`));
       const demo = await agentFor(crashed, "A1001");
       const result = await demo.agent.resume(crashed);
       out(runSummary(colors, result, demo));
@@ -170,20 +179,31 @@ export async function tour(options: TourOptions): Promise<number> {
 
   out("");
   out(colors.bold("What the tour showed"));
-  for (const line of recap) out(`  ${line}`);
+  for (const line of recap) {
+    // Hanging indent: "  ✓ what: ..." and the rest under the text.
+    const [first, ...more] = wrapText(line, width, "    ");
+    out(`  ${first!.trimStart()}`);
+    for (const part of more) out(part);
+  }
   out("");
   out(colors.bold("Try next"));
+  const cli = invocation();
   const next: Array<[string, string]> = [
-    [`loopguard runs${dirFlag}`, "every run above, with status and cost"],
-    [
-      `loopguard trace <runId>${dirFlag}`,
-      "a run's spans as trace.json and a single-file trace.html",
-    ],
-    ["loopguard eval", "the scorecard: each defence switched off must fail a scenario"],
-    ["loopguard <command> --help", "what each command does"],
+    [`${cli} runs${dirFlag}`, "every run above, with status and cost"],
+    [`${cli} trace <runId>${dirFlag}`, "a run's spans as trace.json and a single-file trace.html"],
+    [`${cli} eval`, "the scorecard: each defence switched off must fail a scenario"],
+    [`${cli} <command> --help`, "what each command does"],
   ];
-  const width = Math.max(...next.map(([command]) => command.length)) + 3;
-  for (const [command, what] of next) out(`  ${command.padEnd(width)}${colors.dim(what)}`);
+  // A command is never cut (it is to be copied): its explanation goes under it when both do
+  // not fit on one line.
+  const column = Math.max(...next.map(([command]) => command.length)) + 3;
+  for (const [command, what] of next) {
+    if (2 + column + what.length <= width) out(`  ${command.padEnd(column)}${colors.dim(what)}`);
+    else {
+      out(`  ${command}`);
+      for (const line of wrapText(what, width, "      ")) out(colors.dim(line));
+    }
+  }
   return ok ? 0 : 1;
 }
 
@@ -215,7 +235,7 @@ function crashInChild(
   }
   out(
     colors.dim(
-      `  $ loopguard demo --crash-after 11${dir === ".loopguard/runs" ? "" : ` --dir ${dir}`}`,
+      `  $ ${invocation()} demo --crash-after 11${dir === ".loopguard/runs" ? "" : ` --dir ${dir}`}`,
     ),
   );
   return new Promise((resolve) => {
@@ -226,6 +246,8 @@ function crashInChild(
         stdio: ["ignore", "pipe", "inherit"],
         env: {
           ...process.env,
+          // Its lines are shown behind "  │ ": the child fits them to what is left.
+          COLUMNS: String(terminalWidth() - 4),
           ...(colors.isColorSupported ? { FORCE_COLOR: "1" } : { NO_COLOR: "1" }),
         },
       },

@@ -117,8 +117,21 @@ describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
   it("demo --tour tells the whole story in one run: injection, redaction, approval, budget stop, crash and resume", () => {
     const root = join(dir, "tour");
     const runs = join(root, "runs");
-    const tour = run(["demo", "--tour", "--dir", runs]);
+    // Not a terminal and no usable COLUMNS: 80 columns.
+    const tour = run(["demo", "--tour", "--dir", runs], { COLUMNS: "" });
     expect(tour.status, tour.stderr + tour.stdout).toBe(0);
+    // Every line fits, except a command to copy (it names the --dir path and is never cut).
+    const wide = tour.stdout
+      .split("\n")
+      .filter((line) => Array.from(line).length > 80 && !line.includes(` --dir ${runs}`));
+    expect(wide).toEqual([]);
+    // Each allowed call is one short line; what the checks are is said once.
+    const allowed = tour.stdout.split("\n").filter((line) => /✓ \w+ allowed/.test(line));
+    expect(allowed.length).toBeGreaterThan(3);
+    for (const line of allowed)
+      expect(line).toMatch(/^[ │]+✓ \w+ allowed \(\d+ checks; logged before it runs\)$/);
+    // Once per run that had an allowed call (the crash's child process is a run of its own).
+    expect(tour.stdout.match(/checks: kill switch/g)!.length).toBeLessThan(allowed.length);
     const recap = tour.stdout.slice(tour.stdout.indexOf("What the tour showed"));
     for (const chapter of ["injection", "refund", "approval", "budget", "crash and resume"])
       expect(recap).toMatch(new RegExp(`✓ ${chapter}:`));
@@ -249,7 +262,10 @@ describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
     expect(bad.stderr).toContain("[loopguard] unknown command 'frobnicate'");
   });
 
-  it("--help of every command prints its usage and runs nothing; --version prints the version", () => {
+  // About twenty CLI processes one after another: a deadline far above any machine's pace.
+  it("--help of every command prints its usage and runs nothing; --version prints the version", {
+    timeout: 600_000,
+  }, () => {
     const root = join(dir, "f");
     const runs = join(root, "runs");
     const top = run(["--help"]);

@@ -24,12 +24,43 @@ const freePort = () =>
   });
 
 describe.skipIf(!built)("loopguard serve", () => {
-  it("refuses to start without a long enough shared secret", () => {
+  it("refuses a secret that is too short, and no secret on an address the network reaches", () => {
     const result = run(["serve", "--dir", join(dir, "none", "runs")], {
       LOOPGUARD_WEBHOOK_SECRET: "short",
     });
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain("LOOPGUARD_WEBHOOK_SECRET");
+    expect(result.stderr).toContain("LOOPGUARD_WEBHOOK_SECRET is shorter than 16 characters");
+    const open = run(["serve", "--host", "0.0.0.0", "--dir", join(dir, "none", "runs")], {
+      LOOPGUARD_WEBHOOK_SECRET: "",
+    });
+    expect(open.status).toBe(2);
+    expect(open.stderr).toContain("serve --host 0.0.0.0 needs LOOPGUARD_WEBHOOK_SECRET");
+  });
+
+  it("on 127.0.0.1 without a secret, generates one for the process and says so; it works on the webhook", async () => {
+    const port = await freePort();
+    const server = start(["serve", "--port", String(port), "--dir", join(dir, "gen", "runs")], {
+      LOOPGUARD_WEBHOOK_SECRET: "",
+    });
+    stops.push(() => server.child.kill("SIGTERM"));
+    await server.waitFor(/loopguard serve: /);
+    const lines = server.output().split("\n");
+    // The sign-in URL stays the first line; the generated secret is said right after it.
+    expect(lines[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=\S+$/);
+    const generated = /generated one \(it lasts until Ctrl-C\): ([\w-]{32})\./.exec(
+      lines[1] ?? "",
+    )?.[1];
+    expect(generated, lines[1]).toBeDefined();
+    const base = `http://127.0.0.1:${port}`;
+    expect(
+      (await fetch(`${base}/api/inbox`, { headers: { "x-loopguard-secret": generated! } })).status,
+    ).toBe(200);
+    expect(
+      (await fetch(`${base}/api/inbox`, { headers: { "x-loopguard-secret": "x".repeat(32) } }))
+        .status,
+    ).toBe(401);
+    server.child.kill("SIGTERM");
+    await server.exited;
   });
 
   it("approves a parked run through the webhook with the secret; a wrong secret is 401", async () => {

@@ -71,17 +71,24 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
       if (message.type() === "error") problems.push(message.text());
     });
 
-    // Sign in: the token becomes an HttpOnly, SameSite=Strict cookie and leaves the URL.
+    // A link previewer (or a scanner, a prefetch) GETs the link first: that does not use it up.
+    const preview = await fetch(signIn, { redirect: "manual" });
+    expect(preview.status).toBe(200);
+    expect(preview.headers.get("set-cookie")).toBeNull();
+    expect(await preview.text()).toMatch(/method="post" action="\/login"/);
+    // Sign in: the page posts the token; it becomes an HttpOnly, SameSite=Strict cookie and
+    // leaves the URL.
     await page.goto(signIn);
-    expect(page.url()).toBe(`${base}/`);
+    await page.waitForURL(`${base}/`);
     const cookies = await context.cookies();
     expect(cookies).toHaveLength(1);
     expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: "Strict" });
     // The token is spent: a second browser using the same link is not signed in.
     const other = await browser.newContext();
     const stolen = await other.newPage();
-    const reused = await stolen.goto(signIn);
-    expect(reused?.status()).toBe(401);
+    await stolen.goto(signIn);
+    await eventually(() => stolen.locator("h1").textContent()).toMatch(/already used/);
+    expect(await other.cookies()).toEqual([]);
     await other.close();
 
     // The inbox: every parked run, oldest first, with its reason, arguments and bindings.

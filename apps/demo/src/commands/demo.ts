@@ -2,7 +2,9 @@ import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { type CliShared, pathsOf, positiveInt, runSummary, withDir } from "../cli-context.js";
 import { demoAgent, newRunId } from "../demo-agent.js";
+import { invocation } from "../invocation.js";
 import { narrator } from "../narrate.js";
+import { fitLine, terminalWidth, wrapText } from "../terminal-width.js";
 import { UsageError } from "../usage-error.js";
 
 /** `loopguard demo`: the support agent reads a poisoned help article; every defence narrates. */
@@ -82,30 +84,36 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
                 out(
                   colors.red(
                     colors.bold(
-                      `💥 simulated crash after ${crash} durable append${crash === 1 ? "" : "s"}: the process dies now (SIGKILL). Finish with: loopguard resume ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`}`,
+                      `💥 simulated crash after ${crash} durable append${crash === 1 ? "" : "s"}: the process dies now (SIGKILL).\nFinish with: ${invocation()} resume ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`}`,
                     ),
                   ),
                 ),
             }
           : {}),
       });
-      out(colors.bold("loopguard demo: Acme Shop's support agent reads a poisoned help article"));
       out(
-        colors.dim(
-          `defences: ${demo.active.join(", ")}${demo.missing.length > 0 ? `; not yet available: ${demo.missing.join("; ")}` : ""}`,
+        colors.bold(
+          fitLine(
+            "loopguard demo: Acme Shop's support agent reads a poisoned help article",
+            terminalWidth(),
+          ),
         ),
       );
+      for (const line of wrapText(
+        `defences: ${demo.active.join(", ")}${demo.missing.length > 0 ? `; not yet available: ${demo.missing.join("; ")}` : ""}`,
+        terminalWidth(),
+        "  ",
+      ))
+        out(colors.dim(line.startsWith("  defences:") ? line.trimStart() : line));
       const result = await demo.agent
         .run(`Hi, order ${options.order} arrived broken. Can I get a refund?`, { runId })
         .finally(() => stepper?.close());
       out(runSummary(colors, result, demo));
-      out(
-        colors.dim(
-          result.status === "awaiting_approval"
-            ? `next: loopguard approve ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`} (or --deny); the whole story: loopguard demo --tour`
-            : "the whole story (approval, budget stop, crash and resume): loopguard demo --tour",
-        ),
-      );
+      const next =
+        result.status === "awaiting_approval"
+          ? `next: ${invocation()} approve ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`} (or --deny); the whole story: ${invocation()} demo --tour`
+          : `the whole story (approval, budget stop, crash and resume): ${invocation()} demo --tour`;
+      for (const line of wrapText(next, terminalWidth())) out(colors.dim(line));
       exit(result.status === "failed" ? 1 : 0);
     },
   );

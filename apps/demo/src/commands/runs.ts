@@ -1,17 +1,18 @@
 import type { Command } from "commander";
 import { type CliShared, pathsOf, withDir } from "../cli-context.js";
 import { demoAgent } from "../demo-agent.js";
+import { invocation } from "../invocation.js";
 
 /** `loopguard runs`: lists the runs in the runs directory. */
 export function register(program: Command, { out, colors }: CliShared): void {
   withDir(
-    program.command("runs").description("list the runs in the runs directory, newest last"),
+    program.command("runs").description("list the runs in the runs directory, newest first"),
   ).action(async (options: { dir: string }) => {
     const paths = pathsOf(options);
     const demo = await demoAgent({ paths });
     const runs = await demo.store.list();
     if (runs.length === 0) {
-      out(`no runs in ${paths.runs}; start one with: loopguard demo`);
+      out(`no runs in ${paths.runs}; start one with: ${invocation()} demo`);
       return;
     }
     // Runs under a shadow policy show how many calls it would have decided differently.

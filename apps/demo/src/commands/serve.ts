@@ -1,7 +1,11 @@
+import { randomBytes } from "node:crypto";
 import type { Command } from "commander";
 import { type CliShared, osUser, pathsOf, positiveInt, withDir } from "../cli-context.js";
 import { serve } from "../serve.js";
 import { UsageError } from "../usage-error.js";
+
+/** The addresses only this machine reaches: serve may generate its own secret there. */
+const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
 
 /** `loopguard serve`: the web approval inbox, run browser and kill switch, and the webhook. */
 export function register(program: Command, { out }: CliShared): void {
@@ -9,7 +13,7 @@ export function register(program: Command, { out }: CliShared): void {
     program
       .command("serve")
       .description(
-        "serve the approval inbox, the run browser and the kill switch as a web page, and the webhook (needs LOOPGUARD_WEBHOOK_SECRET, 16+ characters); prints a one-time sign-in URL first",
+        "serve the approval inbox, the run browser and the kill switch as a web page, and the webhook (LOOPGUARD_WEBHOOK_SECRET, 16+ characters; generated for the process on 127.0.0.1 when unset); prints a one-time sign-in URL first",
       )
       .option("--port <n>", "the port to listen on (0: any free port)", portNumber, 8787)
       .option(
@@ -48,14 +52,23 @@ export function register(program: Command, { out }: CliShared): void {
       databaseUrl?: string;
       schema: string;
     }) => {
-      const secret = process.env.LOOPGUARD_WEBHOOK_SECRET;
-      if (!secret || secret.length < 16)
+      let secret = process.env.LOOPGUARD_WEBHOOK_SECRET ?? "";
+      let notice: string | undefined;
+      if (secret === "" && loopback.has(options.host)) {
+        // On this machine only: a secret for this process, said out loud (the webhook needs it).
+        secret = randomBytes(24).toString("base64url");
+        notice = `LOOPGUARD_WEBHOOK_SECRET was not set, so this process generated one (it lasts until Ctrl-C): ${secret}. The webhook takes it in x-loopguard-secret and /login takes it too; set LOOPGUARD_WEBHOOK_SECRET (16+ characters) to choose your own.`;
+      }
+      if (secret.length < 16)
         throw new UsageError(
-          "serve needs LOOPGUARD_WEBHOOK_SECRET (16 characters or more): the webhook takes approvals only from callers who know it, and it signs you in at /login",
+          secret === ""
+            ? `serve --host ${options.host} needs LOOPGUARD_WEBHOOK_SECRET (16 characters or more): the server is reachable from the network, so its secret must be one you chose and keep (on 127.0.0.1 serve generates one)`
+            : "LOOPGUARD_WEBHOOK_SECRET is shorter than 16 characters: the webhook takes approvals only from callers who know it, and it signs you in at /login; use a longer one (or unset it on 127.0.0.1 and serve generates one)",
         );
       await serve({
         port: options.port,
         secret,
+        ...(notice ? { notice } : {}),
         paths: pathsOf(options),
         out,
         host: options.host,

@@ -214,7 +214,7 @@ const script = `
     if (row.children.length) node.setAttribute("aria-expanded", "true");
     var label = [row.name];
     if (row.blocked) label.push("blocked: " + (row.blockReason || "refused"));
-    if (row.flagged) label.push("injection " + row.flagged);
+    if (row.flagged) label.push("flagged as " + row.flagged);
     if (row.status === "error" && !row.blocked) label.push("error");
     label.push(ms(row.durationMs));
     if (row.total.costUsd) label.push(usd(row.total.costUsd));
@@ -239,7 +239,7 @@ const script = `
     bar.style.width = Math.max(0.3, (row.durationMs / span) * 100) + "%";
     bar.title = row.name + " · " + ms(row.durationMs);
     lane.appendChild(bar);
-    var note = row.blocked ? (row.blockReason || "refused") : row.flagged ? "injection " + row.flagged : row.status === "error" ? (row.statusMessage || "error") : "";
+    var note = row.blocked ? (row.blockReason || "refused") : row.flagged ? "flagged as " + row.flagged : row.status === "error" ? (row.statusMessage || "error") : "";
     if (note) {
       var left = Math.min(100, ((row.start + row.durationMs) / span) * 100);
       var label = el("span", "note" + (row.blocked || row.status === "error" ? " bad" : " warn"), note);

@@ -133,7 +133,8 @@ describe.skipIf(!hasChromium && !inCi)("trace.html in headless Chromium", () => 
       expect(await email.getAttribute("aria-label")).toContain("blocked: policy_deny");
       const lookupRow = page.locator('.row:has(.label:text-is("execute_tool lookup_order"))');
       expect(await lookupRow.locator(".badge.b-flagged").textContent()).toBe("flagged");
-      expect(await lookupRow.locator(".note").textContent()).toBe("injection suspicious");
+      expect(await lookupRow.locator(".note").textContent()).toBe("flagged as suspicious");
+      expect(await lookupRow.getAttribute("aria-label")).toContain("flagged as suspicious");
       expect(await page.locator(".bar.blocked").count()).toBe(1);
       expect(
         await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned),

@@ -34,8 +34,8 @@ export function sameSecret(given: unknown, expected: string): boolean {
 
 /**
  * Keeps the web UI's sign-ins. `serve` prints a URL with a one-time token (like Jupyter); the
- * first request that carries it gets an HttpOnly, SameSite=Strict session cookie and the token
- * is spent. The shared secret also signs in (the `/login` form), so a lost URL is no lock-out.
+ * page at that URL exchanges it with a POST for an HttpOnly, SameSite=Strict session cookie,
+ * which spends the token (a GET alone, as a link previewer makes, does not). The shared secret also signs in (the `/login` form), so a lost URL is no lock-out.
  */
 export class SessionKeeper {
   readonly #sessions = new Map<string, Session>();
@@ -50,6 +50,11 @@ export class SessionKeeper {
   /** The one-time token of the printed URL, until it is used. */
   get loginToken(): string | undefined {
     return this.#loginToken;
+  }
+
+  /** Whether `token` is the one-time token, still unused (it is not spent by asking). */
+  isLoginToken(token: string): boolean {
+    return this.#loginToken !== undefined && sameSecret(token, this.#loginToken);
   }
 
   /** Spends the one-time token: a new session, or `undefined` when the token is wrong or used. */

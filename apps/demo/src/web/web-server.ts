@@ -336,6 +336,20 @@ export function createWebHandler(options: WebOptions): WebHandler {
     response.end(text);
   }
 
+  /** The answer to a spent or wrong sign-in link: 401, and how to sign in instead. */
+  function usedLink(response: ServerResponse, nonce: string): void {
+    html(
+      response,
+      401,
+      plainPage(
+        "Sign in",
+        `<h1>This sign-in link was already used</h1><p>Each printed link works once. <a href="/login">Sign in with the shared secret</a> or restart <code>loopguard serve</code> for a new link.</p>`,
+        nonce,
+      ),
+      nonce,
+    );
+  }
+
   async function readJson(request: IncomingMessage): Promise<Record<string, unknown>> {
     const text = await readText(request);
     if (text.trim() === "") return {};
@@ -387,29 +401,42 @@ export function createWebHandler(options: WebOptions): WebHandler {
 
     try {
       // Sign-in: the one-time token of the printed URL, or the shared secret in the form.
+      // A GET of the printed URL does not spend the token (a link previewer, a prefetch or a
+      // scanner would use it up): the page posts it to /login, which does.
       if (method === "GET" && path === "/" && url.searchParams.has("token")) {
-        const session = sessions.exchange(url.searchParams.get("token") ?? "");
-        if (!session)
-          return html(
-            response,
-            401,
-            plainPage(
-              "Sign in",
-              `<h1>This sign-in link was already used</h1><p>Each printed link works once. <a href="/login">Sign in with the shared secret</a> or restart <code>loopguard serve</code> for a new link.</p>`,
-              nonce,
-            ),
+        const token = url.searchParams.get("token") ?? "";
+        if (!sessions.isLoginToken(token)) return usedLink(response, nonce);
+        return html(
+          response,
+          200,
+          plainPage(
+            "Sign in",
+            `<h1>Signing you in…</h1>
+<form class="login" id="token-login" method="post" action="/login">
+<input type="hidden" name="token" value="${escapeHtml(token)}">
+<p>This link signs in once. <button type="submit">Sign in</button></p>
+</form>
+<script nonce="${nonce}">document.getElementById("token-login").submit();</script>`,
             nonce,
-          );
-        response.writeHead(303, {
-          location: "/",
-          "set-cookie": sessions.cookie(session, false),
-          "cache-control": "no-store",
-        });
-        return void response.end();
+          ),
+          // referrer-policy stays same-origin: no-referrer would make the browser send
+          // Origin: null with the POST, which this server refuses.
+          nonce,
+        );
       }
       if (path === "/login") {
         if (method === "POST") {
           const form = new URLSearchParams(await readText(request));
+          if (form.has("token")) {
+            const byToken = sessions.exchange(form.get("token") ?? "");
+            if (!byToken) return usedLink(response, nonce);
+            response.writeHead(303, {
+              location: "/",
+              "set-cookie": sessions.cookie(byToken, false),
+              "cache-control": "no-store",
+            });
+            return void response.end();
+          }
           const session = sessions.signInWithSecret(form.get("secret") ?? "");
           if (!session)
             return html(

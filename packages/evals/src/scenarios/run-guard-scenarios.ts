@@ -329,7 +329,11 @@ export const guardOutsideRunRefused: Scenario = scenario(
     const guarded = guardTool(desk.byName.issue_refund, {
       gates: [t.packages.modules.policy.runGuard({ irreversibleTools: ["issue_refund"] })],
     });
-    const outside = await guarded({ order_id: "A1001", amount: 89.99, reason: "damaged" });
+    // The host's tool-call ids, as a real host passes them (without one core warns, rightly).
+    const outside = await guarded(
+      { order_id: "A1001", amount: 89.99, reason: "damaged" },
+      { toolUseId: "toolu_outside" },
+    );
     t.check(
       "refused_outside_run",
       outside.type === "refused" && outside.reason === "run_guard_outside_run",
@@ -337,7 +341,10 @@ export const guardOutsideRunRefused: Scenario = scenario(
     );
     t.check("nothing_paid_outside", desk.ledger.refunds.length === 0);
     const inside = await withRun({ agentId: "eval" }, async (run) => ({
-      outcome: await guarded({ order_id: "A1001", amount: 89.99, reason: "damaged" }),
+      outcome: await guarded(
+        { order_id: "A1001", amount: 89.99, reason: "damaged" },
+        { toolUseId: "toolu_inside" },
+      ),
       halted: run.halted,
     }));
     t.check("runs_inside_run", inside.outcome.type === "ok" && !inside.halted, inside.outcome.type);
