@@ -1,0 +1,10 @@
+import { describe, expect, it } from "vitest";
+import * as root from "./index.js";
+
+// The root holds what users use. An export added here is a decision: add it to this list in
+// the same change, or put it behind a subpath.
+describe("@loopguard/claude-agent-sdk's root exports", () => {
+  it("are exactly the reviewed list", () => {
+    expect(Object.keys(root).sort()).toEqual(["loopguardHooks"]);
+  });
+});
