@@ -1,12 +1,15 @@
 import { type AgentStreamSink, toolCallEvent } from "./agent-stream.js";
 import type {
+  ContentBlock,
   ErrorClassification,
+  Message,
   Model,
   ModelRequest,
   ModelResponse,
   ToolSpec,
   Usage,
 } from "./contracts/model.js";
+import type { Vault } from "./contracts/vault.js";
 import { LoopguardError, ModelCallError } from "./errors.js";
 import type { RunFold } from "./fold.js";
 import { costOf, type ModelPrice, promptTokenBound, worstCaseCost } from "./pricing.js";
@@ -38,6 +41,8 @@ export interface ModelStepContext {
   streaming: StreamingSettings;
   /** The agent's run budgets (`createAgent({ budgets })`); absent without any. */
   runBudgets?: RunBudgetHooks | undefined;
+  /** The agent's vault: the model's text, tool-use inputs and thinking reach the log through it. */
+  vault: Vault | undefined;
 }
 
 /** Streaming settings of an agent. */
@@ -76,7 +81,7 @@ export async function modelStep(
     model: context.model.model,
     max_tokens: maxTokens,
     ...(context.system ? { system: context.system } : {}),
-    messages: fold.messages,
+    messages: context.vault ? revealThinking(fold.messages, context.vault) : fold.messages,
     ...(context.toolSpecs.length > 0
       ? { tools: context.toolSpecs as ToolSpec[], tool_choice: { type: "auto" as const } }
       : {}),
@@ -99,7 +104,7 @@ export async function modelStep(
   await writer.write({
     type: "model-response",
     step,
-    response,
+    response: context.vault ? tokenizedResponse(response, context.vault) : response,
     costUsd: costOf(response.usage, context.price),
     latencyMs,
     attempts,
@@ -109,6 +114,67 @@ export async function modelStep(
   });
   await context.runBudgets?.afterStep(writer, step);
   await endIfFinal(writer);
+}
+
+/**
+ * The response as the log keeps it: the model's text, its tool-use inputs (every string, at any
+ * depth) and its thinking through the vault, like the task and tool outputs, so erasing the
+ * vault's values erases them from the run too. Signatures and redacted thinking stay as they
+ * came; a thinking block's text is revealed again before it goes back to the API
+ * ({@link revealThinking}), so its signature still holds, live and on resume. A vault whose
+ * `reveal` does not give a thinking block's exact text back leaves that block as it came.
+ */
+export function tokenizedResponse(response: ModelResponse, vault: Vault): ModelResponse {
+  const content = response.content.map((block): ContentBlock => {
+    if (block.type === "text") return { ...block, text: vault.tokenize(block.text) };
+    if (block.type === "thinking") {
+      // Only when the vault gives the exact text back: the API checks the signature over it,
+      // and a resumed run can send back only what `reveal` restores.
+      const thinking = vault.tokenize(block.thinking);
+      return thinking !== block.thinking && vault.reveal(thinking) === block.thinking
+        ? { ...block, thinking }
+        : block;
+    }
+    if (block.type === "tool_use") return { ...block, input: tokenizeDeep(block.input, vault) };
+    return block;
+  });
+  return { ...response, content };
+}
+
+function tokenizeDeep(value: unknown, vault: Vault): unknown {
+  if (typeof value === "string") return vault.tokenize(value);
+  if (Array.isArray(value)) return value.map((item) => tokenizeDeep(item, vault));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, tokenizeDeep(item, vault)]),
+    );
+  return value;
+}
+
+/**
+ * Messages as the API must get them back: thinking blocks byte for byte as the model wrote
+ * them (the log keeps them tokenised; the vault's `reveal` restores them). Other blocks go as
+ * the log holds them. Allocates only when a thinking block holds a token.
+ */
+export function revealThinking(messages: readonly Message[], vault: Vault): Message[] {
+  let copy: Message[] | undefined;
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index]!;
+    if (message.role !== "assistant" || typeof message.content === "string") continue;
+    if (!message.content.some((block) => block.type === "thinking")) continue;
+    let changed = false;
+    const content = message.content.map((block) => {
+      if (block.type !== "thinking") return block;
+      const thinking = vault.reveal(block.thinking);
+      if (thinking === block.thinking) return block;
+      changed = true;
+      return { ...block, thinking };
+    });
+    if (!changed) continue;
+    copy ??= [...messages];
+    copy[index] = { ...message, content };
+  }
+  return copy ?? (messages as Message[]);
 }
 
 /**
