@@ -256,6 +256,8 @@ describe("typed sinks: model-written values never come back trusted (issue 27 it
       { query: "ledger at inbox-cloud dot example" },
       { query: "ledger (at) inbox-cloud (dot) example" },
       { query: "LEDGER@INBOX-CLOUD.EXAMPLE" },
+      { query: "ledger%40inbox-cloud.example" }, // a search tool that URL-decodes its query
+      { query: "ledger&#64;inbox-cloud&#46;example" },
     ]) {
       const run = runOf("Find the customer and email them");
       run.calls.push({

@@ -6,7 +6,7 @@
  * never does: this side errs towards "the model wrote it".
  */
 import { normalizeText } from "./normalize-text.js";
-import { leavesOf } from "./taint-values.js";
+import { decodePercent, leavesOf } from "./taint-values.js";
 
 const spelled =
   /[\s([{<]+(?:at|dot|arobase|punkt|punto|point)[\s)\]}>]+|[([{<]\s*(?:at|dot)\s*[)\]}>]/gi;
@@ -26,7 +26,11 @@ const pairedLeaves = 16;
  * orders (the first 16 leaves), each between `\u0001` marks; then the digits of all leaves.
  */
 export function writtenForms(args: unknown): string {
-  const leaves = leavesOf(args).map((leaf) => String(leaf));
+  // Percent-escapes decoded too: a search tool that URL-decodes its query echoes the value
+  // the model wrote as `ledger%40inbox-cloud.example`.
+  const leaves = leavesOf(args).map((leaf) =>
+    typeof leaf === "string" && leaf.includes("%") ? decodePercent(leaf) : String(leaf),
+  );
   const plain = leaves.map(foldedLoose);
   const despelled = leaves.map((leaf) => foldedLoose(` ${leaf} `.replace(spelled, " ")));
   const forms = new Set<string>();
