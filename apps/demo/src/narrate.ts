@@ -122,6 +122,11 @@ export function narrator(
         write(
           `${colors.magenta(`● step ${event.step}:`)} the model answered ${colors.dim(`(${usage.input_tokens} tokens in, ${usage.output_tokens} out, ${usd(event.costUsd)})`)}`,
         );
+        // The API adds types: what this version could not read is said, never hidden.
+        if (event.skipped && event.skipped.length > 0)
+          write(
+            `  ${colors.yellow("? not read (a newer API type):")} ${event.skipped.map((skip) => `${skip.kind} ${skip.type}`).join(", ")}`,
+          );
         for (const block of event.response.content) {
           if (block.type === "text" && block.text.trim() !== "")
             write(`  ${colors.white("model says:")} ${clip(block.text)}`);

@@ -11,8 +11,10 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import pc from "picocolors";
 import { afterAll, describe, expect, it } from "vitest";
 import { invocation } from "../src/invocation.js";
+import { narrator } from "../src/narrate.js";
 import { fitLine, terminalWidth, visibleWidth, wrapText } from "../src/terminal-width.js";
 import { built, cli, run, runIdOf } from "./cli-helpers.js";
 
@@ -191,5 +193,38 @@ describe("the first hour's papercuts", { timeout: 90_000 }, () => {
     expect(scorecard.status, scorecard.stderr).toBe(0);
     expect(scorecard.stdout).toMatch(/\d+ passed, 0 failed/);
     expect(scorecard.stderr).not.toMatch(/LOOPGUARD_|Warning:/);
+  });
+
+  it("the narrator says what a newer API sent that this version did not read, in one line that fits", () => {
+    const lines: string[] = [];
+    narrator(pc.createColors(false), (line) => lines.push(line), { width: 60 })({
+      seq: 3,
+      at: 0,
+      runId: "run_0123456789abcdef",
+      type: "model-response",
+      step: 1,
+      response: {
+        id: "msg_1",
+        type: "message",
+        role: "assistant",
+        model: "claude-sonnet-5-5",
+        content: [{ type: "text", text: "Hello ".repeat(30) }],
+        stop_reason: "end_turn",
+        usage: { input_tokens: 10, output_tokens: 5 },
+      },
+      costUsd: 0.0001,
+      latencyMs: 5,
+      attempts: 1,
+      skipped: [
+        { kind: "event", type: "message_checkpoint" },
+        { kind: "block", type: "hologram", index: 1 },
+      ],
+    } as never);
+    expect(
+      lines.some((line) =>
+        line.includes("? not read (a newer API type): event message_checkpoint"),
+      ),
+    ).toBe(true);
+    for (const line of lines) expect(Array.from(line).length).toBeLessThanOrEqual(60);
   });
 });
