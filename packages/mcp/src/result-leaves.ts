@@ -94,13 +94,24 @@ function walk(
  * value that repeats a text part (servers often send both) is left out the second time.
  */
 export function leavesText(leaves: readonly ResultLeaf[]): string {
-  const parts = new Set<string>();
-  for (const leaf of leaves) if (!leaf.path.startsWith("structuredContent")) parts.add(leaf.value);
+  // Text parts are few: a structured value is compared with them only when a length matches.
+  const parts: string[] = [];
+  const lengths = new Set<number>();
+  for (const leaf of leaves)
+    if (!leaf.path.startsWith("structuredContent")) {
+      parts.push(leaf.value);
+      lengths.add(leaf.value.length);
+    }
   const out: string[] = [];
   for (const leaf of leaves) {
     const value = leaf.value;
     if (value === "") continue;
-    if (leaf.path.startsWith("structuredContent") && parts.has(value)) continue;
+    if (
+      lengths.has(value.length) &&
+      leaf.path.startsWith("structuredContent") &&
+      parts.includes(value)
+    )
+      continue;
     out.push(value);
   }
   return out.join("\n");
@@ -126,6 +137,9 @@ export function capLeaves(
   maxChars: number,
   what: string,
 ): LeavesCut | undefined {
+  let all = 0;
+  for (const leaf of leaves) all += leaf.value.length;
+  if (all <= maxChars) return undefined;
   // A value that appears twice (the text part and its structured twin) counts, and is cut, once.
   const distinct = [...new Set(leaves.map((leaf) => leaf.value))];
   let total = 0;

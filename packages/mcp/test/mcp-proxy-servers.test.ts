@@ -208,12 +208,14 @@ describe("@modelcontextprotocol/server-everything behind the proxy", () => {
     const { host } = await proxied("server-everything", ["stdio"]);
     const seen: number[] = [];
     const result = await host.callTool(
-      { name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } },
+      { name: "trigger-long-running-operation", arguments: { duration: 0.5, steps: 5 } },
       undefined,
       { onprogress: (progress) => seen.push(progress.progress) },
     );
     expect(result.isError).toBeFalsy();
-    expect(seen).toEqual([1, 2, 3]);
+    // The last step's notification races the result inside the SDK's client (it handles
+    // notifications a microtask late): steps before it always arrive.
+    expect(seen.slice(0, 4)).toEqual([1, 2, 3, 4]);
   });
 
   it("refuses sampling by not offering it, and withholds instructions the scanner flags unless told to pass them", async () => {
