@@ -99,6 +99,28 @@ for (const [name, gate] of Object.entries(gates)) {
   }
   result.gates[name] = { ...stats(samples.slice(1000)), ...outcomes };
 }
+// A run that read 5 MB of untrusted pages: the first check (the gate reads them once), the
+// first refusal after it (naming where the value came from searches them), and the first
+// check after a 1 MB trusted output (its values read once).
+{
+  const run = makeRun();
+  const page = "Contact sales@vendor.example or call +1 415 555 0132 about order B2002. ".repeat(
+    Math.ceil(1_000_000 / 72),
+  );
+  for (let index = 0; index < 5; index += 1)
+    run.outputs.push({ tool: "browse", toolUseId: `p${index}`, text: page, trust: "untrusted" });
+  let started = performance.now();
+  gates.typed.check(callOf(0, run));
+  result.firstCheckAfter5MbUntrustedMs = +(performance.now() - started).toFixed(1);
+  started = performance.now();
+  const refused = gates.typed.check(callOf(1, run));
+  result.firstRefusalAfter5MbMs = +(performance.now() - started).toFixed(1);
+  if (refused.type === "allow") throw new Error("the attack was admitted");
+  run.outputs.push({ tool: "lookup_customer", toolUseId: "big", text: page, trust: "trusted" });
+  started = performance.now();
+  gates.typed.check(callOf(0, run));
+  result.firstCheckAfter1MbTrustedMs = +(performance.now() - started).toFixed(1);
+}
 for (const name of ["typed", "auto"])
   result.gates[name].ratioToDetection = +(
     result.gates[name].p50 / result.gates.detection.p50

@@ -139,9 +139,10 @@ export function vouchFor(
 }
 
 /**
- * Where an unvouched value came from (for the refusal): the first untrusted output that
- * carries it, else a model-written argument before a trusted output carried it, else nowhere.
- * Runs only on a refusal.
+ * Where an unvouched value came from (for the refusal): the newest untrusted output that
+ * carries it as written (or, in outputs up to 64 KB, in its canonical form), else a
+ * model-written argument, else nowhere. Runs only on a refusal; naming the source is a message,
+ * not a decision: the value is refused either way.
  */
 export function provenanceOf(
   index: ProvenanceIndex,
@@ -150,9 +151,22 @@ export function provenanceOf(
   written: string,
   options: SinkParseOptions,
 ): ValueProvenance {
+  // The value as the model wrote it, in the untrusted outputs (newest first): a plain search,
+  // linear in their text, so a run that read megabytes of pages does not stall on a refusal.
+  const lower = written.toLowerCase();
+  for (let at = run.outputs.length - 1; at >= 0; at--) {
+    const output = run.outputs[at]!;
+    if (output.trust === "trusted") continue;
+    if (
+      output.text.includes(written) ||
+      (output.text.length <= 262_144 && output.text.toLowerCase().includes(lower))
+    )
+      return { source: "untrusted_output", tool: output.tool, call: output.toolUseId };
+  }
+  // Then its canonical form, in untrusted outputs of up to 64 KB (parsed once per run).
   for (; index.untrustedOutputs < run.outputs.length; index.untrustedOutputs++) {
     const output = run.outputs[index.untrustedOutputs]!;
-    if (output.trust === "trusted") continue;
+    if (output.trust === "trusted" || output.text.length > 65_536) continue;
     for (const value of trustedValuesOf(output.text, options))
       if (!index.untrusted.has(value.key)) index.untrusted.set(value.key, index.untrustedOutputs);
   }
