@@ -1,0 +1,161 @@
+import type { ResolvedAgentOptions } from "./agent-options.js";
+import { type AgentStreamSink, streamEventsOf } from "./agent-stream.js";
+import type { EventStore } from "./contracts/event-store.js";
+import { digestOf } from "./digest.js";
+import { InvalidArgumentError, RunNotFoundError } from "./errors.js";
+import { foldLog } from "./fold-stream.js";
+import type { ModelStepContext } from "./model-step.js";
+import { policyDigestOf, sortGates } from "./pipeline.js";
+import { priceOf } from "./pricing.js";
+import { resolveRetryOptions } from "./retry.js";
+import { runBudgetHooks } from "./run-budgets.js";
+import { Telemetry } from "./run-telemetry.js";
+import { RunWriter, type RunWriterOptions } from "./run-writer.js";
+import type { SpanBuilder } from "./spans.js";
+import { ToolCallPath } from "./tool-call.js";
+import type { ToolTurnContext } from "./tool-turn.js";
+
+/** Everything the loop of one agent needs, fixed when the agent is made. */
+export interface LoopContext extends ModelStepContext, ToolTurnContext {
+  config: ResolvedAgentOptions;
+  store: EventStore;
+  telemetry: Telemetry;
+  policyDigest: string;
+  toolDigest: string;
+  maxTokensDefault: number;
+}
+
+/** Builds an agent's loop context from its checked options: gates sorted, digests, the call path, telemetry. */
+export function loopContext(config: ResolvedAgentOptions): LoopContext {
+  const { model } = config;
+  const gates = sortGates(config.gates);
+  const policyDigest = policyDigestOf(gates, config.haltOn);
+  const toolSpecs = config.tools.map((item) => item.spec);
+  const now = config.now ?? Date.now;
+  const reportError = (error: unknown, where: string) => {
+    try {
+      config.onError?.(error, where);
+    } catch {
+      // onError itself failed: there is nowhere left to report to.
+    }
+  };
+  return {
+    config,
+    store: config.store,
+    model,
+    price: priceOf(model.model, config.prices),
+    system: config.system,
+    toolSpecs,
+    fixedBytes: Buffer.byteLength(
+      JSON.stringify({ system: config.system ?? "", tools: toolSpecs }),
+    ),
+    retry: resolveRetryOptions(config.retry),
+    runBudgets: runBudgetHooks(config.budgets, config.store, now),
+    now,
+    reportError,
+    tools: new Map(config.tools.map((item) => [item.name, item])),
+    vault: config.vault,
+    path: new ToolCallPath({
+      gates,
+      haltOn: config.haltOn,
+      policyDigest,
+      approval: { approver: config.approver, ...config.approval },
+      breaker: config.breaker,
+      scanner: config.scanner,
+      envelope: config.envelope,
+      vault: config.vault,
+      toolRetry: config.toolRetry,
+      maxOutputChars: config.maxOutputChars,
+      outputLog: config.outputLog,
+      now,
+      reportError,
+    }),
+    telemetry: new Telemetry({
+      exporters: config.exporters,
+      redact: config.redact,
+      onEvent: config.onEvent,
+      reportError,
+      queue: config.exportQueue,
+    }),
+    policyDigest,
+    toolDigest: digestOf(toolSpecs),
+    maxTokensDefault: config.maxTokens ?? model.defaultMaxTokens ?? 4096,
+    streaming: streamingSettings(config),
+  };
+}
+
+/** What streamed text passes through before the host sees it: the vault, then the redactor. */
+function streamingSettings(config: ResolvedAgentOptions): ModelStepContext["streaming"] {
+  const { vault, redact } = config;
+  const transforms: Array<(text: string) => string> = [];
+  if (vault) transforms.push((text) => vault.tokenize(text));
+  if (redact)
+    transforms.push((text) => {
+      const out = redact(text);
+      return typeof out === "string" ? out : String(out);
+    });
+  return {
+    idleTimeoutMs: config.idleTimeoutMs,
+    holdBack: config.streamHoldBack,
+    transforms,
+    redactStream: config.redactStream,
+    redact,
+  };
+}
+
+/** The writer options of one run: the clock, the vault's reveal, and what each durable event feeds (spans, the host's stream). */
+export function writerOptions(
+  loop: LoopContext,
+  runId: string,
+  sink?: AgentStreamSink,
+): { options: RunWriterOptions; spans: SpanBuilder | undefined } {
+  const telemetry = loop.telemetry.forRun(runId);
+  const vault = loop.vault;
+  const applied = telemetry.onApplied;
+  const redact = loop.config.redact;
+  // The host's stream gets the durable events it shows (decisions, results, step ends).
+  const onApplied: NonNullable<RunWriterOptions["onApplied"]> = sink
+    ? (event, fold) => {
+        applied(event, fold);
+        try {
+          for (const streamed of streamEventsOf(runId, event, redact)) sink.push(streamed);
+        } catch (error) {
+          loop.reportError(error, "agent.stream");
+        }
+      }
+    : applied;
+  return {
+    spans: telemetry.spans,
+    options: {
+      now: loop.now,
+      ...(vault ? { reveal: (text: string) => vault.reveal(text) } : {}),
+      onApplied,
+    },
+  };
+}
+
+/** Reads a stored run and returns a writer positioned after its last event. */
+export async function open(
+  loop: LoopContext,
+  runId: string,
+  sink?: AgentStreamSink,
+): Promise<RunWriter> {
+  const { store } = loop;
+  if (typeof runId !== "string" || runId.trim() === "")
+    throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
+  const where = `run ${runId} (${store.name} store)`;
+  const { options, spans } = writerOptions(loop, runId, sink);
+  const reveal = options.reveal ? { reveal: options.reveal } : {};
+  // Streamed and folded in slices that yield, so a long log never holds the event loop. The
+  // span builder replays the log too, so spans left open by the last process end (and are
+  // exported once) when this one appends its run-resume.
+  const folded = await foldLog(
+    store,
+    runId,
+    where,
+    reveal,
+    spans ? (event, fold) => spans.push(event, fold.messages) : undefined,
+  );
+  if (!folded) throw new RunNotFoundError(runId, `the ${store.name} event store`);
+  return new RunWriter(store, runId, folded.events, options, folded.fold);
+}
