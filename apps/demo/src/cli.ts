@@ -85,7 +85,9 @@ Start with: loopguard demo --tour (the whole story, offline, each line explained
 /** Runs the CLI; resolves with the exit code. */
 export async function main(
   argv: string[],
-  out: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+  out: (line: string) => void = (line) => {
+    if (!stdoutClosed) process.stdout.write(`${line}\n`);
+  },
 ): Promise<number> {
   const colorOff = argv.includes("--no-color") || "NO_COLOR" in process.env;
   const colors = pc.createColors(
@@ -130,17 +132,23 @@ function invokedDirectly(): boolean {
   }
 }
 
+/** Whether the reader of standard output went away (`| head`): nothing more is written. */
+let stdoutClosed = false;
+
 /**
  * A reader that goes away (`loopguard --help | head -1`) closes the pipe: the next write fails
- * with EPIPE. That is the reader's choice, not an error: end quietly with status 0.
+ * with EPIPE. That is the reader's choice, not an error: the CLI stops writing and the command
+ * finishes what it started (a run is not left half done), ending quietly with its own status.
  */
 function endQuietlyOnClosedPipe(): void {
+  const closed = (error: NodeJS.ErrnoException) =>
+    error.code === "EPIPE" || error.code === "ERR_STREAM_DESTROYED";
   process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-    if (error.code === "EPIPE") process.exit(0);
-    throw error;
+    if (!closed(error)) throw error;
+    stdoutClosed = true;
   });
   process.stderr.on("error", (error: NodeJS.ErrnoException) => {
-    if (error.code !== "EPIPE") throw error;
+    if (!closed(error)) throw error;
   });
 }
 

@@ -67,7 +67,7 @@ describe("the first hour's papercuts", { timeout: 90_000 }, () => {
   );
 
   it.skipIf(!built)(
-    "a reader that goes away (| head) ends the CLI quietly with status 0, mid-run",
+    "a reader that goes away (| head) mid-run: the CLI stops writing, finishes the run, ends with 0",
     async () => {
       const runs = join(dir, "epipe", "runs");
       // --step holds the run before its first model call: the pipe is closed while it waits,
@@ -95,6 +95,9 @@ describe("the first hour's papercuts", { timeout: 90_000 }, () => {
       const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
       expect(stderr).toBe("");
       expect(code).toBe(0);
+      // The CLI stopped writing, not working: the run it had started was finished, not left
+      // half done.
+      expect(run(["runs", "--dir", runs]).stdout).toMatch(/run_[0-9a-f]{16}\s+completed/);
     },
   );
 
