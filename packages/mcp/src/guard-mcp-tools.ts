@@ -1,4 +1,12 @@
-import { type GuardedTool, type GuardOptions, guardTool } from "@loopguard/core";
+import { AsyncResource } from "node:async_hooks";
+import {
+  currentRun,
+  type GuardedTool,
+  type GuardOptions,
+  guardTool,
+  type RunContextInput,
+  withRun,
+} from "@loopguard/core";
 import type { SharedGuardOptions } from "@loopguard/core/plugin";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -14,6 +22,12 @@ export interface GuardMcpToolsOptions extends SharedGuardOptions {
    * `McpGuardError` naming it; `"skip"` leaves it out and reports the error to `onError`.
    */
   onInvalidSchema?: "throw" | "skip";
+  /**
+   * The run opened for calls made outside any `withRun`: one run per `guardMcpTools` call
+   * (shared by all its tools), so loop detection and taint still see the history. It keeps no
+   * log. Default `{ agentId: "mcp" }`.
+   */
+  run?: RunContextInput;
 }
 
 /** A guarded MCP tool: call it like `guardTool`'s result; the value is the text the model reads. */
@@ -53,6 +67,7 @@ export async function guardMcpTools(
         `[mcp] guardMcpTools: options.tools names "${name}", which ${server} does not list (it lists ${[...known].join(", ") || "no tools"})`,
       );
   const out: GuardedMcpTool[] = [];
+  const enterOwnRun = ownRun(options.run);
   for (const definition of definitions) {
     let backed: ReturnType<typeof mcpBackedTool>;
     try {
@@ -63,7 +78,16 @@ export async function guardMcpTools(
       continue;
     }
     const guarded = guardTool(backed.tool, guardOptionsOf(options));
-    out.push(Object.assign(guarded, { takeResult: backed.takeResult }));
+    // Inside a withRun the call joins it; outside, it joins this tool set's own run.
+    const call: GuardedTool<Record<string, unknown>, string> = Object.assign(
+      (
+        args: Record<string, unknown>,
+        callOptions?: { toolUseId?: string; signal?: AbortSignal },
+      ) =>
+        currentRun() ? guarded(args, callOptions) : enterOwnRun(() => guarded(args, callOptions)),
+      { tool: guarded.tool },
+    );
+    out.push(Object.assign(call, { takeResult: backed.takeResult }));
   }
   return out;
 }
@@ -114,4 +138,31 @@ function serverName(client: Partial<Pick<Client, "getServerVersion">>): string {
   } catch {
     return "the MCP server";
   }
+}
+
+/** Opens (once, lazily) the run used for calls made outside any `withRun`, and enters it. */
+function ownRun(context: RunContextInput | undefined): <T>(fn: () => Promise<T>) => Promise<T> {
+  let enter: (<T>(fn: () => Promise<T>) => Promise<T>) | undefined;
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    if (!enter) {
+      // A run without a log opens synchronously: its callback runs before withRun returns.
+      // Only who is running: log options (a store, a budget) would open it asynchronously.
+      const {
+        store: _store,
+        exporters: _exporters,
+        redact: _redact,
+        onEvent: _onEvent,
+        budget: _budget,
+        vault: _vault,
+        approval: _approval,
+        ...who
+      } = (context ?? { agentId: "mcp" }) as RunContextInput & Record<string, unknown>;
+      void withRun(who, () => {
+        enter = AsyncResource.bind(<U>(thunk: () => Promise<U>): Promise<U> => thunk()) as <U>(
+          thunk: () => Promise<U>,
+        ) => Promise<U>;
+      });
+    }
+    return enter!(fn);
+  };
 }

@@ -1,6 +1,6 @@
 import { createAgent, withRun } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
-import { allow, argGt, deny, policy } from "@loopguard/policy";
+import { allow, argGt, deny, policy, runGuard } from "@loopguard/policy";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import fc from "fast-check";
@@ -45,6 +45,27 @@ describe("guardMcpTools", () => {
       const invalid = await refund({ order_id: "A1", amount: "x" } as never, { toolUseId: "tu_3" });
       expect(invalid.type).toBe("refused");
       expect(invalid.type === "refused" && invalid.decision.refusedAt).toMatch(/^1:/);
+    });
+  });
+
+  it("outside any withRun, opens one run per tool set: its tools share it, so the RunGuard sees the history", async () => {
+    const tools = await guardMcpTools(client, {
+      gates: [runGuard()],
+      onInvalidSchema: "skip",
+      run: { agentId: "outside" },
+    });
+    const lookup = tools.find((tool) => tool.tool.name === "lookup_order")!;
+    const outcomes = [];
+    for (let index = 0; index < 5; index += 1)
+      outcomes.push(await lookup({ order_id: "A1" }, { toolUseId: `tu_out_${index}` }));
+    expect(outcomes.slice(0, 4).every((outcome) => outcome.type === "ok")).toBe(true);
+    expect(outcomes[4]).toMatchObject({ type: "refused", reason: "loop_detected" });
+    // Inside a withRun, calls join that run instead (a fresh history).
+    await withRun({ agentId: "inside" }, async (run) => {
+      expect(await lookup({ order_id: "A1" }, { toolUseId: "tu_in" })).toMatchObject({
+        type: "ok",
+      });
+      expect(run.calls.map((call) => call.toolUseId)).toEqual(["tu_in"]);
     });
   });
 
