@@ -57,6 +57,27 @@ export interface SinkElement {
   text: string;
   /** What the sink will reach, for a refusal's message (a URL's host, an email's domain). */
   reaches?: string;
+  /**
+   * For a host with a non-ASCII label (`xn--` in its canonical form): how the value wrote it,
+   * `unicode`, `punycode` or `mixed`; it is vouched for only in a form trusted text used.
+   */
+  form?: HostForm;
+}
+
+/** How a host with a non-ASCII label is written. */
+export type HostForm = "unicode" | "punycode" | "mixed";
+
+/** How a written host spells its non-ASCII labels. */
+export function hostForm(written: string): HostForm {
+  const punycode = /xn--/i.test(written);
+  const unicode = /[^\x00-\x7f]/.test(written);
+  return punycode && unicode ? "mixed" : punycode ? "punycode" : "unicode";
+}
+
+/** The host part of a URL as written: after the scheme, before the path, after any user info. */
+export function writtenUrlHost(text: string): string {
+  const authority = text.replace(/^[^:]*:\/*/, "").split(/[/?#\\]/, 1)[0] ?? "";
+  return authority.slice(authority.lastIndexOf("@") + 1).replace(/:[0-9]*$/, "");
 }
 
 /** The outcome of parsing one sink argument. */
@@ -81,7 +102,7 @@ const idPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._:/#-]{0,126}[A-Za-z0-9])?$/;
 const ipv4Host = /^[0-9]{1,3}(?:\.[0-9]{1,3}){3}$/;
 
 type Failure = { problem: string };
-type Parsed = { key: string; reaches?: string } | Failure;
+type Parsed = { key: string; reaches?: string; form?: HostForm } | Failure;
 
 const fail = (problem: string): Failure => ({ problem });
 
@@ -138,7 +159,11 @@ function parseUrl(text: string): Parsed {
     url.username || url.password
       ? `host ${url.host} (the text before "@" is user info, not the host)`
       : `host ${url.host}`;
-  return { key: `url:${url.href}`, reaches };
+  return {
+    key: `url:${url.href}`,
+    reaches,
+    ...(url.hostname.includes("xn--") ? { form: hostForm(writtenUrlHost(text)) } : {}),
+  };
 }
 
 function parseEmail(text: string): Parsed {
@@ -159,6 +184,7 @@ function parseEmail(text: string): Parsed {
   return {
     key: `email:${local.toLowerCase()}@${domain.host}`,
     reaches: `mailbox ${local.toLowerCase()} at ${domain.host}`,
+    ...(domain.host.includes("xn--") ? { form: hostForm(address.slice(at + 1)) } : {}),
   };
 }
 
@@ -271,6 +297,7 @@ function parseOne(kind: ParsedKind, text: string, options: SinkParseOptions): Pa
       return {
         key: `host:${host.host}${host.port === undefined ? "" : `:${host.port}`}`,
         reaches: host.host,
+        ...(host.host.includes("xn--") ? { form: hostForm(text) } : {}),
       };
     }
     case "phone":

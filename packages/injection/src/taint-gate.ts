@@ -14,7 +14,7 @@ import {
   updateProvenance,
   vouchFor,
 } from "./provenance.js";
-import { parseSinkValue, type SinkParseOptions } from "./sink-values.js";
+import { parseSinkValue, type SinkElement, type SinkParseOptions } from "./sink-values.js";
 import { taintedDecision, unparsableDecision, untrustedDecision } from "./taint-decisions.js";
 import {
   attributeStrings,
@@ -193,6 +193,20 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
   };
 
   /**
+   * Whether trusted text vouches for an element: its canonical form, and for a host with a
+   * non-ASCII label the form (Unicode or punycode) it is written in.
+   */
+  const isVouched = (
+    run: RunView,
+    state: TaintState,
+    task: Map<string, string>,
+    element: SinkElement,
+  ): boolean =>
+    vouchFor(state.provenance, run, task, element.key) !== undefined &&
+    (element.form === undefined ||
+      vouchFor(state.provenance, run, task, `form:${element.key}:${element.form}`) !== undefined);
+
+  /**
    * Provenance of the typed arguments: the first refusal, or the top-level arguments whose
    * every value is vouched for (detection taint then leaves them alone: the task wins).
    */
@@ -203,14 +217,13 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     task: Map<string, string>,
   ): GateDecision | Set<string> => {
     const vouched = new Set<string>();
-    const failed = new Set<string>();
     for (const [path, kind] of requiredArguments(sinks, call)) {
       const top = path.split(".")[0]!;
       for (const value of valuesAt(call.args ?? {}, path)) {
         const parsed = parseSinkValue(kind, value, parseOptions);
         if (!parsed.ok) return unparsableDecision(onTaint, call, path, parsed);
         for (const element of parsed.elements) {
-          if (vouchFor(state.provenance, run, task, element.key)) continue;
+          if (isVouched(run, state, task, element)) continue;
           const provenance = provenanceOf(
             state.provenance,
             run,
@@ -227,7 +240,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
           );
         }
       }
-      if (!failed.has(top)) vouched.add(top);
+      vouched.add(top);
     }
     return vouched;
   };
@@ -243,7 +256,7 @@ export function taintGate(options: TaintGateOptions = {}): Gate {
     return (
       parsed.ok &&
       parsed.elements.length > 0 &&
-      parsed.elements.every((element) => vouchFor(state.provenance, run, task, element.key))
+      parsed.elements.every((element) => isVouched(run, state, task, element))
     );
   };
 

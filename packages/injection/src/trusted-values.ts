@@ -4,12 +4,14 @@
  * vouched for only when its canonical form equals one of them exactly.
  */
 import {
+  hostForm,
   ibanChecksumValid,
   parseAmountText,
   parseHost,
   parsePath,
   parseSinkValue,
   type SinkParseOptions,
+  writtenUrlHost,
 } from "./sink-values.js";
 
 /** A canonical value found in text, with the text it was read from. */
@@ -54,21 +56,24 @@ const subTokenSplit = /[\s,;()[\]{}<>"'`=|:/#]+/;
  */
 export function trustedValuesOf(text: string, options: SinkParseOptions = {}): FoundValue[] {
   const found = new Map<string, FoundValue>();
-  const add = (key: string, raw: string) => {
+  const add = (key: string, raw: string, host?: string) => {
     if (!found.has(key)) found.set(key, { key, raw });
+    // A non-ASCII label is trusted only in the form (Unicode or punycode) this text wrote it.
+    if (host !== undefined && key.includes("xn--")) {
+      const form = `form:${key}:${hostForm(host)}`;
+      if (!found.has(form)) found.set(form, { key: form, raw });
+    }
   };
   for (const match of text.matchAll(urlCandidate)) {
     for (const candidate of trimmed(match[0])) {
       const parsed = parseSinkValue("url", candidate, options);
       if (!parsed.ok) continue;
-      for (const element of parsed.elements) add(element.key, candidate);
+      for (const element of parsed.elements) add(element.key, candidate, writtenUrlHost(candidate));
       try {
         const url = new URL(candidate);
-        // The host as written: after the scheme, before the path, after any user info.
-        const authority = candidate.replace(/^[^:]*:\/\//, "").split(/[/?#\\]/, 1)[0]!;
-        const written = authority.slice(authority.lastIndexOf("@") + 1).replace(/:[0-9]*$/, "");
-        add(`host:${url.hostname}`, written);
-        if (url.port !== "") add(`host:${url.hostname}:${url.port}`, written);
+        const written = writtenUrlHost(candidate);
+        add(`host:${url.hostname}`, written, written);
+        if (url.port !== "") add(`host:${url.hostname}:${url.port}`, written, written);
       } catch {
         // parseSinkValue accepted it, so the URL parser does too.
       }
@@ -78,12 +83,10 @@ export function trustedValuesOf(text: string, options: SinkParseOptions = {}): F
     for (const candidate of trimmed(match[0])) {
       const parsed = parseSinkValue("email", candidate, options);
       if (!parsed.ok) continue;
+      const domain = candidate.slice(candidate.lastIndexOf("@") + 1).replace(/>$/, "");
       for (const element of parsed.elements) {
-        add(element.key, candidate);
-        add(
-          `host:${element.key.slice(element.key.lastIndexOf("@") + 1)}`,
-          candidate.slice(candidate.lastIndexOf("@") + 1).replace(/>$/, ""),
-        );
+        add(element.key, candidate, domain);
+        add(`host:${element.key.slice(element.key.lastIndexOf("@") + 1)}`, domain, domain);
       }
     }
   }
@@ -97,8 +100,8 @@ export function trustedValuesOf(text: string, options: SinkParseOptions = {}): F
       continue;
     const host = parseHost(candidate, true);
     if ("problem" in host) continue;
-    add(`host:${host.host}`, candidate);
-    if (host.port !== undefined) add(`host:${host.host}:${host.port}`, candidate);
+    add(`host:${host.host}`, candidate, name);
+    if (host.port !== undefined) add(`host:${host.host}:${host.port}`, candidate, name);
   }
   // Phone numbers: bounded candidates, each parsed whole, at most 256 per text, not
   // libphonenumber-js's text finder, which takes seconds on 100 KB of digits and spaces.

@@ -108,6 +108,33 @@ describe("typed sinks: URLs are read as WHATWG URL reads them (issue 27 item 1)"
     expect(
       (await decide(gate, idn, "http_post", { url: "https://reports.acme.example/x" })).type,
     ).toBe("deny");
+    // The same host in punycode is not the form the trusted text wrote: refused, and the
+    // reverse (trusted punycode, argument in Unicode) too.
+    expect(
+      (await decide(gate, idn, "http_post", { url: "https://xn--rports-bva.acme.example/x" })).type,
+    ).toBe("deny");
+    const puny = runOf("Upload to https://xn--rports-bva.acme.example/x");
+    expect(
+      await decide(gate, puny, "http_post", { url: "https://xn--rports-bva.acme.example/x" }),
+    ).toEqual({ type: "allow" });
+    expect(
+      (await decide(gate, puny, "http_post", { url: "https://r\u00e9ports.acme.example/x" })).type,
+    ).toBe("deny");
+    const mail = sink("send_email", { to: "email" });
+    const idnMail = runOf("Mail jos\u00e9@caf\u00e9.example");
+    expect(
+      await decide(mail, idnMail, "send_email", { to: "jos\u00e9@caf\u00e9.example" }),
+    ).toMatchObject({
+      type: "deny",
+      reason: "unparsable_argument", // a non-ASCII mailbox is not a dot-atom
+    });
+    const idnDomain = runOf("Mail jo@caf\u00e9.example");
+    expect(await decide(mail, idnDomain, "send_email", { to: "jo@caf\u00e9.example" })).toEqual({
+      type: "allow",
+    });
+    expect(
+      (await decide(mail, idnDomain, "send_email", { to: "jo@xn--caf-dma.example" })).type,
+    ).toBe("deny");
   });
 });
 
