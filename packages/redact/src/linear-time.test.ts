@@ -30,6 +30,17 @@ const ADVERSARIAL: Record<string, (n: number) => string> = {
   "url authority": (n) => `https://${"a:".repeat(n / 2)}`,
 };
 
+// The context detectors read every capital, year or street word with its neighbours: linear,
+// but a few microseconds a character on text made only of them, so these run at n/16.
+const ADVERSARIAL_CONTEXT: Record<string, (n: number) => string> = {
+  "street words": (n) => "Calle Mayor ".repeat(n / 12),
+  "capitalised runs": (n) => "Ab Cd ".repeat(n / 6),
+  "spelled at": (n) => "a at b dot ".repeat(n / 11),
+  "han runs": (n) => "王".repeat(n),
+  "birth cues and years": (n) => "born 1984 ".repeat(n / 10),
+  "ssn lists": (n) => "111-22-3333, ".repeat(n / 13),
+};
+
 /** Milliseconds of CPU this process spent in `work` (other processes' load does not count). */
 function cpuTime(work: () => void): number {
   const started = process.cpuUsage();
@@ -58,6 +69,19 @@ describe("adversarial inputs run in linear time", () => {
     const small = make(N);
     const large = make(4 * N);
     redact(small); // warm up
+    const [smallTime, largeTime] = bestOfEach(
+      5,
+      () => redact(small),
+      () => redact(large),
+    );
+    expect(largeTime / smallTime).toBeLessThan(10);
+  });
+
+  it.each(Object.entries(ADVERSARIAL_CONTEXT))("%s (context detectors)", (_name, make) => {
+    const small = make(N / 16);
+    const large = make(N / 4);
+    redact(small); // warm up
+    redact(large);
     const [smallTime, largeTime] = bestOfEach(
       5,
       () => redact(small),

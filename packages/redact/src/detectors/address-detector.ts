@@ -115,9 +115,9 @@ const MILITARY =
 const CONNECTOR =
   "(?:de|del|de la|de los|de las|dei|degli|della|delle|dello|di|da|do|dos|das|e|y|i)";
 const STREET_FIRST = new RegExp(
-  `(?:Calle|C/|Avenida|Avda\\.|Paseo|Plaza|Camino|Carrer|Ronda|Travesía|Via|Viale|Corso|Piazza|Piazzale|Largo|Vicolo|Strada|ul\\.|al\\.|os\\.|pl\\.|Rua)[ ](?:${CONNECTOR}[ ])?${W}(?:[ ](?:${CONNECTOR}[ ])?(?:${W}|[IVX]{1,4}))*?,?[ ]\\d{1,4}(?:[ ]?(?:bis|[A-Za-z])(?![\\w]))?(?:/[\\dA-Za-z]{1,4})?` +
+  `(?:Calle|C/|Avenida|Avda\\.|Paseo|Plaza|Camino|Carrer|Ronda|Travesía|Via|Viale|Corso|Piazza|Piazzale|Largo|Vicolo|Strada|ul\\.|al\\.|os\\.|pl\\.|Rua)[ ](?:${CONNECTOR}[ ])?${W}(?:[ ](?:${CONNECTOR}[ ])?(?:${W}|[IVX]{1,4})){0,5}?,?[ ]\\d{1,4}(?:[ ]?(?:bis|[A-Za-z])(?![\\w]))?(?:/[\\dA-Za-z]{1,4})?` +
     `(?:(?:,[ ]?|[ ])(?:int\\.[ ]?\\d{1,3}|scala[ ][A-Z\\d]|piano[ ]\\d{1,2}|\\d{1,2}[ºª°oa](?:[ ]?\\d{1,2}[ºª°oa])?(?:[ ](?:[A-Z]|izda\\.?|dcha\\.?|izq\\.?))?|bajo|ático|entresuelo|m\\.[ ]?\\d{1,4}|lok\\.[ ]?\\d{1,4})){0,2}` +
-    `(?:,[ ]?|\\n[ \\t]*|[ ])(\\d{5}|\\d{2}-\\d{3}|\\d{4}-\\d{3})[ ]${W}(?:[ ](?:${W}|${CONNECTOR}))*?(?:[ ]\\([A-Z]{2}\\)|[ ][A-Z]{2}(?![\\w])|[ ]\\((?:${W}[ ]?){1,2}\\))?(?=[\\s,.;:!?)]|$)`,
+    `(?:,[ ]?|\\n[ \\t]*|[ ])(\\d{5}|\\d{2}-\\d{3}|\\d{4}-\\d{3})[ ]${W}(?:[ ](?:${W}|${CONNECTOR})){0,3}?(?:[ ]\\([A-Z]{2}\\)|[ ][A-Z]{2}(?![\\w])|[ ]\\((?:${W}[ ]?){1,2}\\))?(?=[\\s,.;:!?)]|$)`,
   "g",
 );
 /** Which postcodes a street word's country writes. */

@@ -69,13 +69,17 @@ export function dateOfBirthDetector(): Detector {
         const near = text.slice(Math.max(0, year.index - 64), yearEnd + 12);
         const key = BIRTH_KEY_HINT.test(near);
         if (!key && !BIRTH_WORDS.test(near) && !SHORT_CUE.test(near)) continue;
-        DATE.lastIndex = from;
+        // The dates around this year, read in a window (a date is at most a few characters
+        // longer than its year): a scan of the whole text from here would make a text full of
+        // cues and years quadratic.
+        const window = text.slice(from, yearEnd + 16);
+        DATE.lastIndex = 0;
         for (
-          let match = DATE.exec(text);
-          match !== null && match.index < yearEnd;
-          match = DATE.exec(text)
+          let match = DATE.exec(window);
+          match !== null && from + match.index < yearEnd;
+          match = DATE.exec(window)
         ) {
-          const start = match.index;
+          const start = from + match.index;
           const end = start + match[0].length;
           scannedTo = end;
           if (end < year.index) continue;
