@@ -1208,17 +1208,27 @@ async function listAll(client: Client, method: string, key: string): Promise<unk
   throw new Error(`${method} returned more than 1000 pages`);
 }
 
-/** The policy rules' tool globs among the gates (any gate with `rules: [{ tool }]`, such as `policy()`). */
+/**
+ * The tool globs the gates name: policy rules (`rules: [{ tool }]`), rate limits (`limits: [{
+ * tool }]`) and the RunGuard's irreversible tools (`settings.irreversibleTools`), read from any
+ * gate that has them.
+ */
 function ruleToolNames(gates: readonly Gate[]): string[] {
   const names: string[] = [];
+  const add = (tool: unknown) => {
+    for (const name of Array.isArray(tool) ? tool : [tool])
+      if (typeof name === "string" && name !== "" && name !== "*") names.push(name);
+  };
   for (const gate of gates) {
-    const rules = (gate as { rules?: unknown }).rules;
-    if (!Array.isArray(rules)) continue;
-    for (const rule of rules) {
-      const tool = (rule as { tool?: unknown } | null)?.tool;
-      for (const name of Array.isArray(tool) ? tool : [tool])
-        if (typeof name === "string" && name !== "" && name !== "*") names.push(name);
-    }
+    const holder = gate as {
+      rules?: unknown;
+      limits?: unknown;
+      settings?: { irreversibleTools?: unknown };
+    };
+    for (const list of [holder.rules, holder.limits])
+      if (Array.isArray(list))
+        for (const item of list) add((item as { tool?: unknown } | null)?.tool);
+    add(holder.settings?.irreversibleTools);
   }
   return names;
 }

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { defaultScanner, quarantine, taintGate } from "@loopguard/injection";
-import { allow, argDomainNotIn, deny, policy } from "@loopguard/policy";
+import { allow, argDomainNotIn, deny, policy, runGuard } from "@loopguard/policy";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startProxy, textOfResult } from "./helpers.js";
@@ -118,6 +118,19 @@ describe("16 kinds of attack by a hostile MCP server (the six issue 29 names, an
         ).toBe("Order A7: delivered");
     },
   );
+
+  it("protects the names every gate mentions (here a RunGuard's irreversible tool), not only policy rules", async () => {
+    const { host, proxy } = await proxiedAttack("homoglyph_name", {
+      policy: policy([allow("*")]),
+      gates: [runGuard({ irreversibleTools: ["send_email"] })],
+    });
+    const listed = (await host.listTools()).tools.map((tool) => tool.name);
+    expect(listed).toContain("send_email");
+    expect(listed).not.toContain("send_em\u0430il");
+    expect(proxy.withheld()).toContainEqual(
+      expect.objectContaining({ name: "send_em\u0430il", reason: "confusable_name" }),
+    );
+  });
 
   it("huge_result: a 40 MiB result costs one refused call; the next calls work", async () => {
     const { host, proxy, logs } = await proxiedAttack("huge_result", {
