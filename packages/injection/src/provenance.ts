@@ -7,7 +7,7 @@ import type { RunView } from "@loopguard/core";
 import { parsePhoneNumberWithError } from "libphonenumber-js/min";
 import type { SinkParseOptions } from "./sink-values.js";
 import { type FoundValue, trustedValuesOf } from "./trusted-values.js";
-import { formsCarry, needleOf, writtenForms } from "./written-values.js";
+import { formsCarry, needleOf, writtenForms, writtenJoin } from "./written-values.js";
 
 /** Where a value a sink receives came from, as the gate can state it. */
 export type ValueProvenance =
@@ -25,7 +25,9 @@ export interface ProvenanceIndex {
   /** How many admitted calls have been read. */
   calls: number;
   /** Each admitted call's written forms and its place in the history (outputs seen before it). */
-  written: Array<{ place: number; forms: string; tool: string; call: string }>;
+  written: Array<{ place: number; forms: string; tool: string; call: string; end: number }>;
+  /** Every admitted call's leaves folded and joined in order, call after call (`writtenJoin`). */
+  joined: string;
   /**
    * Canonical values of untrusted outputs (the first output that carried each), built only
    * when a refusal needs to say where a value came from, and how many outputs it covers.
@@ -43,6 +45,7 @@ export function provenanceIndex(): ProvenanceIndex {
     trusted: new Map(),
     calls: 0,
     written: [],
+    joined: "",
     untrusted: new Map(),
     untrustedOutputs: 0,
   };
@@ -64,11 +67,13 @@ export function updateProvenance(
   for (; index.calls < run.calls.length; index.calls++) {
     const call = run.calls[index.calls]!;
     if (!call.args) continue;
+    index.joined += writtenJoin(call.args);
     index.written.push({
       place: call.outputsBefore ?? run.outputs.length,
       forms: writtenForms(call.args),
       tool: call.tool,
       call: call.toolUseId,
+      end: index.joined.length,
     });
   }
 }
@@ -113,12 +118,17 @@ function nationalDigits(key: string): string | undefined {
 export function writtenBefore(index: ProvenanceIndex, at: number, value: FoundValue): boolean {
   const digits = nationalDigits(value.key);
   let needle: string | undefined;
+  let end = 0;
   for (const entry of index.written) {
     if (entry.place > at) continue;
     needle ??= needleOf(value.raw);
     if (formsCarry(entry.forms, needle, digits)) return true;
+    end = entry.end;
   }
-  return false;
+  // Written in pieces across calls before the output: the calls' joined leaves carry it.
+  if (needle === undefined || needle.length < 6) return false;
+  const found = index.joined.indexOf(needle);
+  return found >= 0 && found + needle.length <= end;
 }
 
 /**

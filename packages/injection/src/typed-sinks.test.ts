@@ -306,6 +306,30 @@ describe("typed sinks: model-written values never come back trusted (issue 27 it
     }
   });
 
+  it("a value the model wrote in pieces across calls does not come back trusted", async () => {
+    const run = runOf("Find the customer and email them");
+    run.calls.push(
+      {
+        tool: "note",
+        argsDigest: "d1",
+        toolUseId: "c1",
+        args: { text: "ledger" },
+        outputsBefore: 0,
+      },
+      {
+        tool: "note",
+        argsDigest: "d2",
+        toolUseId: "c2",
+        args: { text: "at inbox-cloud dot example" },
+        outputsBefore: 0,
+      },
+    );
+    run.outputs.push(output("crm_notes", "Contact: ledger@inbox-cloud.example", "trusted"));
+    expect((await decide(mail, run, "send_email", { to: "ledger@inbox-cloud.example" })).type).toBe(
+      "deny",
+    );
+  });
+
   it("a phone the model wrote as country code and digits does not come back trusted", async () => {
     const gate = sink("call_phone", { phone: "phone" });
     const run = runOf("Call the customer");

@@ -48,6 +48,21 @@ export function writtenForms(args: unknown): string {
   return `\u0001${[...forms].join("\u0001")}\u0001\u0002${digits}\u0002`;
 }
 
+/**
+ * All leaves of one call, spelled-out separators removed, folded and joined in order: appended
+ * call after call, it finds a value the model wrote in pieces across calls (the mailbox in one,
+ * the domain in the next).
+ */
+export function writtenJoin(args: unknown): string {
+  return leavesOf(args)
+    .map((leaf) => {
+      const text =
+        typeof leaf === "string" && leaf.includes("%") ? decodePercent(leaf) : String(leaf);
+      return foldedLoose(` ${text} `.replace(spelled, " "));
+    })
+    .join("");
+}
+
 /** The folded letters and digits a value is searched for in written forms (scheme, `mailto:`, `www.` dropped). */
 export function needleOf(raw: string): string {
   return foldedLoose(raw.replace(/^(?:mailto:|[a-z][a-z0-9+.-]{0,20}:\/\/)?(?:www\.)?/i, ""));
