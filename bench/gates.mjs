@@ -85,6 +85,36 @@ for (const [name, gate] of Object.entries(gates)) {
   }
   result.gates[name] = stats(samples.slice(1000));
 }
+// The taint check with typed provenance sinks (issue 27: the 15 us goal includes typed
+// parsing): the same 50-output history under a task naming order A1000 and $25; calls
+// alternate the task's order (admitted) and another (refused). Not part of the pipeline rows.
+{
+  const typed = injection.taintGate({
+    sinks: [
+      { tool: "issue_refund", args: { order_id: "id", amount: "amount" }, require: "trusted" },
+    ],
+  });
+  const history = makeRun(50);
+  const run = new RunState({ runId: "bench", agentId: "bench", task: "Refund order A1000, $25" });
+  run.outputs.push(...history.outputs);
+  run.calls.push(...history.calls);
+  const samples = [];
+  for (let index = 0; index < calls; index += 1) {
+    const call = {
+      tool: "issue_refund",
+      args: { order_id: index % 2 ? `B${index}` : "A1000", amount: 25, reason: "damaged" },
+      toolUseId: `x${index}`,
+      idempotencyKey: `bench:x${index}`,
+      sensitive: true,
+      idempotent: false,
+      run,
+    };
+    const started = performance.now();
+    await typed.check(call);
+    samples.push((performance.now() - started) * 1000);
+  }
+  result.gates.taint_typed = stats(samples.slice(1000));
+}
 {
   const run = makeRun();
   const sorted = sortGates(pipelineGates());
