@@ -1,5 +1,7 @@
 import { keyBefore, wordBefore } from "../context.js";
 import type { Detector, DetectorMatch } from "../detector.js";
+import { NOT_NAME_WORDS } from "../lexicon/name-cues.js";
+import { BRAND_WORDS, FUNCTION_WORDS_I18N } from "../lexicon/names-by-language.js";
 import { isHexCode, isWordCode } from "./char-classes.js";
 
 const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
@@ -81,13 +83,17 @@ export function isVersionContext(text: string, start: number): boolean {
   if (word === "") return false;
   if (ADDRESS_WORD.test(word)) return false;
   if (VERSION_WORD.test(word)) return true;
-  // A product name right before it ("Orchid Sync 4.2.1.9", "Teams 1.6.0.2"): a capitalised
-  // word, one space, the quad, outside the private and loopback ranges where a bare address
-  // after a device's name ("Printer 192.168.1.20") is the likelier reading.
+  // A product name right before it ("Orchid Sync 4.2.1.9", "Teams 1.6.0.2"): a brand word, or
+  // a capitalised word that is no common word ("Refund 203.0.113.5" stays an address), one
+  // space, the quad, outside the private, loopback and unspecified ranges where a bare
+  // address after a device's name ("Printer 192.168.1.20") is the likelier reading.
+  const lowerWord = word.toLowerCase();
   if (
     before === 32 &&
     /^[A-Z][a-z]{1,20}$/.test(word) &&
-    !/^(?:10|127)\.|^192\.168\.|^172\.(?:1[6-9]|2\d|3[01])\.|^169\.254\./.test(
+    (BRAND_WORDS.has(lowerWord) ||
+      !(NOT_NAME_WORDS.has(lowerWord) || FUNCTION_WORDS_I18N.has(lowerWord))) &&
+    !/^(?:0|10|127)\.|^192\.168\.|^172\.(?:1[6-9]|2\d|3[01])\.|^169\.254\./.test(
       text.slice(start, start + 8),
     )
   )

@@ -11,6 +11,7 @@ import {
 } from "../lexicon/name-cues.js";
 import { GIVEN_NAMES, SURNAMES } from "../lexicon/name-lexicon.js";
 import {
+  BRAND_WORDS,
   FAMILY_NAME_ENDINGS,
   FAMILY_NAMES_I18N,
   FUNCTION_WORDS_I18N,
@@ -205,17 +206,6 @@ const AUXILIARIES = new Set(
 
 /** A capitalised word of letters only, with a vowel, 3 to 14 letters: what most names look like. */
 const NAME_SHAPED = /^\p{Lu}(?=\p{L}*[aeiouyäöüåéèêëáíóúàìòùâîôûæøœąęó])\p{Ll}{2,13}$/u;
-
-/** Brands and words of company names that a capitalised pair shares with names. */
-const BRAND_WORDS = new Set(
-  `google microsoft apple amazon chrome teams windows office outlook slack zoom excel word
-  android iphone ipad macbook safari firefox edge linux ubuntu oracle salesforce shopify
-  stripe paypal visa mastercard netflix spotify uber airbnb tesla samsung sony nokia intel
-  deutsche national royal general united international global federal central american
-  british french german spanish italian dutch swedish polish japanese chinese korean
-  european euro bank post poste poczta telekom airlines airways railway rail sync desk
-  agent build cloud studio`.split(/\s+/),
-);
 
 const ARTICLES = new Set(
   "the der die das dem den le la les el los las il lo gli het de een ein eine un une una".split(

@@ -141,3 +141,14 @@ export const ORGANISATION_WORDS = new Set(
   street road avenue lane drive straße strasse weg platz rue avenue calle via straat gatan
   `),
 );
+
+/** Brands and words of company names that a capitalised pair shares with names. */
+export const BRAND_WORDS = new Set(
+  `google microsoft apple amazon chrome teams windows office outlook slack zoom excel word
+  android iphone ipad macbook safari firefox edge linux ubuntu oracle salesforce shopify
+  stripe paypal visa mastercard netflix spotify uber airbnb tesla samsung sony nokia intel
+  deutsche national royal general united international global federal central american
+  british french german spanish italian dutch swedish polish japanese chinese korean
+  european euro bank post poste poczta telekom airlines airways railway rail sync desk
+  agent build cloud studio`.split(/\s+/),
+);
