@@ -189,8 +189,13 @@ export class ChildStdioTransport implements Transport {
     const digest = overflow.hash.digest("hex");
     const size = sizeOf(overflow.bytes);
     const tail = overflow.tail.toString("utf8");
-    // The SDK writes a response's id last: `..., "jsonrpc":"2.0","id":7}`.
-    const id = /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")\s*\}\s*$/.exec(tail)?.[1];
+    // The TypeScript SDK writes a response's id last (`..., "jsonrpc":"2.0","id":7}`), the
+    // Python SDK first (`{"jsonrpc":"2.0","id":7,"result":...`): either end may name it.
+    const id =
+      /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")\s*\}\s*$/.exec(tail)?.[1] ??
+      /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")\s*,/.exec(
+        overflow.head.toString("utf8"),
+      )?.[1];
     const what = `[mcp] ${this.#options.label()} wrote a ${size} message, over the proxy's maxMessageBytes (${sizeOf(this.#options.maxMessageBytes)}): dropped unread (sha256 ${digest.slice(0, 16)}, it began ${preview(overflow.head.toString("utf8"))})`;
     this.onerror?.(new Error(what));
     if (id === undefined) return;

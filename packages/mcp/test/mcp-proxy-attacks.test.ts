@@ -142,6 +142,11 @@ describe("16 kinds of attack by a hostile MCP server (the six issue 29 names, an
       /MCP server "hostile" wrote a 40\.0 MiB message, over the proxy's maxMessageBytes \(1\.0 MiB\): dropped unread \(sha256 [0-9a-f]{16}/,
     );
     expect(logs.some((line) => line.includes("40.0 MiB message"))).toBe(true);
+    // A server that writes the id first (as the Python SDK does) gets the same prompt answer.
+    const idFirst = await host.callTool({ name: "dump_id_first", arguments: {} });
+    expect(textOfResult(idFirst)).toMatch(
+      /wrote a 3\.0 MiB message, over the proxy's maxMessageBytes/,
+    );
     expect(
       textOfResult(await host.callTool({ name: "lookup_order", arguments: { order_id: "A2" } })),
     ).toBe("Order A2: delivered");
