@@ -76,6 +76,10 @@ function notCard(text: string, start: number, digits: string): boolean {
   );
 }
 
+/** The groupings cards are printed in: fours with a short tail, Amex 4-6-5, Diners 4-6-4. */
+const CARD_GROUPING =
+  /^(?:\d{4}(?:[ .\-/]\d{4}){2,3}(?:[ .\-/]\d{1,4})?|\d{4}[ .\-/]\d{6}[ .\-/]\d{4,5})$/;
+
 /**
  * Finds payment card numbers: 12 to 19 digits with any separators, a known issuer prefix
  * and a valid Luhn check digit. A run that is too long is tried again at each separator, so
@@ -110,6 +114,10 @@ export function creditCardDetector(): Detector {
         for (let cut = ends.length - 1; cut >= 0; cut--) {
           if (isCardNumber(prefixDigits[cut]!)) {
             if (notCard(text, match.index, prefixDigits[cut]!)) break;
+            // Dots are how versions are written (40.15.86984.9996); a card written with dots
+            // is grouped as cards are (4111.1111.1111.1111).
+            const written = candidate.slice(0, ends[cut]!);
+            if (written.includes(".") && !CARD_GROUPING.test(written)) break;
             matches.push({ start: match.index, end: match.index + ends[cut]! });
             break;
           }

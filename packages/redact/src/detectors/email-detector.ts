@@ -77,16 +77,19 @@ export function emailDetector(): Detector {
 // not any word), and the bare "at domain.tld" form, which prose also has ("look at acme.com"),
 // needs a local part no sentence would put there (a digit, a dot, an underscore) to score above
 // the default threshold.
-const SPELLED_HINT = / (?:at|AT|arroba|ARROBA|chez|snabel-a|małpa) /;
+const SPELLED_HINT =
+  / (?:at|AT|arroba|ARROBA|chez|snabel-a|małpa) |@[^\s@]{1,64} (?:dot|DOT|punto|PUNTO|point|POINT|punkt|PUNKT|kropka|KROPKA|punt|PUNT) /;
 const AT_WORD = "(?:at|AT|arroba|ARROBA|chez|snabel-a|małpa)";
 const DOT_WORD = "(?:dot|DOT|punto|PUNTO|point|POINT|punkt|PUNKT|kropka|KROPKA|punt|PUNT)";
 const LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 // Found from each " at " (one scan for the rare word), then matched sticky from the start of
 // the local part read back from there: a pattern that starts at every letter would cost a
 // regex attempt per character of prose.
-const AT_SCAN = new RegExp(`[ ]${AT_WORD}[ ]`, "g");
+// "@" too: the normalised view has already read "[at]" and "(at)" as "@", and "a [at] b dot
+// com" mixes a bracketed at with a spelled dot.
+const AT_SCAN = new RegExp(`[ ]${AT_WORD}[ ]|@`, "g");
 const SPELLED = new RegExp(
-  `([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})[ ]${AT_WORD}[ ](${LABEL}(?:(?:[ ]${DOT_WORD}[ ]|\\.)${LABEL}){0,3})(?:[ ]${DOT_WORD}[ ]|\\.)([A-Za-z]{2,12})(?![A-Za-z0-9-])`,
+  `([A-Za-z0-9][A-Za-z0-9._%+-]{0,63})(?:[ ]${AT_WORD}[ ]|@)(${LABEL}(?:(?:[ ]${DOT_WORD}[ ]|\\.)${LABEL}){0,3})(?:[ ]${DOT_WORD}[ ]|\\.)([A-Za-z]{2,12})(?![A-Za-z0-9-])`,
   "y",
 );
 const SPELLED_DOT = new RegExp(`[ ]${DOT_WORD}[ ]`);

@@ -47,8 +47,10 @@ function phoneShaped(body: string): boolean {
   // Dates and timestamps: 2019-11-04 09, 04/11/2019.
   const dateGaps = gaps.length >= 2 && gaps[0] === gaps[1] && /^[-/.]$/.test(gaps[0]!);
   if (dateGaps && /^(?:4,2,2|2,2,4|1,2,4|2,1,4|1,1,4)(?:,|$)/.test(shape)) return false;
-  // The US SSN shape belongs to the SSN detector, valid or not.
+  // The US SSN shape belongs to the SSN detector, valid or not, and so does a run that opens
+  // or closes with one ("123-45-6789 / 234-56", one of a list).
   if (shape === "3,2,4") return false;
+  if (/^\d{3}-\d{2}-\d{4}\D|\D\d{3}-\d{2}-\d{4}$/.test(body)) return false;
   // Dotted quads are IP addresses or versions, and so is any dotted run of four groups that
   // does not open with a trunk 0 (10.0.22621.2861, 24.10.5.7335): phones written with dots
   // have three groups (217.438.2219) or the French five pairs (06.12.34.56.78).
