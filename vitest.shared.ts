@@ -8,7 +8,10 @@ const root = import.meta.dirname;
  * workspace packages (no build needed), and each run writes a JSON report that `.ci/run`
  * adds up into its `N passed, N failed` line.
  */
-export function packageConfig(dir: string, overrides: { testTimeout?: number; include?: string[] } = {}) {
+export function packageConfig(
+  dir: string,
+  overrides: { testTimeout?: number; include?: string[] } = {},
+) {
   return defineConfig({
     resolve: {
       alias: [
@@ -25,8 +28,10 @@ export function packageConfig(dir: string, overrides: { testTimeout?: number; in
     test: {
       root: dir,
       include: overrides.include ?? ["src/**/*.test.ts", "test/**/*.test.ts"],
-      testTimeout: overrides.testTimeout ?? 20_000,
-      hookTimeout: 60_000,
+      // Deadlines, not speed bounds: only a test that hangs reaches them, so they sit far above
+      // any machine's pace (a 2-core machine at load 15 runs some tests ten times slower).
+      testTimeout: overrides.testTimeout ?? 120_000,
+      hookTimeout: 300_000,
       reporters: ["default", "json"],
       outputFile: { json: resolve(dir, "reports/vitest.json") },
       // An unhandled rejection anywhere fails the run (vitest's default, stated on purpose).

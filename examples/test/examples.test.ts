@@ -154,7 +154,7 @@ describe("examples/claude-agent-sdk", () => {
       await server.close();
       rmSync(configDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 600_000);
 });
 
 /** A host's end of a stdio link (newline-delimited JSON-RPC over two streams). */

@@ -90,5 +90,5 @@ describe("loopguard mcp-proxy (the CLI, over stdio)", () => {
     expect(stderr.join("")).toMatch(/\[mcp-proxy\] refused send_email: /);
     await store.close?.();
     rmSync(dir, { recursive: true, force: true });
-  }, 30_000);
+  }, 600_000);
 });

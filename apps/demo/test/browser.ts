@@ -31,5 +31,5 @@ export function eventually<T>(
   fn: () => T | Promise<T>,
   options: { timeout?: number } = {},
 ): ReturnType<typeof expect.poll> {
-  return expect.poll(fn, { timeout: 10_000, ...options });
+  return expect.poll(fn, { timeout: 60_000, ...options });
 }

@@ -12,7 +12,7 @@ export const run = (args: string[], env: Record<string, string> = {}) =>
   spawnSync(process.execPath, [cli, ...args], {
     encoding: "utf8",
     env: { ...process.env, NO_COLOR: "1", ...env },
-    timeout: 45_000,
+    timeout: 240_000,
   });
 
 /** Starts the CLI in a new process and collects its output. */

@@ -8,8 +8,8 @@ import { built, cli, leaksIn, ledgerOf, run, runIdOf, sensitive, start } from ".
 const dir = mkdtempSync(join(tmpdir(), "loopguard-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// Every test runs CLI processes (up to thirty): slow on a loaded machine, so 90 s each.
-describe.skipIf(!built)("the built loopguard CLI", { timeout: 90_000 }, () => {
+// Each test starts CLI processes: deadlines far above any machine's pace, never a bound on it.
+describe.skipIf(!built)("the built loopguard CLI", { timeout: 600_000 }, () => {
   it("runs the demo: the exfiltration is blocked, one refund is paid, no PII in the log", () => {
     const root = join(dir, "a");
     const result = run(["demo", "--dir", join(root, "runs")]);

@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const repository = resolve(import.meta.dirname, "../../..");
 
 // Tests that run CLI processes get 90 s each: slow on a loaded machine.
-describe("the first hour's papercuts", { timeout: 90_000 }, () => {
+describe("the first hour's papercuts", { timeout: 600_000 }, () => {
   it("output width: COLUMNS when usable, else the terminal's, else 80; lines are cut or wrapped to it", () => {
     expect(terminalWidth({ COLUMNS: "120" }, { isTTY: false })).toBe(120);
     expect(terminalWidth({}, { isTTY: false })).toBe(80);

@@ -63,7 +63,7 @@ describe.skipIf(!url)("loopguard replay --database-url", () => {
         ],
       }),
     );
-  }, 60_000);
+  }, 300_000);
 
   afterAll(async () => {
     if (store) {

@@ -24,7 +24,7 @@ async function keyedLog(): Promise<{ dir: string; file: string }> {
   return { dir, file: store.fileOf(runId) };
 }
 
-describe.skipIf(!built)("loopguard verify on keyed logs", { timeout: 90_000 }, () => {
+describe.skipIf(!built)("loopguard verify on keyed logs", { timeout: 600_000 }, () => {
   it("with the key: intact when whole, BROKEN when cut short with its summary deleted", async () => {
     const whole = await keyedLog();
     const intact = run(["verify", runId, "--dir", whole.dir], { LOOPGUARD_LOG_KEY: key });

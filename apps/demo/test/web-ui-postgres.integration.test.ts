@@ -55,7 +55,7 @@ describe.skipIf(!built || !url || !hasChromium)(
       signIn = /^(http:\/\/127\.0\.0\.1:\d+\/\?token=\S+)$/m.exec(server.output())![1]!;
       base = new URL(signIn).origin;
       browser = await launchChromium();
-    }, 120_000);
+    }, 600_000);
 
     afterAll(async () => {
       await browser?.close();
@@ -77,10 +77,10 @@ describe.skipIf(!built || !url || !hasChromium)(
     };
 
     it("approves a parked run in the page and a worker finishes it; a freeze halts the next run", {
-      timeout: 120_000,
+      timeout: 600_000,
     }, async () => {
       const runId = submit("Hi, order A1002 arrived broken. Can I get a refund?");
-      await eventually(() => statusOf(runId), { timeout: 30_000 }).toBe("awaiting_approval");
+      await eventually(() => statusOf(runId), { timeout: 180_000 }).toBe("awaiting_approval");
 
       const page = await browser.newPage();
       await page.goto(signIn);
@@ -93,7 +93,7 @@ describe.skipIf(!built || !url || !hasChromium)(
       await eventually(() => card.locator(".result").textContent()).toMatch(
         /Approved by finance\.kim/,
       );
-      await eventually(() => statusOf(runId), { timeout: 30_000 }).toBe("completed");
+      await eventually(() => statusOf(runId), { timeout: 180_000 }).toBe("completed");
       await page.goto(`${base}/runs/${runId}`);
       expect(await page.locator("ul.answered").textContent()).toMatch(/approve by finance\.kim/);
 
@@ -103,7 +103,7 @@ describe.skipIf(!built || !url || !hasChromium)(
       await page.getByRole("button", { name: "Freeze the fleet" }).click();
       await eventually(() => page.locator("main").textContent()).toMatch(/Frozen by finance\.kim/);
       const frozen = submit("Hi, order A1001 arrived broken. Can I get a refund?");
-      await eventually(() => statusOf(frozen), { timeout: 30_000 }).toBe("halted");
+      await eventually(() => statusOf(frozen), { timeout: 180_000 }).toBe("halted");
       const unfreeze = await fetch(`${base}/api/fleet/unfreeze`, {
         method: "POST",
         headers: { "x-loopguard-secret": secret, "content-type": "application/json" },

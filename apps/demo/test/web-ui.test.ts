@@ -52,7 +52,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     expect(server.output().split("\n")[0]).toBe(signIn);
     base = new URL(signIn).origin;
     browser = await launchChromium();
-  }, 120_000);
+  }, 600_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -61,7 +61,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
   });
 
   it("signs in once from the printed URL, approves and denies from the inbox, freezes the fleet", {
-    timeout: 120_000,
+    timeout: 600_000,
   }, async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
@@ -111,7 +111,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
 
     // Live: a run that parks while the page is open appears without a reload.
     ids.live = parked();
-    await eventually(() => cards.count(), { timeout: 15_000 }).toBe(5);
+    await eventually(() => cards.count(), { timeout: 90_000 }).toBe(5);
     await eventually(() => page.locator(`article[data-run="${ids.live}"]`).count()).toBe(1);
 
     // Approve: the answer is recorded under the signed-in name and the run completes.
@@ -120,7 +120,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     await expect
       .poll(() => card.locator(".result").textContent())
       .toMatch(/Approved by dana\.lead/);
-    await eventually(() => statusOn(page, ids.approve!), { timeout: 20_000 }).toBe("completed");
+    await eventually(() => statusOn(page, ids.approve!), { timeout: 120_000 }).toBe("completed");
     expect(refundsOf(ids.approve!).map((effect) => effect.payload.amount)).toEqual([649]);
     await page.goto(`${base}/runs/${ids.approve}`);
     await eventually(() => page.locator("dl.facts").textContent()).toContain("completed");
@@ -139,16 +139,16 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
       .poll(() => denyCard.locator(".result").textContent())
       .toMatch(/Denied by dana\.lead/);
     await expect
-      .poll(() => statusOn(page, ids.deny!), { timeout: 20_000 })
+      .poll(() => statusOn(page, ids.deny!), { timeout: 120_000 })
       .not.toBe("awaiting_approval");
     expect(refundsOf(ids.deny!)).toEqual([]);
     await page.goto(`${base}/runs/${ids.deny}`);
     await expect
-      .poll(() => page.locator("ul.refusals").textContent(), { timeout: 10_000 })
+      .poll(() => page.locator("ul.refusals").textContent(), { timeout: 60_000 })
       .toMatch(/issue_refund/);
     const trace = page.frameLocator("iframe.trace");
     await expect
-      .poll(() => trace.locator("body").textContent(), { timeout: 10_000 })
+      .poll(() => trace.locator("body").textContent(), { timeout: 60_000 })
       .toMatch(/blocked/i);
 
     // Freeze the fleet from the page: the next run is halted by the kill switch.
@@ -174,7 +174,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
   });
 
   it("lets one of two tabs win a double approval and tells the other why it lost", {
-    timeout: 60_000,
+    timeout: 300_000,
   }, async () => {
     const context = await browser.newContext();
     const login = await context.newPage();
@@ -198,7 +198,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
       Promise.all(cards.map(async (card) => (await card.locator(".result").textContent()) ?? ""));
     // The winner's answer resumes its run before it replies; the loser waits behind it.
     await eventually(async () => (await results()).filter((text) => text !== "").length, {
-      timeout: 30_000,
+      timeout: 180_000,
     }).toBe(2);
     const outcomes = await results();
     const won = outcomes.filter((text) => /^Approved by dana\.lead/.test(text));
@@ -207,13 +207,13 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
       won: 1,
       lost: 1,
     });
-    await eventually(() => statusOn(first, ids.twoTabs!), { timeout: 20_000 }).toBe("completed");
+    await eventually(() => statusOn(first, ids.twoTabs!), { timeout: 120_000 }).toBe("completed");
     expect(refundsOf(ids.twoTabs!)).toHaveLength(1);
     await context.close();
   });
 
   it("shows a corrupt log as such without breaking the list, and a deleted run as a 404 page", {
-    timeout: 60_000,
+    timeout: 300_000,
   }, async () => {
     writeFileSync(
       join(runs, `${ids.corrupt}.jsonl`),

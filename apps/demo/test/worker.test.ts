@@ -208,7 +208,7 @@ describe.skipIf(!built || !databaseUrl)("loopguard worker (built CLI, PostgreSQL
         expect(typeof value).toBe("string");
       }
     }
-  }, 60_000);
+  }, 300_000);
 
   it("halts a run at its first tool call once a freeze is older than the cache window", async () => {
     const alive = (candidate: Worker) =>

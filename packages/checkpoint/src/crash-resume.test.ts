@@ -377,7 +377,7 @@ describe("SIGKILL a real process at random moments, then resume", () => {
   });
 
   it("loses no acknowledged event, repeats no side effect and leaves every log readable (56 trials)", {
-    timeout: 90_000,
+    timeout: 600_000,
   }, async () => {
     // Calibrate: how long an uncrashed child takes from ready to exit on this machine (the
     // faster of two runs, so a slow first start does not push most kills past the end).

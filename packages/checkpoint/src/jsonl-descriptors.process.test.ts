@@ -84,7 +84,7 @@ describe.skipIf(process.platform === "win32")("jsonlEventStore under ulimit -n 1
     [10_000, false],
   ] as const) {
     it(`completes ${runs.toLocaleString("en")} concurrent runs${withTool ? " with a tool call each" : ""} within its descriptor cap, none left running`, {
-      timeout: 90_000,
+      timeout: 600_000,
     }, async () => {
       const result = await manyRuns(root, runs, 1024, withTool);
       console.log(`[descriptors] ${runs} runs at ulimit -n 1024: ${JSON.stringify(result)}`);
@@ -100,7 +100,7 @@ describe.skipIf(process.platform === "win32")("jsonlEventStore under ulimit -n 1
   }
 
   it("sqlite: completes 10,000 concurrent runs, group-committed, none left running", {
-    timeout: 90_000,
+    timeout: 600_000,
   }, async () => {
     const result = await manyRuns(root, 10_000, 1024, false, "sqlite");
     console.log(`[descriptors] 10000 sqlite runs at ulimit -n 1024: ${JSON.stringify(result)}`);

@@ -88,7 +88,7 @@ describe("jsonlEventStore across processes", () => {
   });
 
   it("serialises four processes appending to one run: every acknowledged event once, in seq order, no torn line", {
-    timeout: 60_000,
+    timeout: 600_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "lg-processes-"));
     const outcomes = await Promise.all(
@@ -110,7 +110,7 @@ describe("jsonlEventStore across processes", () => {
   });
 
   it("lets the others finish when a writer is SIGKILLed (its lock is broken), losing none of its acknowledged events", {
-    timeout: 60_000,
+    timeout: 600_000,
   }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "lg-processes-kill-"));
     const outcomes = await Promise.all([

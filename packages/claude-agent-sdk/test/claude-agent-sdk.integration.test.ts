@@ -133,7 +133,7 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
     expect(guard.run.refusals.map((refusal) => refusal.reason)).toEqual(["refund_too_large"]);
     expect(guard.run.calls.map((call) => call.toolUseId)).toEqual(["toolu_2"]);
     expect(guard.run.outputs.map((output) => output.toolUseId)).toEqual(["toolu_2"]);
-  }, 60_000);
+  }, 600_000);
 
   it("scans outputs so the taint gate refuses a sensitive call fed from flagged text", async () => {
     const log: string[] = [];
@@ -158,7 +158,7 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
     expect(guard.run.outputs[0]?.scan?.verdict).toBe("injection");
     expect(log).toEqual([]);
     expect(results[1]).toMatch(/Refused by loopguard \(taint/);
-  }, 60_000);
+  }, 600_000);
 
   it("inside a logged withRun, the SDK's calls are logged like the loop's, and a durable ask waits for a person", async () => {
     const log: string[] = [];
@@ -203,7 +203,7 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
       content: expect.stringContaining("refunded 20"),
     });
     expect(foldRun(events).status).toBe("awaiting_approval");
-  }, 60_000);
+  }, 600_000);
 
   it("asks loopguard's approver, and without one hands the ask to the SDK's permission flow", async () => {
     const log: string[] = [];
@@ -254,5 +254,5 @@ describe("loopguardHooks with the real Claude Agent SDK against a loopback Messa
     expect(log).toEqual(["refund A1 300", "refund A3 300"]);
     expect(deferring.run.refusals.map((refusal) => refusal.reason)).toEqual(["approval_denied"]);
     expect(deferring.run.calls.map((call) => call.toolUseId)).toEqual(["toolu_2"]);
-  }, 60_000);
+  }, 600_000);
 });

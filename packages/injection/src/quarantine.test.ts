@@ -116,7 +116,7 @@ describe("quarantine", () => {
       }),
       { numRuns: 400 },
     );
-  }, 30_000);
+  }, 600_000);
 
   it("marks the flagged spans as whole segments and leaves the rest unmarked", () => {
     const clean = "Order A1001: one blue mug, delivered on 3 May.";
@@ -248,7 +248,7 @@ describe("quarantine", () => {
     );
     // Not an assertion about the new defence: evidence that the variants are hard, printed once.
     expect(survivedPatternOnly / runs).toBeGreaterThan(0.2);
-  }, 30_000);
+  }, 600_000);
 
   it("a random boundary alone does not help: the look-alike stays verbatim for the model to read", () => {
     // The alternative design: a nonce in the tag that the content cannot know. The model is not

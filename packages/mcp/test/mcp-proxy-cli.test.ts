@@ -127,6 +127,6 @@ describe.skipIf(!existsSync(cli))(
         /run run_cli_proxy has ended \(stopped: host_disconnected\); its open approval requests were withdrawn/,
       );
       expect(approve.stdout).not.toMatch(/refund|email/i);
-    }, 60_000);
+    }, 600_000);
   },
 );

@@ -156,7 +156,7 @@ describe("otelExporter", () => {
     const byTime = otelExporter({ exporter: counting, batch: { delayMs: 5 } });
     await byTime.export(core.slice(0, 3));
     expect(sends).toEqual([]);
-    await expect.poll(() => sends, { timeout: 2_000 }).toEqual([3]);
+    await expect.poll(() => sends, { timeout: 60_000 }).toEqual([3]);
     expect(() => otelExporter({ exporter: counting, batch: { maxSpans: 0 } })).toThrow(/maxSpans/);
   });
 

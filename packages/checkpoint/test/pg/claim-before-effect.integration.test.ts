@@ -77,5 +77,5 @@ describe.skipIf(!databaseUrl)("claim before effect", () => {
     expect(foldRun(events, runId).status).toBe("completed");
     expect(events.filter((event) => event.type === "tool-call-result")).toHaveLength(1);
     await store.close();
-  }, 30_000);
+  }, 600_000);
 });

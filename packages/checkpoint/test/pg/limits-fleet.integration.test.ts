@@ -157,5 +157,5 @@ describe.skipIf(!databaseUrl)("fleet limits across processes (SIGKILL, SIGSTOP)"
       ),
       { numRuns: 3, endOnFailure: true },
     );
-  }, 90_000);
+  }, 600_000);
 });

@@ -73,5 +73,5 @@ describe.skipIf(!databaseUrl)("the worker's lease governs every slice", () => {
       await worker.stop();
       await store.close();
     }
-  }, 30_000);
+  }, 600_000);
 });
