@@ -1,12 +1,5 @@
 export { McpGuardError } from "./errors.js";
 export type { GuardedMcpTool, GuardMcpToolsOptions } from "./guard-mcp-tools.js";
-export { guardMcpTools, listAllTools } from "./guard-mcp-tools.js";
-export type { InputValidator } from "./input-validator.js";
-export { compileInputSchema, compileOutputSchema } from "./input-validator.js";
+export { guardMcpTools } from "./guard-mcp-tools.js";
 export type { McpProxy, McpProxyOptions, McpProxyStop, McpWithheld } from "./mcp-proxy.js";
 export { runMcpProxy } from "./mcp-proxy.js";
-export type { McpBackedTool, McpToolDefinition, McpToolFlags } from "./mcp-tool.js";
-export { mcpBackedTool, textOf } from "./mcp-tool.js";
-export { nameSkeleton } from "./name-skeleton.js";
-export type { NameRefusal, VetNamesOptions } from "./vet-names.js";
-export { vetNames } from "./vet-names.js";

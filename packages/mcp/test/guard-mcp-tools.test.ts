@@ -5,7 +5,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compileInputSchema, guardMcpTools, McpGuardError } from "../src/index.js";
+import { guardMcpTools, McpGuardError } from "../src/index.js";
+import { compileInputSchema } from "../src/internal/index.js";
 import { shopServer } from "./helpers.js";
 
 let client: Client;

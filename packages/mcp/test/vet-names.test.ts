@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { nameSkeleton, vetNames } from "../src/index.js";
+import { nameSkeleton, vetNames } from "../src/internal/index.js";
 
 const asTool = { kind: "tool", gateName: (name: string) => name };
 
