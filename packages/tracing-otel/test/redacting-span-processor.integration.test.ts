@@ -1,5 +1,17 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { createRedactor } from "@loopguard/redact";
 import { SpanStatusCode, trace } from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
@@ -197,4 +209,53 @@ describe("redactingSpanProcessor in an app's own OpenTelemetry setup, over real 
     ).toThrow(/options.redactor must be a function, got string/);
     expect(OtlpConfigError.isInstance(new OtlpConfigError("redactor", "x"))).toBe(true);
   });
+
+  // An app that installed this package but not @loopguard/redact (an optional peer): the
+  // built package, in a folder of its own with its other peers and without redact.
+  it.skipIf(!existsSync(join(import.meta.dirname, "..", "dist", "index.js")))(
+    "without a redactor and without @loopguard/redact installed, fails at set-up naming both fixes",
+    () => {
+      const app = mkdtempSync(join(tmpdir(), "loopguard-no-redact-"));
+      try {
+        const here = join(import.meta.dirname, "..");
+        const own = join(app, "node_modules", "@loopguard", "tracing-otel");
+        mkdirSync(own, { recursive: true });
+        cpSync(join(here, "dist"), join(own, "dist"), { recursive: true });
+        cpSync(join(here, "package.json"), join(own, "package.json"));
+        for (const peer of [
+          "@loopguard/core",
+          "@opentelemetry/api",
+          "@opentelemetry/resources",
+          "@opentelemetry/sdk-trace-base",
+        ]) {
+          const target = join(app, "node_modules", peer);
+          mkdirSync(dirname(target), { recursive: true });
+          symlinkSync(realpathSync(join(here, "node_modules", peer)), target);
+        }
+        writeFileSync(
+          join(app, "main.mjs"),
+          `import { redactingSpanProcessor } from "@loopguard/tracing-otel";
+const next = { onStart() {}, onEnd() {}, forceFlush: async () => {}, shutdown: async () => {} };
+try { redactingSpanProcessor(next); console.log("no error"); }
+catch (error) { console.log(error.constructor.name, error.setting, error.message); }
+console.log("with a redactor:", typeof redactingSpanProcessor(next, { redactor: (v) => v }).onEnd);
+`,
+        );
+        // A plain environment: the test runner's NODE_PATH / NODE_OPTIONS would find the
+        // workspace's copy.
+        const result = spawnSync(process.execPath, [join(app, "main.mjs")], {
+          cwd: app,
+          encoding: "utf8",
+          env: { PATH: process.env.PATH ?? "" },
+        });
+        expect(result.stderr).toBe("");
+        expect(result.stdout).toMatch(
+          /^OtlpConfigError redactor \[tracing-otel\] redactingSpanProcessor: no redactor given and @loopguard\/redact is not installed; install it \(pnpm add @loopguard\/redact\).*or pass \{ redactor/m,
+        );
+        expect(result.stdout).toContain("with a redactor: function");
+      } finally {
+        rmSync(app, { recursive: true, force: true });
+      }
+    },
+  );
 });
