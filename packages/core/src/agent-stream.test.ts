@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentStreamEvent } from "./agent-stream.js";
 import { claudeModel } from "./anthropic/index.js";
-import type { ContentBlock, Model } from "./contracts/model.js";
+import type { ContentBlock, MessageStreamEvent, Model } from "./contracts/model.js";
 import { createAgent, tool } from "./index.js";
 import {
   faultyModel,
@@ -213,7 +213,7 @@ describe("agent.stream", () => {
         stop_reason: null,
         usage: { input_tokens: 5, output_tokens: 0 },
       },
-    } as const;
+    } satisfies MessageStreamEvent;
     const skipping = scriptedModel([
       {
         events: [
