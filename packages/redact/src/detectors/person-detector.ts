@@ -70,7 +70,12 @@ function capitalisedRunAt(text: string, at: number): Name | undefined {
   CAPITALISED_RUN.lastIndex = at;
   if (!CAPITALISED_RUN.test(text)) return undefined;
   const end = CAPITALISED_RUN.lastIndex;
-  return { start: at, end, tokens: text.slice(at, end).split(" "), uncased: false };
+  // Particles ("de", "van den") are part of the span, not words of the name.
+  const tokens = text
+    .slice(at, end)
+    .split(" ")
+    .filter((token) => !PARTICLES.has(token));
+  return { start: at, end, tokens, uncased: false };
 }
 
 /** Reads a name starting at `from` (after spaces and an honorific), or undefined. */
@@ -130,12 +135,15 @@ function nameAt(text: string, from: number): Name | undefined {
     const token = CASED_TOKEN.exec(head.slice(at));
     if (token === null) {
       // A lower-case particle between capitalised words: "Ludwig van Beethoven".
+      // A family name under a key may open with one: "de Groot", "van den Heuvel".
       const particle = /^([a-z]{1,4})[ ]/.exec(head.slice(at));
       if (
         particle !== null &&
-        tokens.length > 0 &&
         PARTICLES.has(particle[1]!) &&
-        CASED_TOKEN.test(head.slice(at + particle[0].length))
+        (CASED_TOKEN.test(head.slice(at + particle[0].length)) ||
+          PARTICLES.has(
+            /^([a-z]{1,4})[ ]\p{Lu}/u.exec(head.slice(at + particle[0].length))?.[1] ?? "",
+          ))
       ) {
         at += particle[0].length;
         continue;
@@ -206,6 +214,9 @@ const AUXILIARIES = new Set(
 
 /** A capitalised word of letters only, with a vowel, 3 to 14 letters: what most names look like. */
 const NAME_SHAPED = /^\p{Lu}(?=\p{L}*[aeiouyäöüåéèêëáíóúàìòùâîôûæøœąęó])\p{Ll}{2,13}$/u;
+
+const PARTICLES_BEFORE =
+  /(?:^|[\s"':=])((?:(?:van|von|der|den|de|del|da|di|du|la|le|ter|zu)[ ]){1,2})$/;
 
 const ARTICLES = new Set(
   "the der die das dem den le la les el los las il lo gli het de een ein eine un une una".split(
@@ -309,7 +320,7 @@ const LOWER =
 const CAPITAL_START = new RegExp(`[${UPPER}][${LOWER}]`, "g");
 const WORD = `[${UPPER}][${LOWER}]+(?:['’-][${UPPER}${LOWER}][${LOWER}]*)*`;
 const CAPITALISED_RUN = new RegExp(
-  `${WORD}(?:[ ](?:(?:van|von|der|de|del|da|di|du|la|le|al|bin|ibn)[ ])?(?:[${UPPER}]\\.|${WORD})){1,3}`,
+  `${WORD}(?:[ ](?:(?:van|von|der|den|de|del|da|di|du|la|le|al|bin|ibn|ter|zu)[ ]){0,2}(?:[${UPPER}]\\.|${WORD})){1,3}`,
   "y",
 );
 // Scripts without capitals where names are common in support text: Han, Hangul, Arabic,
@@ -333,9 +344,21 @@ function hanNameAt(text: string, at: number): Name | undefined {
     if (!CJK_SURNAMES.has(family)) continue;
     let index = at + familyLength;
     if (text[index] === " " || text[index] === "\u3000") index++;
-    for (const givenLength of [2, 1]) {
+    // A Japanese given name may be written in kana after the family name: 山本 さくら.
+    const kana = /^[\p{Script=Hiragana}\p{Script=Katakana}ー]{2,4}/u.exec(
+      text.slice(index, index + 4),
+    );
+    const lengths =
+      kana !== null && index > at + familyLength
+        ? Array.from({ length: kana[0].length - 1 }, (_, offset) => kana[0].length - offset)
+        : [2, 1];
+    for (const givenLength of lengths) {
       const given = text.slice(index, index + givenLength);
-      if (given.length !== givenLength || !/^[\p{Script=Han}\u3005]+$/u.test(given)) continue;
+      if (
+        given.length !== givenLength ||
+        (kana === null && !/^[\p{Script=Han}\u3005]+$/u.test(given))
+      )
+        continue;
       const end = index + givenLength;
       if (HAN_NAME_AFTER.test(text.slice(end, end + 4)))
         return { start: at, end, tokens: [text.slice(at, end)], uncased: true };
@@ -634,9 +657,13 @@ export function personDetector(): Detector {
           }
           continue;
         }
-        const cue = mayHaveCue(text, at) ? cueBefore(text, at, lastEnd) : "none";
+        // A family name that opens with particles ("achternaam": "de Groot"): the cue stands
+        // before the particles, and so does the name.
+        const particles = PARTICLES_BEFORE.exec(text.slice(Math.max(0, at - 16), at));
+        const from = particles === null ? at : at - particles[1]!.length;
+        const cue = mayHaveCue(text, from) ? cueBefore(text, from, lastEnd) : "none";
         if (cue === "strong" || cue === "weak-self") {
-          const name = nameAt(text, at);
+          const name = nameAt(text, from);
           if (name === undefined || name.end <= name.start) continue;
           const words = name.tokens.filter((token) => !token.endsWith("."));
           let isName = false;
