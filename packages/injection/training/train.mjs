@@ -29,10 +29,10 @@ const rowsPath = resolve(argument("--rows", resolve(here, "rows.jsonl")));
 
 let lib;
 try {
-  lib = await import("../dist/index.js");
+  lib = { ...(await import("../dist/index.js")), ...(await import("../dist/internal/index.js")) };
 } catch (error) {
   console.error(
-    `[injection training] cannot load ../dist/index.js (${error.message}); run pnpm --filter @loopguard/injection build first`,
+    `[injection training] cannot load ../dist/index.js and ../dist/internal/index.js (${error.message}); run pnpm --filter @loopguard/injection build first`,
   );
   process.exit(1);
 }
