@@ -61,7 +61,10 @@ describe("the first hour's papercuts", { timeout: 600_000 }, () => {
       });
       expect(parked.status, parked.stderr).toBe(0);
       const runId = runIdOf(parked.stdout);
-      expect(parked.stdout).toContain(`npm run loopguard -- approve ${runId}`);
+      // The command is one line, never wrapped, however long the --dir path.
+      expect(parked.stdout).toMatch(
+        new RegExp(`^ {2}npm run loopguard -- approve ${runId} --dir \\S+$`, "m"),
+      );
       expect(parked.stdout).not.toMatch(/(?<!-- )\bloopguard approve/);
     },
   );

@@ -109,11 +109,17 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
         .run(`Hi, order ${options.order} arrived broken. Can I get a refund?`, { runId })
         .finally(() => stepper?.close());
       out(runSummary(colors, result, demo));
-      const next =
-        result.status === "awaiting_approval"
-          ? `next: ${invocation()} approve ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`} (or --deny); the whole story: ${invocation()} demo --tour`
-          : `the whole story (approval, budget stop, crash and resume): ${invocation()} demo --tour`;
-      for (const line of wrapText(next, terminalWidth())) out(colors.dim(line));
+      // Each command on a line of its own, never wrapped: it is there to be copied.
+      if (result.status === "awaiting_approval") {
+        out(colors.dim("next: a person answers it (add --deny to refuse):"));
+        out(
+          colors.dim(
+            `  ${invocation()} approve ${runId}${options.dir === ".loopguard/runs" ? "" : ` --dir ${options.dir}`}`,
+          ),
+        );
+      }
+      out(colors.dim("the whole story (approval, budget stop, crash and resume):"));
+      out(colors.dim(`  ${invocation()} demo --tour`));
       exit(result.status === "failed" ? 1 : 0);
     },
   );
