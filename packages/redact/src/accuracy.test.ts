@@ -87,8 +87,8 @@ describe("the generated corpus (dev and test subsets together; the bench reports
 });
 
 /**
- * Floors on the locale corpus (corpus/generate-locales.mjs, thirteen languages), dev and test
- * templates apart. They sit a little below what this build measures (bench/pii-measure.mjs),
+ * Floors on the locale corpus (corpus/generate-locales.mjs, thirteen languages), dev
+ * templates. They sit a little below what this build measures (bench/pii-measure.mjs),
  * so a change that loses a language's names or addresses fails here; the figures themselves
  * are in the README.
  */
@@ -99,7 +99,9 @@ const LOCALE_FLOORS: [string, number, number][] = [
   ["PHONE", 0.98, 0.98],
   ["EMAIL", 0.98, 0.98],
 ];
-describe.each(["locales_dev", "locales_test"])("the locale corpus, %s templates", (subset) => {
+// Only the dev templates gate the suite; the test templates are measured by
+// bench/pii-measure.mjs and reported, so no rule is ever written to keep a test row green.
+describe.each(["locales_dev"])("the locale corpus, %s templates", (subset) => {
   const score = () => {
     const key = `locales#${subset}`;
     let cached = scores.get(key);
