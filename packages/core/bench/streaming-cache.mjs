@@ -295,7 +295,7 @@ async function timeToFirstDelta() {
     return;
   }
   await measure(
-    `vault + createRedactor() from @loopguard/redact (holdback ${core.defaultHoldBack ?? 64} characters)`,
+    `vault + createRedactor() from @loopguard/redact (holdback ${core.defaultStreamHoldBack ?? 64} characters)`,
     { vault: redactModule.createVault(), redact: redactModule.createRedactor() },
     true,
   );

@@ -96,7 +96,7 @@ function streamingSettings(config: ResolvedAgentOptions): ModelStepContext["stre
     });
   return {
     idleTimeoutMs: config.idleTimeoutMs,
-    holdBack: config.streamHoldBack,
+    streamHoldBack: config.streamHoldBack,
     transforms,
     redactStream: config.redactStream,
     redact,

@@ -50,7 +50,7 @@ export interface StreamingSettings {
   /** Abort and retry a stream idle this long. */
   idleTimeoutMs: number;
   /** Characters held back per block before the transforms (see `createDeltaFilter`). */
-  holdBack: number;
+  streamHoldBack: number;
   /** Applied to streamed text in order: the vault's `tokenize`, then the redactor. */
   transforms: readonly TextTransform[];
   redactStream: (() => TransformStream<string, string>) | undefined;
@@ -347,7 +347,7 @@ function hostView(context: ModelStepContext, runId: string, step: number, sink: 
       filter = createDeltaFilter({
         transforms: settings.transforms,
         redactStream: settings.redactStream,
-        holdBack: settings.holdBack,
+        streamHoldBack: settings.streamHoldBack,
       });
       filters.set(index, filter);
     }

@@ -35,7 +35,7 @@ export {
 } from "../stream/assemble-message.js";
 export { attachStream } from "../stream/attach-stream.js";
 export type { DeltaFilter, DeltaFilterOptions, TextTransform } from "../stream/delta-filter.js";
-export { createDeltaFilter, defaultHoldBack } from "../stream/delta-filter.js";
+export { createDeltaFilter, defaultStreamHoldBack } from "../stream/delta-filter.js";
 export type { StreamAttemptOptions, StreamAttemptOutcome } from "../stream/stream-attempt.js";
 export { streamAttempt } from "../stream/stream-attempt.js";
 export { summarize } from "../summary.js";

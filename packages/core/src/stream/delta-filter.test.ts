@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createDeltaFilter, defaultHoldBack } from "./delta-filter.js";
+import { createDeltaFilter, defaultStreamHoldBack } from "./delta-filter.js";
 
 // A stand-in redactor: emails, API keys and spaced phone numbers.
 const redactText = (text: string) =>
@@ -16,10 +16,10 @@ const word = fc.oneof(
   { weight: 1, arbitrary: fc.stringMatching(/^\+1 \d{3} \d{3} \d{4}$/) },
 );
 
-async function run(text: string, cuts: number[], holdBack?: number) {
+async function run(text: string, cuts: number[], streamHoldBack?: number) {
   const filter = createDeltaFilter({
     transforms: [redactText],
-    ...(holdBack !== undefined ? { holdBack } : {}),
+    ...(streamHoldBack !== undefined ? { streamHoldBack } : {}),
   });
   const points = [...new Set(cuts.map((cut) => cut % (text.length + 1)))].sort((a, b) => a - b);
   let previous = 0;
@@ -64,13 +64,13 @@ describe("createDeltaFilter", () => {
     expect(shown).toBe(redactText(text));
   });
 
-  it("holds back at most the stated bound (holdBack + 1 024 characters) and passes text through with nothing to apply", async () => {
+  it("holds back at most the stated bound (streamHoldBack + 1 024 characters) and passes text through with nothing to apply", async () => {
     const text = "x".repeat(5000);
     const { maxHeld } = await run(
       text,
       Array.from({ length: 500 }, (_, index) => index * 10),
     );
-    expect(maxHeld).toBeLessThanOrEqual(defaultHoldBack + 1024 + 10);
+    expect(maxHeld).toBeLessThanOrEqual(defaultStreamHoldBack + 1024 + 10);
     const plain = createDeltaFilter({ transforms: [] });
     expect(await plain.push("Hel")).toBe("Hel");
     expect(await plain.flush()).toBe("");
@@ -84,7 +84,7 @@ describe("createDeltaFilter", () => {
     const filter = createDeltaFilter({
       transforms: [redactText],
       redactStream: upper,
-      holdBack: 4,
+      streamHoldBack: 4,
     });
     let shown = "";
     for (const piece of ["hello ", "bob@x.io ", "world"]) shown += await filter.push(piece);
@@ -93,7 +93,7 @@ describe("createDeltaFilter", () => {
   });
 
   it("rejects a holdback that is not a non-negative integer", () => {
-    expect(() => createDeltaFilter({ transforms: [], holdBack: -1 })).toThrow(
+    expect(() => createDeltaFilter({ transforms: [], streamHoldBack: -1 })).toThrow(
       /\[core\] streamHoldBack/,
     );
   });

@@ -12,8 +12,8 @@ export interface DeltaFilterOptions {
    * `@loopguard/redact`), applied after `transforms`; it holds back what it needs itself.
    */
   redactStream?: (() => TransformStream<string, string>) | undefined;
-  /** Characters held back so a value split across two deltas is seen whole. Default {@link defaultHoldBack}. */
-  holdBack?: number;
+  /** Characters held back so a value split across two deltas is seen whole. Default {@link defaultStreamHoldBack}. */
+  streamHoldBack?: number;
 }
 
 /** A per-block filter: text in as deltas arrive, text out once it is safe to show. */
@@ -30,7 +30,7 @@ export interface DeltaFilter {
  * whitespace search window plus the holdback (256 + 64 = 320 characters); a value with inner
  * spaces (a phone, card or IBAN number) is caught whole up to 64 characters.
  */
-export const defaultHoldBack = 64;
+export const defaultStreamHoldBack = 64;
 
 /** Text held beyond the holdback before a cut is forced (fail closed: the pieces are still transformed). */
 export const maxExtraHeld = 1024;
@@ -41,10 +41,10 @@ function isSpace(code: number): boolean {
 
 /**
  * Creates a filter for one streamed block. Deltas are buffered; text is let through only up to
- * a cut that (1) leaves at least `holdBack` characters held, (2) falls on whitespace when there
+ * a cut that (1) leaves at least `streamHoldBack` characters held, (2) falls on whitespace when there
  * is any in the 256 characters before it, and (3) does not change what the transforms do:
  * `t(head) + t(tail)` must equal `t(head + tail)`, so no value the transforms would catch is
- * split by the cut. Held text never exceeds `holdBack + 1024` characters: past that the cut is
+ * split by the cut. Held text never exceeds `streamHoldBack + 1024` characters: past that the cut is
  * made anyway (the pieces are still transformed; only a value longer than that can be missed).
  * With no transforms and no `redactStream`, text passes straight through with no holdback.
  *
@@ -54,10 +54,10 @@ function isSpace(code: number): boolean {
  * ui.write(await filter.flush());
  */
 export function createDeltaFilter(options: DeltaFilterOptions): DeltaFilter {
-  const holdBack = options.holdBack ?? defaultHoldBack;
-  if (!Number.isInteger(holdBack) || holdBack < 0) {
+  const streamHoldBack = options.streamHoldBack ?? defaultStreamHoldBack;
+  if (!Number.isInteger(streamHoldBack) || streamHoldBack < 0) {
     throw new InvalidArgumentError(
-      `[core] streamHoldBack must be a non-negative integer number of characters, got ${String(options.holdBack)}`,
+      `[core] streamHoldBack must be a non-negative integer number of characters, got ${String(options.streamHoldBack)}`,
     );
   }
   const transforms = options.transforms;
@@ -71,10 +71,10 @@ export function createDeltaFilter(options: DeltaFilterOptions): DeltaFilter {
     return { push: async (text) => text, flush: async () => "" };
   }
   let buffer = "";
-  const maxHeld = holdBack + maxExtraHeld;
+  const maxHeld = streamHoldBack + maxExtraHeld;
 
   const cutPoint = (): number => {
-    const limit = buffer.length - holdBack;
+    const limit = buffer.length - streamHoldBack;
     if (limit <= 0) return 0;
     const candidates: number[] = [];
     for (let index = limit, floor = Math.max(0, limit - 256); index > floor; index -= 1) {
