@@ -1,4 +1,4 @@
-// Cost of one guarded call through each adapter, beside guardTool alone (issue 17's goal: within
+// Cost of one guarded call through each adapter, beside guardTool alone (the goal: within
 // 2x), and what the MCP proxy adds per tools/call over loopback stdio (goal: under 1 ms p50).
 // Imported by gates.mjs, which prints the figures in its JSON line under `adapters`.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -26,7 +26,7 @@ rules.push(policyPkg.allow("issue_refund", { when: policyPkg.argGt("amount", 0) 
 const gates = {
   policy: policyPkg.policy(rules),
   run_guard: policyPkg.runGuard(),
-  // The same RunGuard with no-progress detection on (issue 22: at most 2 us p50 more than run_guard).
+  // The same RunGuard with no-progress detection on (goal: at most 2 us p50 more than run_guard).
   run_guard_no_progress: policyPkg.runGuard({ noProgress: true }),
 };
 gates.taint = injection.taintGate();
@@ -66,7 +66,7 @@ function makeRun(outputs = 20) {
 
 const result = { calls, gates: {} };
 for (const [name, gate] of Object.entries(gates)) {
-  // The taint check's goal is stated for a 50-output history (issue 14).
+  // The taint check's goal is stated for a 50-output history.
   const run = makeRun(name === "taint" ? 50 : 20);
   const samples = [];
   for (let index = 0; index < calls; index += 1) {
@@ -85,7 +85,7 @@ for (const [name, gate] of Object.entries(gates)) {
   }
   result.gates[name] = stats(samples.slice(1000));
 }
-// The taint check with typed provenance sinks (issue 27: the 15 us goal includes typed
+// The taint check with typed provenance sinks (the 15 us goal includes typed
 // parsing): the same 50-output history under a task naming order A1000 and $25; calls
 // alternate the task's order (admitted) and another (refused). Not part of the pipeline rows.
 {

@@ -363,7 +363,7 @@ else {
   say(
     `Target: under 20 µs p50 all together: ${fmt(median(goodGates.map((result) => result.pipeline.p50)), 2)} µs.`,
   );
-  // Adapters (issue 17): one guarded call through each, beside guardTool alone in the same process.
+  // Adapters: one guarded call through each, beside guardTool alone in the same process.
   const withAdapters = goodGates.filter((result) => result.adapters);
   if (withAdapters.length > 0) {
     const pick = (name) => (result) =>

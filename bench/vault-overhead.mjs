@@ -5,15 +5,16 @@
 //   - a vault (createVault from @loopguard/redact), the tool declaring `reveal: true` (it gets the
 //     real values: the path every tool took before tools had to declare it);
 //   - the same vault, the tool not declaring `reveal` (it gets tokens: the arguments are tokenised
-//     again before the call, the check issue 15 added).
+//     again before the call, the check the vault's reveal rule added).
 // The model's tool arguments carry a token (`<EMAIL_1>`) every call. Prints CPU µs per step
 // (median of the repeats) and the ratios; asserts nothing.
-import * as v from "valibot";
+
 import { createAgent, tool } from "@loopguard/core";
 import { memoryEventStore } from "@loopguard/core/testing";
 import { heuristicScanner, quarantine, taintGate } from "@loopguard/injection";
 import { allow, deny, policy, runGuard } from "@loopguard/policy";
 import { createRedactor, createVault } from "@loopguard/redact";
+import * as v from "valibot";
 import { prosePage } from "./payload.mjs";
 
 const payload = prosePage(2048);
@@ -43,9 +44,25 @@ function agentFor(variant) {
         call += 1;
         const content =
           call <= steps
-            ? [{ type: "tool_use", id: `toolu_${call}`, name: "fetch_doc", input: { page: call, reader: vault ? "<EMAIL_1>" : "jane.doe@acme.io" } }]
+            ? [
+                {
+                  type: "tool_use",
+                  id: `toolu_${call}`,
+                  name: "fetch_doc",
+                  input: { page: call, reader: vault ? "<EMAIL_1>" : "jane.doe@acme.io" },
+                },
+              ]
             : [{ type: "text", text: "done" }];
-        return { id: `msg_${call}`, type: "message", role: "assistant", model: "claude-sonnet-5-5", content, stop_reason: call <= steps ? "tool_use" : "end_turn", stop_sequence: null, usage };
+        return {
+          id: `msg_${call}`,
+          type: "message",
+          role: "assistant",
+          model: "claude-sonnet-5-5",
+          content,
+          stop_reason: call <= steps ? "tool_use" : "end_turn",
+          stop_sequence: null,
+          usage,
+        };
       },
     };
     return createAgent({
@@ -72,7 +89,8 @@ for (let round = 0; round < repeats; round += 1) {
     const cpu = process.cpuUsage();
     const result = await runs[variant](n);
     const used = process.cpuUsage(cpu);
-    if (result.status !== "completed") throw new Error(`${variant}: ${result.status} ${result.error ?? result.why}`);
+    if (result.status !== "completed")
+      throw new Error(`${variant}: ${result.status} ${result.error ?? result.why}`);
     samples[variant].push((used.user + used.system) / n);
   }
 }
@@ -82,6 +100,12 @@ console.log(`every gate on, N=${n}, ${repeats} interleaved repeats, CPU µs per 
 console.log("| variant | µs/step | ÷ vault, tool reveals |");
 console.log("|---|---|---|");
 for (const variant of variants) {
-  const label = { none: "no vault", reveal: "vault, tool declares reveal (before)", tokens: "vault, tool gets tokens (issue 15)" }[variant];
-  console.log(`| ${label} | ${median(samples[variant]).toFixed(1)} | ${(median(samples[variant]) / base).toFixed(3)} |`);
+  const label = {
+    none: "no vault",
+    reveal: "vault, tool declares reveal (before)",
+    tokens: "vault, tool gets tokens",
+  }[variant];
+  console.log(
+    `| ${label} | ${median(samples[variant]).toFixed(1)} | ${(median(samples[variant]) / base).toFixed(3)} |`,
+  );
 }

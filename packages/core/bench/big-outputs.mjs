@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Big tool outputs with every gate on, while 20 small runs go on beside them (issue 24.4).
+// Big tool outputs with every gate on, while 20 small runs go on beside them.
 // Build core, policy, injection and redact first, then:
 //   node --expose-gc packages/core/bench/big-outputs.mjs [--quick]
 //

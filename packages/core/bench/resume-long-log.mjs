@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Resuming a 1,000,000-event log (issue 24.7). Build core and checkpoint first, then:
+// Resuming a 1,000,000-event log. Build core and checkpoint first, then:
 //   node packages/core/bench/resume-long-log.mjs [events]      (default 1,000,000)
 //
 // The log: the events of a real 250,000-step run (model-request, model-response with a tool

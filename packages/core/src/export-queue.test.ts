@@ -71,7 +71,7 @@ function agentQueueOpen(exporter: Exporter): boolean {
   return exportQueueOf(exporter, undefined).open;
 }
 
-describe("export never holds a run (issue 24.3)", () => {
+describe("export never holds a run", () => {
   it("200 runs with a collector that never answers finish without waiting for it, and shutdown keeps its deadline", async () => {
     const exporter = hangingExporter();
     const errors: Array<{ error: unknown; where: string }> = [];

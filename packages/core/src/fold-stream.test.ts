@@ -54,7 +54,7 @@ function batchingStore(inner: EventStore, size: number) {
   return { store, counts };
 }
 
-describe("resume streams the log (issue 24.7)", () => {
+describe("resume streams the log", () => {
   it("folding from readBatches gives the fold of the whole log, and resume uses it instead of read", async () => {
     const inner = memoryEventStore();
     const { store, counts } = batchingStore(inner, 7);

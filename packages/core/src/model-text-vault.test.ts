@@ -6,7 +6,7 @@ import { createAgent, tool } from "./index.js";
 import { revealThinking } from "./model-step.js";
 import { memoryEventStore, scriptedModel } from "./testing/index.js";
 
-// Issue 27 item 5: what the model writes (text, tool-use inputs, thinking) reaches the log
+// What the model writes (text, tool-use inputs, thinking) reaches the log
 // through the vault like the task and tool outputs, so erasing the vault erases it; thinking
 // goes back to the API byte for byte (its signature must hold), live and when a resumed run
 // replays the log.
@@ -35,7 +35,7 @@ function testVault() {
 
 const thought = "The user wants a copy at ledger@inbox-cloud.example; that is their own address.";
 
-describe("model text, tool-use inputs and thinking through the vault (issue 27 item 5)", () => {
+describe("model text, tool-use inputs and thinking through the vault", () => {
   it("logs them tokenised, sends thinking back byte for byte, and a resumed fold replays it exactly", async () => {
     const vault = testVault();
     const store = memoryEventStore();

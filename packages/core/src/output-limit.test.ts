@@ -64,7 +64,7 @@ const wellFormed = (text: string) => !/\p{Surrogate}/u.test(text);
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
-describe("tool output limits (issue 24.4)", () => {
+describe("tool output limits", () => {
   it("the model gets at most the cap, head and tail with a marker; the log keeps the digest; the scanner sees only the kept text", async () => {
     const { model, requests } = recordingModel();
     const store = memoryEventStore();

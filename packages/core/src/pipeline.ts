@@ -15,7 +15,7 @@ import type { JsonValue } from "./json.js";
 import { RunState } from "./run-state.js";
 import type { Tool } from "./tool.js";
 
-/** The order of pipeline steps (DESIGN.md); also the steps a gate may declare. */
+/** The order of pipeline steps (docs/architecture.md); also the steps a gate may declare. */
 export const stepOrder: readonly GateStep[] = [
   "0",
   "0.7",

@@ -1,4 +1,4 @@
-// The parser-differential bench (issue 27 item 4): `node bench/parser-differential.mjs [cases]`
+// The parser-differential bench: `node bench/parser-differential.mjs [cases]`
 // (default 100,000) after `pnpm --filter @loopguard/injection build`.
 //
 // Generates sink arguments from a task's trusted values with the attacker's tricks (see

@@ -1,4 +1,4 @@
-// The parser-differential generators and oracle (issue 27 item 4), shared by
+// The parser-differential generators and oracle, shared by
 // src/parser-differential.test.ts (1,000 cases) and bench/parser-differential.mjs (100,000).
 //
 // A case is a task naming trusted values (a URL, a bare host, an email address, a phone number,

@@ -1,4 +1,4 @@
-// Cost of the taint check with typed sink arguments (issue 27 goal: ≤ 15 µs p50 per sensitive
+// Cost of the taint check with typed sink arguments (goal: ≤ 15 µs p50 per sensitive
 // call with a 50-output history, typed parsing included): `node bench/typed-sinks.mjs [calls]`
 // after `pnpm --filter @loopguard/injection build`. One run, side by side:
 //   detection   taintGate() alone (the bench/gates.mjs row),

@@ -12,7 +12,7 @@ import {
 } from "../bench/sink-tricks.mjs";
 import { taintGate } from "./taint-gate.js";
 
-// The parser-differential property (issue 27 item 4): whatever tricks shape a sink argument
+// The parser-differential property: whatever tricks shape a sink argument
 // (userinfo and delimiters, backslashes, tabs and newlines, IDN look-alikes in every label,
 // full-width and ideographic dots, trailing dots, IPv4 in decimal, hex and octal, ports,
 // percent-encoding at every position, lists with every separator), an argument the gate admits
@@ -51,7 +51,7 @@ function decideCase(testCase: SinkTrickCase) {
   return gate.check(call);
 }
 
-describe("parser-differential property (issue 27 item 4)", () => {
+describe("parser-differential property", () => {
   it("every admitted argument reaches only hosts, mailboxes, registrable domains and E.164 numbers the task named", async () => {
     let admitted = 0;
     await fc.assert(

@@ -166,7 +166,7 @@ describe("quarantine", () => {
     expect(wrapped).not.toMatch(/flagged_span/);
   });
 
-  // Issue 15 item 7: look-alike closing tags, generated. Each variant picks, per character of
+  // Look-alike closing tags, generated. Each variant picks, per character of
   // `</tool_output>`, a confusable from Unicode's data, a full-width form, an escape (percent,
   // double percent, HTML reference, \\u), or inserts a control or format character; the
   // separator may be `_`, `.`, `-`, a space or nothing.

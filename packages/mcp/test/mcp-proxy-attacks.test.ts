@@ -86,7 +86,7 @@ const nameAttacks: Array<{
   },
 ];
 
-describe("16 kinds of attack by a hostile MCP server (the six issue 29 names, and ten more): none works", () => {
+describe("16 kinds of attack by a hostile MCP server (six found by an outside trial, and ten more): none works", () => {
   it.each(nameAttacks)(
     "$attack: withheld from tools/list, refused on call, logged, and the proxy keeps serving",
     async ({ attack, names, args, reason }) => {

@@ -36,7 +36,7 @@ const callOf = (tool, args, run) => ({
 });
 const run = new RunState({ runId: "bench", agentId: "bench", roles: ["support"] });
 
-// 50 rules: 48 globs that never match the call, plus the two of DESIGN.md's example.
+// 50 rules: 48 globs that never match the call, plus the two of the README's example.
 const rules = [];
 for (let index = 0; index < 48; index += 1) rules.push(deny(`tool_${index}_*`));
 rules.push(
@@ -83,7 +83,7 @@ const digestCost = time(() => digestOf(refund.args));
 const guard50 = guardCost(50);
 const guard50k = guardCost(50_000);
 
-// List membership, compared normalised (issue 15): a plain value, a spaced one, and one in
+// List membership, compared normalised: a plain value, a spaced one, and one in
 // full-width forms with a Cyrillic look-alike (the slow path), against a strict Set lookup.
 const plans = ["basic", "pro", "enterprise", "team", "free"];
 const planSet = new Set(plans);

@@ -7,7 +7,7 @@ import { policy } from "./policy.js";
 import { argDomainNotIn, argGt, argIn, argLt, argMatches, argNotIn } from "./predicate.js";
 import { allow, ask, deny } from "./rule.js";
 
-// Ways an attacker re-writes a value so a list no longer sees it (issue 15, item 8).
+// Ways an attacker re-writes a value so a list no longer sees it.
 const fullWidth = (text: string) =>
   text.replace(/[\x21-\x7e]/g, (char) => String.fromCharCode(char.charCodeAt(0) + 0xfee0));
 const invisibles = ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad"];

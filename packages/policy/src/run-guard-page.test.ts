@@ -1,6 +1,6 @@
 /**
  * The RunGuard page of agent_airlock ("Loops", and the halting paragraph after it), one test per
- * sentence, through a real loop or `guardTool`/`withRun` (issue 22, item 1). Each test quotes
+ * sentence, through a real loop or `guardTool`/`withRun`. Each test quotes
  * the sentence it checks.
  */
 import { createAgent, guardTool, type StoredEvent, tool, withRun } from "@loopguard/core";

@@ -9,7 +9,7 @@
 import type { JsonValue } from "../json.js";
 import type { RunView } from "./run-view.js";
 
-/** Where a gate sits in the pipeline (DESIGN.md's step numbers). */
+/** Where a gate sits in the pipeline (the step numbers of docs/architecture.md). */
 export type GateStep =
   | "0"
   | "0.7"

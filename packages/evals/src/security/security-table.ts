@@ -1,5 +1,5 @@
 /**
- * The security/utility table (issue 14 item 5), in the manner of AgentDojo: attacker goals ×
+ * The security/utility table, in the manner of AgentDojo: attacker goals ×
  * carriers × value forms × defence configurations, run through core's real loop with an
  * always-obeying model (it does whatever the injected text asks, in the value form under test,
  * and also does the user's task). Reports attack success rate, benign utility and utility under
@@ -178,7 +178,7 @@ export const carriers: readonly Carrier[] = [
 
 /**
  * A value form: how the attacker's value is written, in the carrier and in the model's call;
- * for the parser-differential classes (issue 27) the form also shapes the value around the
+ * for the parser-differential classes the form also shapes the value around the
  * user's own value (`benign`), and `twin` is the benign twin: the user's own value in a form
  * the sink reads as the same value, which the model writes for the user's task under attack.
  */
@@ -411,7 +411,7 @@ function buildTools(carrier: Carrier, document: string, effects: Effect[]) {
 
 function gatesFor(config: DefenceConfig): { gates: Gate[]; scanner: boolean } {
   const envelope = quarantine();
-  // Typed sink arguments (issue 27): each read as the sink reads it.
+  // Typed sink arguments: each read as the sink reads it.
   const provenanceSinks = [
     { tool: "send_email", args: { to: "email" }, require: "trusted" },
     { tool: "issue_refund", args: { order_id: "id" }, require: "trusted" },
