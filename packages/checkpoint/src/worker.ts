@@ -1,36 +1,18 @@
 import { randomBytes } from "node:crypto";
-import {
-  type Agent,
-  AppendConflictError,
-  type EventStore,
-  InvalidArgumentError,
-  LoopguardError,
-  type RunResult,
-  type StoredEvent,
-} from "@loopguard/core";
-import { type FencedError, PostgresStoreError } from "./postgres-errors.js";
-import {
-  type FencedEventStore,
-  type PostgresEventStore,
-  postgresEventStore,
-} from "./postgres-event-store.js";
-import { describeTarget, inTransaction, isConnectionError, type PgPool } from "./postgres-pool.js";
+import { type Agent, type EventStore, InvalidArgumentError, type RunResult } from "@loopguard/core";
+import { type PostgresEventStore, postgresEventStore } from "./postgres-event-store.js";
+import { describeTarget, type PgPool } from "./postgres-pool.js";
+import { WorkerPolling } from "./worker-polling.js";
 import {
   jobSettings,
   openQueue,
   type QueueClient,
-  type QueueJob,
-  queueDb,
-  type RunJobData,
+  type ResolvedQueueOptions,
   type RunQueueOptions,
   resolveQueueOptions,
 } from "./worker-queue.js";
-import {
-  checkTenantConcurrency,
-  deferJob,
-  type TenantSlots,
-  tenantSlots,
-} from "./worker-tenant-slots.js";
+import { WorkerSliceRunner } from "./worker-slice-runner.js";
+import { checkTenantConcurrency, tenantSlots } from "./worker-tenant-slots.js";
 
 /** Options of `createWorker`. */
 export interface WorkerOptions extends RunQueueOptions {
@@ -165,6 +147,121 @@ export interface Worker {
  */
 export function createWorker(options: WorkerOptions): Worker {
   const where = "createWorker";
+  const checked = checkWorkerOptions(options, where);
+  const { concurrency, sliceMs, pollingIntervalMs, maintenanceIntervalMs, maxBackoffMs } = checked;
+  const ownsStore = options.store === undefined;
+  const store =
+    options.store ??
+    postgresEventStore({
+      connectionString: options.connectionString!,
+      schema: options.schema ?? "loopguard",
+      max: concurrency * 2 + 2,
+      // Idle connections lost (a restart) are reported, never thrown.
+      onError: (error) => reportError(error, "database connection"),
+    });
+  if (
+    options.store !== undefined &&
+    options.schema !== undefined &&
+    options.schema !== options.store.schema
+  ) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: schema ${JSON.stringify(options.schema)} differs from the store's schema ${JSON.stringify(options.store.schema)}; leave schema out when you pass a store`,
+    );
+  }
+  const settings = resolveQueueOptions(options, store.schema, where);
+  if (sliceMs * 2 > settings.leaseMs) {
+    throw new InvalidArgumentError(
+      `[checkpoint] ${where}: sliceMs (${sliceMs}) must be at most half of leaseMs (${settings.leaseMs}), so a healthy worker always finishes a slice, and its longest step, before its lease expires`,
+    );
+  }
+  const id = options.id ?? `worker-${randomBytes(4).toString("hex")}`;
+  const reportError = (error: unknown, at: string) => {
+    try {
+      options.onError?.(error, at);
+    } catch {
+      // The error hook failed too: nowhere left to report.
+    }
+  };
+  const polling = new WorkerPolling({
+    workerId: id,
+    queue: settings.queue,
+    target: options.connectionString
+      ? describeTarget(options.connectionString)
+      : `schema ${store.schema}`,
+    pollingIntervalMs,
+    maxBackoffMs,
+    reportError,
+    status: (news) => {
+      try {
+        options.onStatus?.(news);
+      } catch (error) {
+        reportError(error, "onStatus");
+      }
+    },
+  });
+  const report = (slice: SliceReport) => {
+    try {
+      options.onSlice?.(slice);
+    } catch (error) {
+      reportError(error, "onSlice");
+    }
+  };
+
+  let starting: Promise<void> | undefined;
+  let stopQueue: (() => Promise<unknown>) | undefined;
+  return {
+    id,
+    store,
+    start() {
+      starting ??= (async () => {
+        const pool: PgPool = await store.pool();
+        const boss: QueueClient = await openQueue(
+          pool,
+          settings,
+          {
+            supervise: true,
+            maintenanceIntervalMs,
+            onError: (error) => reportError(error, "pg-boss"),
+          },
+          where,
+        );
+        stopQueue = () => boss.stop({ graceful: false, close: false, wait: true });
+        await adoptQueueLease(boss, settings, id, reportError);
+        const slots = checked.tenantLimit
+          ? await tenantSlots(pool, store.schema, checked.tenantLimit, settings.leaseMs)
+          : undefined;
+        const runner = new WorkerSliceRunner({
+          workerId: id,
+          where,
+          store,
+          pool,
+          boss,
+          queue: settings,
+          slots,
+          sliceMs,
+          agent: options.agent,
+          reportError,
+          report,
+        });
+        polling.start(concurrency, boss, pool, (job) => runner.run(job));
+      })();
+      return starting;
+    },
+    async stop() {
+      if (!starting) {
+        if (ownsStore) await store.close();
+        return;
+      }
+      await starting.catch(() => undefined);
+      await polling.stop();
+      await stopQueue?.().catch((error: unknown) => reportError(error, "pg-boss stop"));
+      if (ownsStore) await store.close();
+    },
+  };
+}
+
+/** Checks the options `createWorker` needs before it opens anything, and fills in defaults. */
+function checkWorkerOptions(options: WorkerOptions, where: string) {
   if (!options || typeof options !== "object")
     throw new InvalidArgumentError(
       `[checkpoint] ${where}(options): pass { connectionString | store, agent: (store) => createAgent({ ..., store }) }`,
@@ -214,479 +311,37 @@ export function createWorker(options: WorkerOptions): Worker {
   positiveInteger("pollingIntervalMs", pollingIntervalMs, 500);
   positiveInteger("maintenanceIntervalMs", maintenanceIntervalMs, 1_000);
   positiveInteger("maxBackoffMs", maxBackoffMs, pollingIntervalMs);
-  const ownsStore = options.store === undefined;
-  const store =
-    options.store ??
-    postgresEventStore({
-      connectionString: options.connectionString!,
-      schema: options.schema ?? "loopguard",
-      max: concurrency * 2 + 2,
-      // Idle connections lost (a restart) are reported, never thrown.
-      onError: (error) => reportError(error, "database connection"),
-    });
-  if (
-    options.store !== undefined &&
-    options.schema !== undefined &&
-    options.schema !== options.store.schema
-  ) {
-    throw new InvalidArgumentError(
-      `[checkpoint] ${where}: schema ${JSON.stringify(options.schema)} differs from the store's schema ${JSON.stringify(options.store.schema)}; leave schema out when you pass a store`,
-    );
-  }
-  const settings = resolveQueueOptions(options, store.schema, where);
-  if (sliceMs * 2 > settings.leaseMs) {
-    throw new InvalidArgumentError(
-      `[checkpoint] ${where}: sliceMs (${sliceMs}) must be at most half of leaseMs (${settings.leaseMs}), so a healthy worker always finishes a slice, and its longest step, before its lease expires`,
-    );
-  }
-  const id = options.id ?? `worker-${randomBytes(4).toString("hex")}`;
-  const reportError = (error: unknown, at: string) => {
-    try {
-      options.onError?.(error, at);
-    } catch {
-      // The error hook failed too: nowhere left to report.
-    }
-  };
-  const status = (news: WorkerStatus) => {
-    try {
-      options.onStatus?.(news);
-    } catch (error) {
-      reportError(error, "onStatus");
-    }
-  };
-  const report = (slice: SliceReport) => {
-    try {
-      options.onSlice?.(slice);
-    } catch (error) {
-      reportError(error, "onSlice");
-    }
-  };
-
-  let boss: QueueClient | undefined;
-  let pool: PgPool | undefined;
-  let slots: TenantSlots | undefined;
-  let running = false;
-  let loops: Promise<void>[] = [];
-  const sleepers = new Set<() => void>();
-
-  const idle = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      sleepers.add(wake);
-    });
-
-  /** Ends a job under the claim: nothing happens unless `epoch` is still the run's epoch. */
-  async function settle(
-    job: QueueJob,
-    runId: string,
-    epoch: number,
-    action: "complete" | "continue" | "fail",
-    data: RunJobData,
-    detail: object,
-  ): Promise<boolean> {
-    return inTransaction(
-      pool!,
-      async (client, rows) => {
-        if (Number(rows[0]?.epoch ?? 0) !== epoch) return false;
-        const db = queueDb(client);
-        if (action === "fail") {
-          await boss!.fail(settings.queue, job.id, detail, { db });
-          return true;
-        }
-        await boss!.complete(settings.queue, job.id, detail, { db });
-        if (action === "continue") {
-          const { task: _task, ...next } = data;
-          await boss!.send(settings.queue, next, {
-            ...jobSettings(settings),
-            singletonKey: runId,
-            ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
-            db,
-          });
-        }
-        return true;
-      },
-      // BEGIN and the check in one round trip (a simple query: no parameters, so the run id,
-      // checked by assertRunId to letters, digits and _.:-, is written in as a literal).
-      // FOR SHARE makes a concurrent claim (an UPDATE of this row) wait for this transaction.
-      `BEGIN; SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
-    );
-  }
-
-  /**
-   * Makes this worker's lease the queue's, so jobs sent without one (by `submitRun`,
-   * `approveQueuedRun`) run their first slice under it too. A queue that had another lease means
-   * another worker set it: reported, since every worker of a queue should share one leaseMs.
-   */
-  async function adoptQueueLease(): Promise<void> {
-    const seconds = settings.leaseMs / 1000;
-    const queue = await boss!.getQueue?.(settings.queue);
-    const previous = queue?.expireInSeconds == null ? undefined : Number(queue.expireInSeconds);
-    if (previous === seconds) return;
-    await boss!.updateQueue(settings.queue, { policy: "stately", ...jobSettings(settings) });
-    if (previous !== undefined)
-      reportError(
-        new InvalidArgumentError(
-          `[checkpoint] worker ${id}: queue ${settings.queue} had a lease of ${previous} s, now ${seconds} s (this worker's leaseMs). Run every worker of a queue with the same leaseMs: the last one started sets the lease of new jobs, and each worker holds the jobs it takes to its own`,
-        ),
-        "lease",
-      );
-  }
-
-  /** Holds a job to this worker's lease when it was sent with another (before the queue had ours). */
-  async function holdToLease(job: QueueJob): Promise<void> {
-    const seconds = settings.leaseMs / 1000;
-    if (job.expireInSeconds === undefined || Number(job.expireInSeconds) === seconds) return;
-    await pool!.query(
-      `UPDATE "${settings.bossSchema}".job SET expire_in = $3 * interval '1 second' WHERE name = $1 AND id = $2 AND state = 'active'`,
-      [settings.queue, job.id, seconds],
-    );
-  }
-
-  async function runSlice(job: QueueJob): Promise<void> {
-    const startedAt = Date.now();
-    const data = readJobData(job.data);
-    if (!data) {
-      reportError(
-        new InvalidArgumentError(
-          `[checkpoint] job ${job.id} of queue ${settings.queue} has no runId; it was not sent by submitRun`,
-        ),
-        "job",
-      );
-      await boss!
-        .fail(settings.queue, job.id, { error: "no runId" })
-        .catch((error: unknown) => reportError(error, "queue"));
-      return;
-    }
-    const { runId } = data;
-    let epoch = 0;
-    const tenant = slots && typeof data.tenant === "string" ? data.tenant : undefined;
-    let slotHeld = false;
-    const finish = (outcome: SliceReport["outcome"], extra: Partial<SliceReport> = {}) => {
-      if (slotHeld)
-        slots!
-          .release(tenant!, runId, id)
-          .catch((error: unknown) => reportError(error, `tenant slot of run ${runId}`));
-      report({
-        workerId: id,
-        runId,
-        jobId: job.id,
-        epoch,
-        outcome,
-        startedAt,
-        durationMs: Date.now() - startedAt,
-        ...extra,
-      });
-    };
-    if (tenant !== undefined) {
-      try {
-        slotHeld = await slots!.acquire(tenant, runId, id);
-        // Its next wait at the cap starts again from a short backoff.
-        if (slotHeld) delete data.deferrals;
-        if (!slotHeld) {
-          // The tenant is at its cap: the run waits in the queue, this worker takes other jobs.
-          await deferJob(boss!, pool!, settings, job, data, 4);
-          finish("deferred");
-          return;
-        }
-      } catch (error) {
-        // Left active, the job is retried when its lease expires: the run is not lost.
-        reportError(error, `tenant slot of run ${runId}`);
-        finish("failed", { error: error instanceof Error ? error.message : String(error) });
-        return;
-      }
-    }
-    let view: TrackedStore | undefined;
-    const pause = new AbortController();
-    const timer = setTimeout(() => pause.abort(), sliceMs);
-    let result: RunResult | undefined;
-    let thrown: unknown;
-    try {
-      await holdToLease(job);
-      // One round trip claims the run and reads its log; the agent's own read of the log
-      // (on resume) is served from it.
-      const claimed = await store.claimAndRead(runId);
-      epoch = claimed.epoch;
-      const events = claimed.events;
-      view = trackStore(store.fenced(runId, epoch), events);
-      const agent = await options.agent(view, { runId, epoch, workerId: id });
-      if (!agent || typeof agent.resume !== "function")
-        throw new InvalidArgumentError(
-          `[checkpoint] ${where}: the agent factory must return an agent made with createAgent`,
-        );
-      if (events.length === 0) {
-        if (data.task === undefined) {
-          await settle(job, runId, epoch, "complete", data, { outcome: "skipped" });
-          finish("skipped", { error: `run ${runId} has no log and its job carries no task` });
-          return;
-        }
-        result = await agent.run(data.task, {
-          runId,
-          pauseSignal: pause.signal,
-          ...(data.context ? { context: data.context } : {}),
-        });
-      } else {
-        result = await agent.resume(runId, { pauseSignal: pause.signal });
-      }
-    } catch (error) {
-      thrown = error;
-    } finally {
-      clearTimeout(timer);
-    }
-    try {
-      if (view?.fenced || isFenced(thrown)) {
-        // Another worker owns the run now: touch neither the log nor the job.
-        finish("fenced", { error: (view?.fenced ?? (thrown as Error)).message });
-        return;
-      }
-      if (thrown !== undefined || !result) {
-        reportError(thrown, `slice of run ${runId}`);
-        const message = thrown instanceof Error ? thrown.message : String(thrown);
-        if (epoch > 0 && !(await settle(job, runId, epoch, "fail", data, { error: message }))) {
-          finish("fenced", { error: message });
-          return;
-        }
-        finish("failed", { error: message });
-        return;
-      }
-      if (result.why === "run_budget_unavailable" && !view?.ended) {
-        // A run budget's store is down: the run took no step. It waits in the queue on a
-        // backoff (up to 30 s) instead of coming straight back to a store that fails.
-        await deferJob(boss!, pool!, settings, job, data, 30);
-        finish("deferred", {
-          status: result.status,
-          ...(result.error ? { error: result.error } : {}),
-        });
-        return;
-      }
-      let outcome: SliceReport["outcome"];
-      let action: "complete" | "continue" | "fail";
-      let error: string | undefined;
-      if (view?.ended) {
-        [outcome, action] = ["ended", "complete"];
-      } else if (result.status === "awaiting_approval") {
-        [outcome, action] = ["parked", "complete"];
-      } else if (view?.conflict) {
-        [outcome, action, error] = ["conflict", "continue", view.conflict.message];
-      } else if (result.status === "running") {
-        [outcome, action] = ["paused", "continue"];
-      } else {
-        // The run stopped without a run-end (the store failed under it): let pg-boss retry.
-        [outcome, action, error] = [
-          "failed",
-          "fail",
-          result.error ?? `run ${runId} stopped as ${result.status} without a run-end`,
-        ];
-      }
-      const settled = await settle(job, runId, epoch, action, data, {
-        outcome,
-        status: result.status,
-        ...(error ? { error } : {}),
-      });
-      if (!settled)
-        finish("fenced", {
-          status: result.status,
-          error: `run ${runId} was claimed by another worker before this slice settled`,
-        });
-      else finish(outcome, { status: result.status, ...(error ? { error } : {}) });
-    } catch (error) {
-      reportError(error, `settling job ${job.id} of run ${runId}`);
-      finish("failed", { error: error instanceof Error ? error.message : String(error) });
-    }
-  }
-
-  /** The database is down: since when, how many attempts failed, and the wait all loops share. */
-  let outage: { since: number; failures: number; wait: Promise<void> | undefined } | undefined;
-  const target = options.connectionString
-    ? describeTarget(options.connectionString)
-    : `schema ${store.schema}`;
-
-  /** One failed attempt: every loop waits out one shared backoff, reported once. */
-  async function unreachable(error: unknown): Promise<void> {
-    if (outage?.wait) return outage.wait;
-    outage ??= { since: Date.now(), failures: 0, wait: undefined };
-    const current = outage;
-    current.failures += 1;
-    const retryInMs = Math.min(maxBackoffMs, pollingIntervalMs * 2 ** (current.failures - 1));
-    const message = error instanceof Error ? error.message : String(error);
-    status({
-      type: "database-unreachable",
-      workerId: id,
-      error: message,
-      failures: current.failures,
-      retryInMs,
-      downForMs: Date.now() - current.since,
-    });
-    reportError(
-      new PostgresStoreError(
-        `[checkpoint] worker ${id}: database unreachable (${target}: ${message}); ${current.failures} attempt(s) failed, retrying in ${retryInMs} ms. Slices in flight fail and their jobs are retried once the database is back`,
-        { cause: error },
-      ),
-      "database",
-    );
-    current.wait = idle(retryInMs).then(() => {
-      current.wait = undefined;
-    });
-    return current.wait;
-  }
-
-  function reachable(): void {
-    if (!outage) return;
-    const downForMs = Date.now() - outage.since;
-    outage = undefined;
-    status({ type: "database-reachable", workerId: id, downForMs });
-  }
-
-  async function loop(): Promise<void> {
-    while (running) {
-      if (outage?.wait) {
-        await outage.wait;
-        continue;
-      }
-      let jobs: QueueJob[] = [];
-      try {
-        // pg-boss's fetch swallows every error of its query (it expects only unique
-        // violations), so a database that is down would look like an empty queue: the query
-        // goes through this db, which keeps the error.
-        let failed: { error: unknown } | undefined;
-        const db = {
-          executeSql: (text: string, values: unknown[]) =>
-            pool!.query(text, values).catch((error: unknown) => {
-              failed = { error };
-              throw error;
-            }),
-        };
-        jobs = await boss!.fetch(settings.queue, { batchSize: 1, db });
-        if (failed) throw failed.error;
-        reachable();
-      } catch (error) {
-        if (isConnectionError(error)) {
-          await unreachable(error);
-          continue;
-        }
-        reportError(error, "fetch");
-      }
-      const job = jobs[0];
-      if (!job) {
-        if (running) await idle(pollingIntervalMs);
-        continue;
-      }
-      await runSlice(job);
-    }
-  }
-
-  let starting: Promise<void> | undefined;
   return {
-    id,
-    store,
-    start() {
-      starting ??= (async () => {
-        pool = await store.pool();
-        boss = await openQueue(
-          pool,
-          settings,
-          {
-            supervise: true,
-            maintenanceIntervalMs,
-            onError: (error) => reportError(error, "pg-boss"),
-          },
-          where,
-        );
-        await adoptQueueLease();
-        if (tenantLimit)
-          slots = await tenantSlots(pool, store.schema, tenantLimit, settings.leaseMs);
-        running = true;
-        loops = Array.from({ length: concurrency }, () => loop());
-      })();
-      return starting;
-    },
-    async stop() {
-      if (!starting) {
-        if (ownsStore) await store.close();
-        return;
-      }
-      await starting.catch(() => undefined);
-      running = false;
-      for (const wake of [...sleepers]) wake();
-      await Promise.all(loops);
-      await boss
-        ?.stop({ graceful: false, close: false, wait: true })
-        .catch((error: unknown) => reportError(error, "pg-boss stop"));
-      if (ownsStore) await store.close();
-    },
+    concurrency,
+    sliceMs,
+    pollingIntervalMs,
+    maintenanceIntervalMs,
+    maxBackoffMs,
+    tenantLimit,
   };
 }
 
-/** Whether `error` is a FencedError, from any copy of the package. */
-function isFenced(error: unknown): boolean {
-  return LoopguardError.isInstance(error) && error.code === "fenced";
-}
-
-function readJobData(data: unknown): RunJobData | undefined {
-  if (!data || typeof data !== "object") return undefined;
-  const record = data as Record<string, unknown>;
-  if (typeof record.runId !== "string" || record.runId === "") return undefined;
-  return record as unknown as RunJobData;
-}
-
-/** A fenced view that remembers what happened to it during one slice. */
-interface TrackedStore extends EventStore {
-  confirmOwner(runId: string): Promise<void>;
-  readonly runId: string;
-  readonly epoch: number;
-  /** Set when an append was refused because another worker claimed the run. */
-  fenced: FencedError | undefined;
-  /** Set when an append lost an `expectedSeq` race to a writer with no epoch. */
-  conflict: AppendConflictError | undefined;
-  /** Whether the log holds a run-end (read or written in this slice). */
-  ended: boolean;
-}
-
-function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): TrackedStore {
-  // The log read with the claim answers the first read of the slice (the agent's resume).
-  let first = prefetched;
-  const tracked: TrackedStore = {
-    name: view.name,
-    runId: view.runId,
-    epoch: view.epoch,
-    fenced: undefined,
-    conflict: undefined,
-    ended: false,
-    async append(runId, events, appendOptions) {
-      try {
-        const result = await view.append(runId, events, appendOptions);
-        if (events.some((event) => event.type === "run-end")) tracked.ended = true;
-        return result;
-      } catch (error) {
-        if (isFenced(error)) tracked.fenced = error as FencedError;
-        else if (AppendConflictError.isInstance(error))
-          tracked.conflict = error as AppendConflictError;
-        throw error;
-      }
-    },
-    async read(runId) {
-      let events: StoredEvent[];
-      if (first && runId === view.runId) {
-        events = first;
-        first = undefined;
-      } else events = await view.read(runId);
-      if (events.some((event) => event.type === "run-end")) tracked.ended = true;
-      return events;
-    },
-    list: (filter) => view.list(filter),
-    async confirmOwner(runId) {
-      try {
-        await view.confirmOwner(runId);
-      } catch (error) {
-        if (isFenced(error)) tracked.fenced = error as FencedError;
-        throw error;
-      }
-    },
-  };
-  if (prefetched?.some((event) => event.type === "run-end")) tracked.ended = true;
-  return tracked;
+/**
+ * Makes this worker's lease the queue's, so jobs sent without one (by `submitRun`,
+ * `approveQueuedRun`) run their first slice under it too. A queue that had another lease means
+ * another worker set it: reported, since every worker of a queue should share one leaseMs.
+ */
+async function adoptQueueLease(
+  boss: QueueClient,
+  settings: ResolvedQueueOptions,
+  id: string,
+  reportError: (error: unknown, at: string) => void,
+): Promise<void> {
+  const seconds = settings.leaseMs / 1000;
+  const queue = await boss.getQueue?.(settings.queue);
+  const previous = queue?.expireInSeconds == null ? undefined : Number(queue.expireInSeconds);
+  if (previous === seconds) return;
+  await boss.updateQueue(settings.queue, { policy: "stately", ...jobSettings(settings) });
+  if (previous !== undefined)
+    reportError(
+      new InvalidArgumentError(
+        `[checkpoint] worker ${id}: queue ${settings.queue} had a lease of ${previous} s, now ${seconds} s (this worker's leaseMs). Run every worker of a queue with the same leaseMs: the last one started sets the lease of new jobs, and each worker holds the jobs it takes to its own`,
+      ),
+      "lease",
+    );
 }

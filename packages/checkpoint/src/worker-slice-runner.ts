@@ -1,0 +1,294 @@
+import { InvalidArgumentError, type RunResult } from "@loopguard/core";
+import type { PostgresEventStore } from "./postgres-event-store.js";
+import { inTransaction, type PgPool } from "./postgres-pool.js";
+import type { AgentFactory, SliceReport } from "./worker.js";
+import {
+  jobSettings,
+  type QueueClient,
+  type QueueJob,
+  queueDb,
+  type ResolvedQueueOptions,
+  type RunJobData,
+} from "./worker-queue.js";
+import { deferJob, type TenantSlots } from "./worker-tenant-slots.js";
+import { isFenced, type TrackedStore, trackStore } from "./worker-tracked-store.js";
+
+/** What a `WorkerSliceRunner` needs from the worker that composes it (known once the queue is open). */
+export interface WorkerSliceRunnerSettings {
+  workerId: string;
+  /** The public entry for error messages (`createWorker`). */
+  where: string;
+  store: PostgresEventStore;
+  pool: PgPool;
+  boss: QueueClient;
+  queue: ResolvedQueueOptions;
+  /** Per-tenant caps, when `tenantConcurrency` is set. */
+  slots: TenantSlots | undefined;
+  sliceMs: number;
+  agent: AgentFactory;
+  /** Reports an error (never throws). */
+  reportError: (error: unknown, at: string) => void;
+  /** Reports a slice (never throws). */
+  report: (slice: SliceReport) => void;
+}
+
+type Action = "complete" | "continue" | "fail";
+
+/** One slice in flight: its job, run, claim and the report it ends with. */
+interface Slice {
+  job: QueueJob;
+  data: RunJobData;
+  runId: string;
+  epoch: number;
+  finish: (outcome: SliceReport["outcome"], extra?: Partial<SliceReport>) => void;
+}
+
+/**
+ * The slice concern of a worker: one job advances its run for `sliceMs` under a fresh claim
+ * (through an agent bound to the claim's epoch), then ends its job in a transaction that first
+ * checks the claim still stands: re-queued, parked, completed, failed for pg-boss to retry, or
+ * left alone when another worker claimed the run. `run` never rejects: every outcome, errors
+ * included, reaches `report` (and errors `reportError`).
+ */
+export class WorkerSliceRunner {
+  readonly #settings: WorkerSliceRunnerSettings;
+
+  constructor(settings: WorkerSliceRunnerSettings) {
+    this.#settings = settings;
+  }
+
+  /** Runs one slice of the job's run; never rejects. */
+  async run(job: QueueJob): Promise<void> {
+    const { boss, queue, slots, workerId, reportError, report } = this.#settings;
+    const startedAt = Date.now();
+    const data = readJobData(job.data);
+    if (!data) {
+      reportError(
+        new InvalidArgumentError(
+          `[checkpoint] job ${job.id} of queue ${queue.queue} has no runId; it was not sent by submitRun`,
+        ),
+        "job",
+      );
+      await boss
+        .fail(queue.queue, job.id, { error: "no runId" })
+        .catch((error: unknown) => reportError(error, "queue"));
+      return;
+    }
+    const { runId } = data;
+    const tenant = slots && typeof data.tenant === "string" ? data.tenant : undefined;
+    let slotHeld = false;
+    const slice: Slice = {
+      job,
+      data,
+      runId,
+      epoch: 0,
+      finish: (outcome, extra = {}) => {
+        if (slotHeld)
+          slots!
+            .release(tenant!, runId, workerId)
+            .catch((error: unknown) => reportError(error, `tenant slot of run ${runId}`));
+        report({
+          workerId,
+          runId,
+          jobId: job.id,
+          epoch: slice.epoch,
+          outcome,
+          startedAt,
+          durationMs: Date.now() - startedAt,
+          ...extra,
+        });
+      },
+    };
+    if (tenant !== undefined) {
+      try {
+        slotHeld = await slots!.acquire(tenant, runId, workerId);
+        // Its next wait at the cap starts again from a short backoff.
+        if (slotHeld) delete data.deferrals;
+        if (!slotHeld) {
+          // The tenant is at its cap: the run waits in the queue, this worker takes other jobs.
+          await deferJob(boss, this.#settings.pool, queue, job, data, 4);
+          slice.finish("deferred");
+          return;
+        }
+      } catch (error) {
+        // Left active, the job is retried when its lease expires: the run is not lost.
+        reportError(error, `tenant slot of run ${runId}`);
+        slice.finish("failed", { error: error instanceof Error ? error.message : String(error) });
+        return;
+      }
+    }
+    const advanced = await this.#advance(slice);
+    if (advanced.skipped) return;
+    try {
+      await this.#conclude(slice, advanced);
+    } catch (error) {
+      reportError(error, `settling job ${job.id} of run ${runId}`);
+      slice.finish("failed", { error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** Claims the run and advances it for `sliceMs`; what the agent returned or threw. */
+  async #advance(slice: Slice): Promise<{
+    view: TrackedStore | undefined;
+    result: RunResult | undefined;
+    thrown: unknown;
+    skipped?: true;
+  }> {
+    const { store, sliceMs, workerId, where } = this.#settings;
+    const { job, data, runId } = slice;
+    let view: TrackedStore | undefined;
+    const pause = new AbortController();
+    const timer = setTimeout(() => pause.abort(), sliceMs);
+    let result: RunResult | undefined;
+    let thrown: unknown;
+    try {
+      await this.#holdToLease(job);
+      // One round trip claims the run and reads its log; the agent's own read of the log
+      // (on resume) is served from it.
+      const claimed = await store.claimAndRead(runId);
+      slice.epoch = claimed.epoch;
+      const events = claimed.events;
+      view = trackStore(store.fenced(runId, slice.epoch), events);
+      const agent = await this.#settings.agent(view, { runId, epoch: slice.epoch, workerId });
+      if (!agent || typeof agent.resume !== "function")
+        throw new InvalidArgumentError(
+          `[checkpoint] ${where}: the agent factory must return an agent made with createAgent`,
+        );
+      if (events.length === 0) {
+        if (data.task === undefined) {
+          await this.#settle(slice, "complete", { outcome: "skipped" });
+          slice.finish("skipped", { error: `run ${runId} has no log and its job carries no task` });
+          return { view, result, thrown, skipped: true };
+        }
+        result = await agent.run(data.task, {
+          runId,
+          pauseSignal: pause.signal,
+          ...(data.context ? { context: data.context } : {}),
+        });
+      } else {
+        result = await agent.resume(runId, { pauseSignal: pause.signal });
+      }
+    } catch (error) {
+      thrown = error;
+    } finally {
+      clearTimeout(timer);
+    }
+    return { view, result, thrown };
+  }
+
+  /** Ends the slice's job by what the slice did, under the claim. */
+  async #conclude(
+    slice: Slice,
+    advanced: { view: TrackedStore | undefined; result: RunResult | undefined; thrown: unknown },
+  ): Promise<void> {
+    const { view, result, thrown } = advanced;
+    const { runId, finish } = slice;
+    if (view?.fenced || isFenced(thrown)) {
+      // Another worker owns the run now: touch neither the log nor the job.
+      finish("fenced", { error: (view?.fenced ?? (thrown as Error)).message });
+      return;
+    }
+    if (thrown !== undefined || !result) {
+      this.#settings.reportError(thrown, `slice of run ${runId}`);
+      const message = thrown instanceof Error ? thrown.message : String(thrown);
+      if (slice.epoch > 0 && !(await this.#settle(slice, "fail", { error: message }))) {
+        finish("fenced", { error: message });
+        return;
+      }
+      finish("failed", { error: message });
+      return;
+    }
+    if (result.why === "run_budget_unavailable" && !view?.ended) {
+      // A run budget's store is down: the run took no step. It waits in the queue on a
+      // backoff (up to 30 s) instead of coming straight back to a store that fails.
+      const { boss, pool, queue } = this.#settings;
+      await deferJob(boss, pool, queue, slice.job, slice.data, 30);
+      finish("deferred", {
+        status: result.status,
+        ...(result.error ? { error: result.error } : {}),
+      });
+      return;
+    }
+    let outcome: SliceReport["outcome"];
+    let action: Action;
+    let error: string | undefined;
+    if (view?.ended) {
+      [outcome, action] = ["ended", "complete"];
+    } else if (result.status === "awaiting_approval") {
+      [outcome, action] = ["parked", "complete"];
+    } else if (view?.conflict) {
+      [outcome, action, error] = ["conflict", "continue", view.conflict.message];
+    } else if (result.status === "running") {
+      [outcome, action] = ["paused", "continue"];
+    } else {
+      // The run stopped without a run-end (the store failed under it): let pg-boss retry.
+      [outcome, action, error] = [
+        "failed",
+        "fail",
+        result.error ?? `run ${runId} stopped as ${result.status} without a run-end`,
+      ];
+    }
+    const settled = await this.#settle(slice, action, {
+      outcome,
+      status: result.status,
+      ...(error ? { error } : {}),
+    });
+    if (!settled)
+      finish("fenced", {
+        status: result.status,
+        error: `run ${runId} was claimed by another worker before this slice settled`,
+      });
+    else finish(outcome, { status: result.status, ...(error ? { error } : {}) });
+  }
+
+  /** Ends a job under the claim: nothing happens unless the slice's epoch is still the run's epoch. */
+  #settle(slice: Slice, action: Action, detail: object): Promise<boolean> {
+    const { pool, boss, queue, store } = this.#settings;
+    const { job, runId, epoch, data } = slice;
+    return inTransaction(
+      pool,
+      async (client, rows) => {
+        if (Number(rows[0]?.epoch ?? 0) !== epoch) return false;
+        const db = queueDb(client);
+        if (action === "fail") {
+          await boss.fail(queue.queue, job.id, detail, { db });
+          return true;
+        }
+        await boss.complete(queue.queue, job.id, detail, { db });
+        if (action === "continue") {
+          const { task: _task, ...next } = data;
+          await boss.send(queue.queue, next, {
+            ...jobSettings(queue),
+            singletonKey: runId,
+            ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
+            db,
+          });
+        }
+        return true;
+      },
+      // BEGIN and the check in one round trip (a simple query: no parameters, so the run id,
+      // checked by assertRunId to letters, digits and _.:-, is written in as a literal).
+      // FOR SHARE makes a concurrent claim (an UPDATE of this row) wait for this transaction.
+      `BEGIN; SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
+    );
+  }
+
+  /** Holds a job to this worker's lease when it was sent with another (before the queue had ours). */
+  async #holdToLease(job: QueueJob): Promise<void> {
+    const { queue, pool } = this.#settings;
+    const seconds = queue.leaseMs / 1000;
+    if (job.expireInSeconds === undefined || Number(job.expireInSeconds) === seconds) return;
+    await pool.query(
+      `UPDATE "${queue.bossSchema}".job SET expire_in = $3 * interval '1 second' WHERE name = $1 AND id = $2 AND state = 'active'`,
+      [queue.queue, job.id, seconds],
+    );
+  }
+}
+
+/** The job's data when it names a run; undefined for a job not sent by `submitRun`. */
+function readJobData(data: unknown): RunJobData | undefined {
+  if (!data || typeof data !== "object") return undefined;
+  const record = data as Record<string, unknown>;
+  if (typeof record.runId !== "string" || record.runId === "") return undefined;
+  return record as unknown as RunJobData;
+}
