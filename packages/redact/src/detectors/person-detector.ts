@@ -12,6 +12,7 @@ import {
 import { GIVEN_NAMES, SURNAMES } from "../lexicon/name-lexicon.js";
 import {
   BRAND_WORDS,
+  BUSINESS_WORDS,
   FAMILY_NAME_ENDINGS,
   FAMILY_NAMES_I18N,
   FUNCTION_WORDS_I18N,
@@ -175,7 +176,7 @@ function lower(token: string): string {
 
 function isNotName(token: string): boolean {
   const word = lower(token);
-  return NOT_NAME_WORDS.has(word) || FUNCTION_WORDS_I18N.has(word);
+  return NOT_NAME_WORDS.has(word) || FUNCTION_WORDS_I18N.has(word) || BUSINESS_WORDS.has(word);
 }
 
 function knownGiven(word: string): boolean {
@@ -218,6 +219,8 @@ const NAME_SHAPED = /^\p{Lu}(?=\p{L}*[aeiouyäöüåéèêëáíóúàìòùâî
 const PARTICLES_BEFORE =
   /(?:^|[\s"':=])((?:(?:van|von|der|den|de|del|da|di|du|la|le|ter|zu)[ ]){1,2})$/;
 
+const CAPITAL_ARTICLE = /^(?:The|Le|La|Les|El|Los|Las|Il|Lo|Gli|Het|Der|Die|Das)[ ]/;
+
 const ARTICLES = new Set(
   "the der die das dem den le la les el los las il lo gli het de een ein eine un une una".split(
     " ",
@@ -248,6 +251,7 @@ function shapeScore(text: string, name: Name, cue: Cue): number {
       NOT_NAME_WORDS.has(word) ||
       FUNCTION_WORDS_I18N.has(word) ||
       BRAND_WORDS.has(word) ||
+      BUSINESS_WORDS.has(word) ||
       CUE_LAST_WORDS.has(word)
     )
       return 0;
@@ -288,6 +292,8 @@ function strongName(name: Name): boolean {
   if (name.uncased) return true;
   const words = name.tokens.filter((token) => !token.endsWith("."));
   if (words.length === 0) return false;
+  // A firm, a place of business or a title, even under a name key: "Luxury Palace".
+  if (words.some((token) => BUSINESS_WORDS.has(lower(token)))) return false;
   const known = words.some((token) => knownGiven(lower(token)) || knownFamily(lower(token)));
   const stop = words.filter(isNotName).length;
   if (stop === 0) return true;
@@ -663,6 +669,9 @@ export function personDetector(): Detector {
         const from = particles === null ? at : at - particles[1]!.length;
         const cue = mayHaveCue(text, from) ? cueBefore(text, from, lastEnd) : "none";
         if (cue === "strong" || cue === "weak-self") {
+          // "name: Le Baratin", "Hotel: The Grand": a capitalised article opens a firm's or a
+          // place's name, not a person's.
+          if (CAPITAL_ARTICLE.test(text.slice(from, from + 5))) continue;
           const name = nameAt(text, from);
           if (name === undefined || name.end <= name.start) continue;
           const words = name.tokens.filter((token) => !token.endsWith("."));

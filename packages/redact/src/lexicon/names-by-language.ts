@@ -114,6 +114,8 @@ export const FUNCTION_WORDS_I18N = new Set(
   het een mijn uw ons onze jouw zijn haar deze dit dat beste geachte onderwerp bestelling
   den det en ett min mitt din ditt vår våra er era denna detta hej ämne beställning
   mój moja moje twój twoja nasz nasza wasz pan pani temat zamówienie dzień dobry
+  at in on of to for from into onto per via and or but if then than that which whose when
+  where while after before during since until about above below between
   `),
 );
 
@@ -151,4 +153,24 @@ export const BRAND_WORDS = new Set(
   british french german spanish italian dutch swedish polish japanese chinese korean
   european euro bank post poste poczta telekom airlines airways railway rail sync desk
   agent build cloud studio`.split(/\s+/),
+);
+
+/**
+ * Words of places of business, events, titles and reports that follow or precede a name-like
+ * word in a firm's or a thing's name ("Luxury Palace", "Travel Agency", "Young Faculty Award",
+ * "Associate Director", "Grant Date"): a run holding one is not a person.
+ */
+export const BUSINESS_WORDS = new Set(
+  `hotel hotels inn suites suite resort resorts retreat palace lodge boutique café cafe cafes
+  restaurant restaurants bistro brasserie trattoria pizzeria bar pub grill kitchen bakery
+  diner tavern hostel apartments rentals rental agency agencies travel tours tour cruise
+  cruises airline airlines class classes course courses school academy award awards prize
+  prizes fund funds foundation scholarship fellowship conference summit festival expo
+  director associate officer president vice chief head lead engineer analyst consultant
+  assistant coordinator specialist supervisor executive partner chair committee board
+  council department division unit quarter quarterly annual fourth third second first
+  announces announced launches launched reports results earnings revenue date dates target
+  value values total summary schedule itinerary agenda vacation holiday trip meeting
+  companies company harbor harbour beach bay island mount museum gallery theatre theater
+  stadium arena tower bridge station airport`.split(/\s+/),
 );
