@@ -4,13 +4,8 @@
 import { thrownError as thrown } from "@loopguard/core/testing";
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
-import {
-  captureFromEnv,
-  genAiSpanOf,
-  OtlpConfigError,
-  otelExporter,
-  otlpTracing,
-} from "./index.js";
+import { OtlpConfigError, otelExporter, otlpTracing } from "./index.js";
+import { captureFromEnv, genAiSpanOf } from "./internal/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;

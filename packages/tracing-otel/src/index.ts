@@ -1,15 +1,8 @@
 export { OtlpConfigError, TraceExportError } from "./errors.js";
-export {
-  anthropicProvider,
-  captureContentEnv,
-  GenAi,
-  GenAiOperation,
-} from "./gen-ai-attributes.js";
-export type { ContentRedactor, GenAiMessage, GenAiPart, GenAiSpan } from "./gen-ai-span.js";
-export { genAiSpanOf, partsOf } from "./gen-ai-span.js";
+export { GenAi, GenAiOperation } from "./gen-ai-attributes.js";
 export { loopguardIdGenerator } from "./loopguard-id-generator.js";
 export type { OtelExporterOptions } from "./otel-exporter.js";
-export { captureFromEnv, otelExporter } from "./otel-exporter.js";
+export { otelExporter } from "./otel-exporter.js";
 export type {
   OtlpJsonAttribute,
   OtlpJsonOptions,
