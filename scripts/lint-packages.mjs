@@ -83,6 +83,15 @@ if (circles.status !== 0)
   problems.push(
     "sources: import circles (see [import-circles] above; move shared types to a file both sides import)",
   );
+// 0b. Comments and docs name paths and decision records, never an issue tracker.
+const pointers = spawnSync(process.execPath, [join(root, "scripts/no-outside-pointers.mjs")], {
+  cwd: root,
+  stdio: "inherit",
+});
+if (pointers.status !== 0)
+  problems.push(
+    "sources: pointers out of the repository (see [outside-pointers] above; name the path or the decision record)",
+  );
 try {
   for (const { dir, manifest } of ordered) {
     const where = relative(root, dir);

@@ -18,7 +18,7 @@ import { narrator } from "../src/narrate.js";
 import { fitLine, terminalWidth, visibleWidth, wrapText } from "../src/terminal-width.js";
 import { built, cli, run, runIdOf } from "./cli-helpers.js";
 
-// The papercuts a new user met in the first hour (issue 29, item 5), each held by a test.
+// The papercuts a new user met in the first hour (the README's quick start and CLI), each held by a test.
 const dir = mkdtempSync(join(tmpdir(), "loopguard-first-hour-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const repository = resolve(import.meta.dirname, "../../..");

@@ -1,5 +1,5 @@
 /**
- * `loopguard verify` on keyed logs (issue 27 item 5), through the built CLI: with the key, a
+ * `loopguard verify` on keyed logs, through the built CLI: with the key, a
  * log cut short with its summary deleted is BROKEN (exit 1); without the key, a keyed log,
  * genuine or re-chained with plain SHA-256, is "keyed log: key needed" (exit 2), never intact.
  */

@@ -171,7 +171,7 @@ describe("jsonl: a tamper-evident log", () => {
   });
 });
 
-describe("jsonl: a keyed log cannot be cut short quietly (issue 27 item 5)", () => {
+describe("jsonl: a keyed log cannot be cut short quietly", () => {
   const count = 8;
   const written = async () => {
     const dir = mkdtempSync(join(tmpdir(), "lg-keyed-"));

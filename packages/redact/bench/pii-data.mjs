@@ -17,7 +17,7 @@ export const REPO_ROOT = resolve(here, "../../..");
 /** The corpus written for this package: `corpus/pii-corpus.jsonl` (see corpus/README.md). */
 export const GENERATED_PATH = resolve(here, "../corpus/pii-corpus.jsonl");
 
-/** The corpus written for issue 35: thirteen languages (`corpus/generate-locales.mjs`). */
+/** The locale corpus: thirteen languages (`corpus/generate-locales.mjs`). */
 export const LOCALES_PATH = resolve(here, "../corpus/pii-locales.jsonl");
 
 /** The environment variable that names the public corpus (`../shared/data/pii.jsonl`). */

@@ -1,5 +1,5 @@
 // Precision and recall per type and per language, at a confidence threshold, on the corpus
-// written for issue 35 (corpus/pii-locales.jsonl: thirteen languages, dev and test templates)
+// written for the context detectors (corpus/pii-locales.jsonl: thirteen languages, dev and test templates)
 // and, only when LOOPGUARD_PII_CORPUS (or --corpus PATH) names it, on the public corpus's test
 // subset (presidio_research_synth: measured, never tuned on). Prints figures; asserts nothing.
 //

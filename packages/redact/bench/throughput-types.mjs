@@ -1,7 +1,7 @@
 // Throughput with every detector on beside the pattern types alone (EMAIL, PHONE, CREDIT_CARD,
 // US_SSN, IBAN, IP_ADDRESS, MAC_ADDRESS, SECRET: `createRedactor({ types: PATTERN_TYPES })`),
 // in one process, in turns, best of 9 rounds of CPU time (other jobs on a shared machine do not
-// count). Issue 35's goals: at least 20 MB/s on clean prose with every detector on, at least
+// count). The goals: at least 20 MB/s on clean prose with every detector on, at least
 // 150 MB/s with the pattern types alone. Prints figures and whether each goal was met; asserts
 // nothing about time.
 //

@@ -1,5 +1,5 @@
 // Writes corpus/pii-locales.jsonl: labelled rows in thirteen languages and country formats for
-// the context detectors (PERSON, ADDRESS, DATE_OF_BIRTH) and the held-out misses of issue 35
+// the context detectors (PERSON, ADDRESS, DATE_OF_BIRTH) and the misses of a trial on fresh formats
 // (spelled-out emails, national phone formats, version strings, SSNs without a cue).
 //
 //   node corpus/generate-locales.mjs            # rewrites corpus/pii-locales.jsonl (same bytes every run)

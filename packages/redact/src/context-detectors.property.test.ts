@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { LOCALES_PATH, loadPiiRows } from "../bench/pii-data.mjs";
 import { redact } from "./redact.js";
 
-// Properties of the rules added for issue 35, over generated inputs: what a rule promises for
+// Properties of the context rules (names, addresses, dates of birth), over generated inputs: what a rule promises for
 // every input of its kind, not for a few examples.
 
 const RUNS = { numRuns: 150 };

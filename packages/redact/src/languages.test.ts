@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { redact } from "./redact.js";
 
-// Sentences written for these tests, in the forms issue 35 lists; none is taken from the
+// Sentences written for these tests, in the forms a trial on fresh text missed; none is taken from the
 // corpus generator's templates or from any public corpus.
 
 /** The values `redact` found in `text` for one type. */

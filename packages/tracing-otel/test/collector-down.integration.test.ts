@@ -1,5 +1,5 @@
 /**
- * A trace collector that is down never holds a run (issue 24.3): runs end when their log is
+ * A trace collector that is down never holds a run: runs end when their log is
  * durable, the real OTLP/HTTP exporter sends in core's background queue, and the agent's
  * shutdown keeps its deadline. Against a port that refuses connections and a server that
  * accepts requests and never answers.

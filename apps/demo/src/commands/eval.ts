@@ -84,7 +84,7 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
           const { formatSecurityTable, runSecurityTable } = await import("@loopguard/evals");
           const rows = await runSecurityTable();
           out(options.json ? JSON.stringify(rows, null, 2) : formatSecurityTable(rows));
-          // Everything on must stop every attack (issue 14).
+          // Everything on must stop every attack.
           exit(rows.find((row) => row.config === "everything")?.harmful === 0 ? 0 : 1);
           return;
         }
