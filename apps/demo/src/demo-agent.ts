@@ -130,12 +130,11 @@ export interface DemoAgent {
   store: EventStore;
   packages: LoadedPackages;
   active: string[];
-  missing: string[];
 }
 
 /**
  * Builds the support-desk agent of the demo: the gullible scripted model on the poisoned help
- * article, with every defence that has landed, a durable store under the runs directory, a
+ * article, with every defence, a durable store under the runs directory, a
  * file-backed side-effect ledger and durable approvals (answered with `loopguard approve`).
  */
 export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
@@ -191,7 +190,6 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
       ...(vault ? ["PII vault (0600 file beside the run)"] : []),
       "jsonl store (@loopguard/checkpoint)",
     ],
-    missing: defences.missing,
   };
 }
 

@@ -1,22 +1,17 @@
 import type { Span, StoredEvent } from "@loopguard/core";
+import { buildTraceJson, renderTraceHtml } from "./trace/index.js";
 
-/** The HTML viewer's entry points (apps/demo/src/trace, written separately). */
+/** The HTML trace viewer's entry points (apps/demo/src/trace), as the commands and the inbox use them. */
 export interface TraceViewer {
   renderTraceHtml(spans: Span[], meta: { runId: string }): string;
   buildTraceJson(events: unknown[]): unknown;
 }
 
-/** Loads the HTML trace viewer when it is part of this build; `undefined` otherwise. */
-export async function loadTraceViewer(): Promise<TraceViewer | undefined> {
-  const specifier = "./trace/index.js";
-  try {
-    const loaded = (await import(specifier)) as Partial<TraceViewer>;
-    if (typeof loaded.renderTraceHtml === "function" && typeof loaded.buildTraceJson === "function")
-      return loaded as TraceViewer;
-  } catch {
-    // Not built yet: callers say so and skip the HTML.
-  }
-  return undefined;
-}
+/** The HTML trace viewer: a self-contained page of a run's spans, and the JSON it embeds. */
+export const traceViewer: TraceViewer = {
+  renderTraceHtml: (spans, meta) =>
+    renderTraceHtml(spans, meta as Parameters<typeof renderTraceHtml>[1]),
+  buildTraceJson: (events) => buildTraceJson(events as Parameters<typeof buildTraceJson>[0]),
+};
 
 export type { StoredEvent };

@@ -24,8 +24,6 @@ export interface LoadedPackages {
     checkpoint: typeof checkpointPackage;
     "tracing-otel": typeof tracingOtelPackage;
   };
-  /** Always empty: every package is a dependency of @loopguard/evals. Kept for callers that print it. */
-  missing: Partial<Record<OptionalPackage, string>>;
 }
 
 const packages: LoadedPackages = Object.freeze({
@@ -35,7 +33,6 @@ const packages: LoadedPackages = Object.freeze({
     checkpoint: checkpointPackage,
     "tracing-otel": tracingOtelPackage,
   }),
-  missing: Object.freeze({}),
 });
 
 /** The packages the scorecard uses (statically imported dependencies of @loopguard/evals). */
@@ -94,8 +91,6 @@ export interface SupportDefences {
   vault?: SupportVault;
   /** What is in place, for the narration (e.g. `policy`, `taint gate`). */
   active: string[];
-  /** Always empty: every defence's package is a dependency. Kept for callers that print it. */
-  missing: string[];
 }
 
 /** Options of `supportDefences`. */
@@ -124,10 +119,10 @@ export function supportDefences(
     packages === null ||
     typeof packages !== "object" ||
     typeof packages.modules !== "object" ||
-    typeof packages.missing !== "object"
+    typeof packages.modules.policy !== "object"
   )
     throw new InvalidArgumentError(
-      "[evals] supportDefences(packages, options): packages must be what loadPackages() resolves to ({ modules, missing })",
+      "[evals] supportDefences(packages, options): packages must be what loadPackages() resolves to ({ modules })",
     );
   if (options === null || typeof options !== "object")
     throw new InvalidArgumentError(
@@ -200,7 +195,6 @@ export function supportDefences(
     envelope,
     redact: redactor,
     active,
-    missing: [],
   };
 }
 

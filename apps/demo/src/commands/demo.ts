@@ -99,11 +99,7 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
           ),
         ),
       );
-      for (const line of wrapText(
-        `defences: ${demo.active.join(", ")}${demo.missing.length > 0 ? `; not yet available: ${demo.missing.join("; ")}` : ""}`,
-        terminalWidth(),
-        "  ",
-      ))
+      for (const line of wrapText(`defences: ${demo.active.join(", ")}`, terminalWidth(), "  "))
         out(colors.dim(line.startsWith("  defences:") ? line.trimStart() : line));
       const result = await demo.agent
         .run(`Hi, order ${options.order} arrived broken. Can I get a refund?`, { runId })

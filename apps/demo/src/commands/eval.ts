@@ -8,7 +8,7 @@ import {
 } from "@loopguard/evals";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { type CliShared, positiveInt } from "../cli-context.js";
-import { loadTraceViewer } from "../trace-viewer.js";
+import { traceViewer } from "../trace-viewer.js";
 import { UsageError } from "../usage-error.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -101,16 +101,11 @@ export function register(program: Command, { out, colors, exit }: CliShared): vo
           );
           return;
         }
-        const viewer = await loadTraceViewer();
         const card = await runScenarios(scenarios, {
           ...(options.only ? { only: options.only } : {}),
           ...(sabotage.length > 0 ? { sabotage } : {}),
-          ...(viewer
-            ? {
-                renderTrace: (spans: Span[], meta: { runId: string }) =>
-                  viewer.renderTraceHtml(spans, meta),
-              }
-            : {}),
+          renderTrace: (spans: Span[], meta: { runId: string }) =>
+            traceViewer.renderTraceHtml(spans, meta),
         });
         out(options.json ? JSON.stringify(card, null, 2) : formatScorecard(card, colors));
         exit(card.ok ? 0 : 1);

@@ -6,7 +6,7 @@ import { supportDefences } from "@loopguard/evals";
 import type { Command } from "commander";
 import { type CliShared, pathsOf, withDir } from "../cli-context.js";
 import { demoAgent } from "../demo-agent.js";
-import { loadTraceViewer } from "../trace-viewer.js";
+import { traceViewer } from "../trace-viewer.js";
 import { UsageError } from "../usage-error.js";
 
 /**
@@ -67,29 +67,19 @@ export function register(program: Command, { out, colors }: CliShared): void {
       );
       return;
     }
-    const viewer = await loadTraceViewer();
-    const json = viewer
-      ? viewer.buildTraceJson(events.map((event) => redact(event)))
-      : { runId, spans };
+    const viewer = traceViewer;
+    const json = viewer.buildTraceJson(events.map((event) => redact(event)));
     writeFileSync(join(dir, "trace.json"), `${JSON.stringify(json, null, 2)}\n`, { mode: 0o600 });
     out(`wrote ${join(dir, "trace.json")} (${spans.length} spans)`);
-    if (viewer) {
-      // The page shows the run's real status (from the log), not "unknown".
-      const meta = (json as { meta?: Record<string, unknown> }).meta ?? {};
-      writeFileSync(
-        join(dir, "trace.html"),
-        viewer.renderTraceHtml(spans, { ...meta, runId } as { runId: string }),
-        { mode: 0o600 },
-      );
-      out(
-        `wrote ${join(dir, "trace.html")} (open it in a browser; it loads nothing from the network)`,
-      );
-    } else {
-      out(
-        colors.yellow(
-          "trace.html skipped: the HTML viewer (apps/demo/src/trace) is not in this build yet",
-        ),
-      );
-    }
+    // The page shows the run's real status (from the log), not "unknown".
+    const meta = (json as { meta?: Record<string, unknown> }).meta ?? {};
+    writeFileSync(
+      join(dir, "trace.html"),
+      viewer.renderTraceHtml(spans, { ...meta, runId } as { runId: string }),
+      { mode: 0o600 },
+    );
+    out(
+      `wrote ${join(dir, "trace.html")} (open it in a browser; it loads nothing from the network)`,
+    );
   });
 }

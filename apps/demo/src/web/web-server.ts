@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Span, StoredEvent } from "@loopguard/core";
 import { spansFromEvents } from "@loopguard/core/plugin";
-import { loadTraceViewer } from "../trace-viewer.js";
+import { traceViewer } from "../trace-viewer.js";
 import { freezeState, pageOf, readRun, type WebBackend } from "./backend.js";
 import { escapeHtml, type PageBoot, plainPage, shellPage } from "./page.js";
 import { RunIndex } from "./run-index.js";
@@ -597,8 +597,7 @@ export function createWebHandler(options: WebOptions): WebHandler {
         const { events, error } = await readRun(backend.store, runId);
         if (error) return fail(409, `run ${runId}'s log cannot be read: ${error}`);
         if (events.length === 0) return fail(404, `run ${runId} not found`);
-        const viewer = await loadTraceViewer();
-        if (!viewer) return fail(501, "the HTML viewer is not in this build");
+        const viewer = traceViewer;
         const trace = viewer.buildTraceJson(events) as { meta?: Record<string, unknown> };
         const spans = spansFromEvents(events).map((span) => backend.redact(span) as Span);
         const view = runView(runId, events, { now: now() });
