@@ -145,6 +145,12 @@ export function isIpHost(host: string): boolean {
 }
 
 function parseUrl(text: string): Parsed {
+  // WHATWG reads "\\" as "/" in special URLs; curl and Python's urllib read it as part of the
+  // user info or host. Parsers disagree, so a URL holding one is refused.
+  if (text.includes("\\"))
+    return fail(
+      "holds a backslash, which URL parsers disagree on (WHATWG reads it as a slash, curl and urllib do not)",
+    );
   if (!/^[a-zA-Z][a-zA-Z0-9+.-]*:/.test(text))
     return fail("is not an absolute URL (it has no scheme such as https:)");
   let url: URL;
@@ -258,6 +264,12 @@ export function parseAmountText(text: string): { key: string } | Failure {
     /^(?:[$€£¥₹]|[A-Z]{3}(?= ))?\s?(-?[0-9][0-9,.' ]{0,30})\s?(?:[$€£¥₹]|[A-Z]{3})?$/i.exec(text);
   if (!match) return fail("is not an amount (a number with an optional currency sign or code)");
   const digits = match[1]!.trim().replace(/[' ]/g, "");
+  // "42,50" is 42.50 in much of Europe and 4250 to a parser that drops commas: with no other
+  // separator to settle it, a comma before the last one or two digits is refused as ambiguous.
+  if (/^-?[0-9]+,[0-9]{1,2}$/.test(digits))
+    return fail(
+      "has a decimal comma with no other separator, which money parsers read two ways (42,50 is 42.50 or 4250)",
+    );
   const last = Math.max(digits.lastIndexOf("."), digits.lastIndexOf(","));
   let normalized: string;
   if (last >= 0 && digits.length - last - 1 <= 2 && digits.length - last - 1 > 0)
@@ -439,6 +451,17 @@ export function parseSinkValue(
         );
     }
   }
+  // Nothing to vouch for is not "every element vouched": a sink may read an empty value as
+  // "use the default", so an empty string, list or object is refused.
+  if (elements.length === 0)
+    return {
+      ok: false,
+      kind: kind === "auto" ? (inferred ?? "id") : kind,
+      text: "",
+      problem:
+        "is empty: there is no value to check, and a sink may read an empty one as its default",
+      ...(kind === "auto" ? { inferred: true } : {}),
+    };
   return inferred === undefined ? { ok: true, elements } : { ok: true, elements, inferred };
 }
 

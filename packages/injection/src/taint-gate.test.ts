@@ -969,11 +969,12 @@ describe("taintGate: provenance fails closed on values too short to vouch for", 
         callOf(run, { order_id: "B22", amount: 1, reason: "x" }, "issue_refund", false),
       ),
     ).toEqual({ type: "allow" });
+    // An empty value vouches for nothing (a sink may read it as its default): refused.
     expect(
       await gate.check(
         callOf(run, { order_id: "", amount: 1, reason: "x" }, "issue_refund", false),
       ),
-    ).toEqual({ type: "allow" });
+    ).toMatchObject({ type: "deny", reason: "unparsable_argument" });
   });
 });
 

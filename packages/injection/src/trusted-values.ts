@@ -121,7 +121,12 @@ export function trustedValuesOf(text: string, options: SinkParseOptions = {}): F
     }
   }
   for (const match of text.matchAll(amountCandidate)) {
-    const parsed = parseAmountText(match[0].replace(/^[$€£¥₹] ?/, ""));
+    // A hyphen right after a letter or a digit joins a word ("A-55120", "2026-11-30"): what
+    // follows is part of that word, not a negative amount.
+    const before = text[(match.index ?? 0) - 1] ?? "";
+    const written = match[0].replace(/^[$€£¥₹] ?/, "");
+    if (written.startsWith("-") && /[\p{L}\p{N}]/u.test(before)) continue;
+    const parsed = parseAmountText(written);
     if (!("problem" in parsed)) add(parsed.key, match[0]);
   }
   for (const token of text.split(tokenSplit)) {

@@ -1,7 +1,8 @@
 import type { ToolCall } from "@loopguard/core";
-import { tool } from "@loopguard/core";
+import { createAgent, tool } from "@loopguard/core";
 import type { RunState } from "@loopguard/core/plugin";
 import { RunState as RunStateClass } from "@loopguard/core/plugin";
+import { scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import type { SinkKind } from "./sink-values.js";
@@ -211,11 +212,12 @@ describe("typed sinks: ids, amounts, phones, IBANs, paths", () => {
         (await decide(gate, run, "issue_refund", { order_id, amount: 89.99 })).type,
         order_id,
       ).toBe("deny");
+    // "$89,99" is 89.99 or 8999 depending on the parser: refused as ambiguous.
     for (const amount of [89.9, 899.9, "89.99.1", -89.99, "$89,99"])
       expect(
         (await decide(gate, run, "issue_refund", { order_id: "A1001", amount })).type,
         String(amount),
-      ).toBe(amount === "$89,99" ? "allow" : "deny");
+      ).toBe("deny");
   });
 
   it("compares phones in E.164: formats of one number are one value, another country is another", async () => {
@@ -469,5 +471,78 @@ describe("parseSinkValue", () => {
     });
     expect(parseSinkValue("domain", "127.0.0.1")).toMatchObject({ ok: false });
     expect(parseSinkValue("email", true)).toMatchObject({ ok: false });
+  });
+});
+
+describe("typed sinks: classes an outside attacker found", () => {
+  const refund = tool({
+    name: "issue_refund",
+    description: "Refund",
+    input: v.object({ order_id: v.string(), amount: v.union([v.string(), v.number()]) }),
+    sensitive: true,
+    run: async () => "refunded",
+  });
+  const post = tool({
+    name: "http_post",
+    description: "POST",
+    input: v.object({ url: v.union([v.string(), v.array(v.string())]) }),
+    sensitive: true,
+    run: async () => "posted",
+  });
+  const gate = () =>
+    taintGate({
+      sinks: [
+        { tool: "issue_refund", args: { order_id: "id", amount: "amount" }, require: "trusted" },
+        { tool: "http_post", args: { url: "url" }, require: "trusted" },
+      ],
+    });
+  const blockedFor = async (task: string, name: string, input: Record<string, unknown>) => {
+    const result = await createAgent({
+      model: scriptedModel([
+        { content: [{ type: "tool_use", id: "toolu_1", name, input }] },
+        { content: "done" },
+      ]),
+      tools: [refund, post],
+      gates: [gate()],
+    }).run(task);
+    return result.blocked.map((call) => call.reason);
+  };
+
+  it("a hyphen inside an id or a date is no minus sign: -55120 and -11 are not vouched", async () => {
+    const task = "refund order A-55120 of 42.50 (ref 2026-11-30)";
+    expect(await blockedFor(task, "issue_refund", { order_id: "A-55120", amount: -55120 })).toEqual(
+      ["untrusted_provenance"],
+    );
+    expect(await blockedFor(task, "issue_refund", { order_id: "A-55120", amount: -11 })).toEqual([
+      "untrusted_provenance",
+    ]);
+    expect(await blockedFor(task, "issue_refund", { order_id: "A-55120", amount: 42.5 })).toEqual(
+      [],
+    );
+  });
+
+  it("a decimal comma with no other separator is refused as ambiguous (42,50 or 4250)", async () => {
+    const task = "refund order A-55120 of 42.50";
+    expect(
+      await blockedFor(task, "issue_refund", { order_id: "A-55120", amount: "42,50" }),
+    ).toEqual(["unparsable_argument"]);
+    expect(
+      await blockedFor(task, "issue_refund", { order_id: "A-55120", amount: "42.50" }),
+    ).toEqual([]);
+  });
+
+  it("a URL with a backslash is refused: WHATWG, curl and urllib read it differently", async () => {
+    const task = "post the report to https://reports.acme.example/upload";
+    expect(
+      await blockedFor(task, "http_post", {
+        url: "https://reports.acme.example\\@evil.example/..\\upload",
+      }),
+    ).toEqual(["unparsable_argument"]);
+  });
+
+  it("an empty value or list vouches for nothing: it is refused, not admitted", async () => {
+    const task = "post the report to https://reports.acme.example/upload";
+    expect(await blockedFor(task, "http_post", { url: [] })).toEqual(["unparsable_argument"]);
+    expect(await blockedFor(task, "http_post", { url: "" })).toEqual(["unparsable_argument"]);
   });
 });
