@@ -9,8 +9,8 @@ import {
 import { summarize } from "@loopguard/core/plugin";
 import { type ChainSettings, genesis, link } from "./hash-chain.js";
 import { FencedError, PostgresStoreError } from "./postgres-errors.js";
-import type { PostgresAppendOptions } from "./postgres-event-store.js";
 import type { PgPool } from "./postgres-pool.js";
+import type { PostgresAppendOptions } from "./postgres-store-types.js";
 import { assertRunId } from "./run-id.js";
 
 /** What a `PostgresAppender` needs from the store that composes it. */

@@ -1,9 +1,9 @@
 import { InvalidArgumentError, type StoredEvent } from "@loopguard/core";
 import type { PostgresAppender } from "./postgres-appender.js";
 import { FencedError } from "./postgres-errors.js";
-import type { FencedEventStore } from "./postgres-event-store.js";
 import type { PostgresLogReader } from "./postgres-log-reader.js";
 import type { PgPool } from "./postgres-pool.js";
+import type { FencedEventStore } from "./postgres-store-types.js";
 import { assertRunId } from "./run-id.js";
 
 /** What `PostgresClaims` needs from the store that composes it. */

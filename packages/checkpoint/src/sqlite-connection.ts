@@ -1,8 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type BetterSqlite3 from "better-sqlite3";
+import type { SqliteDatabase } from "./sqlite-database.js";
 import { loadSqliteDriver } from "./sqlite-driver.js";
-import type { SqliteDatabase } from "./sqlite-event-store.js";
 
 const schema = `
 CREATE TABLE IF NOT EXISTS loopguard_events (

@@ -15,22 +15,14 @@ import { encodeEventBody } from "./jsonl-log.js";
 import { assertRunId } from "./run-id.js";
 import { SqliteAppender } from "./sqlite-appender.js";
 import { openSqliteConnection, type SqliteConnection } from "./sqlite-connection.js";
+import type { SqliteDatabase } from "./sqlite-database.js";
 import { SqliteGroupCommit } from "./sqlite-group-commit.js";
 import { SqliteLogReader } from "./sqlite-log-reader.js";
 import { SqliteRunLeases } from "./sqlite-run-leases.js";
 import { StoreClosedError } from "./store-errors.js";
 import { validateFilter } from "./validate-filter.js";
 
-/** The part of a better-sqlite3 `Database` the store uses (so these types need no `@types` package). */
-export interface SqliteDatabase {
-  readonly name: string;
-  readonly open: boolean;
-  prepare(source: string): unknown;
-  pragma(source: string, options?: { simple?: boolean }): unknown;
-  exec(source: string): unknown;
-  transaction(fn: (...args: never[]) => unknown): unknown;
-  close(): unknown;
-}
+export type { SqliteDatabase } from "./sqlite-database.js";
 
 /** Options of `sqliteEventStore`: a database file, or a better-sqlite3 database you opened. */
 export type SqliteEventStoreOptions =

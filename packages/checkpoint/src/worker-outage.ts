@@ -1,5 +1,5 @@
 import { PostgresStoreError } from "./postgres-errors.js";
-import type { WorkerStatus } from "./worker.js";
+import type { WorkerStatus } from "./worker-types.js";
 
 /** What a `WorkerOutage` needs from the worker that composes it. */
 export interface WorkerOutageSettings {

@@ -1,7 +1,6 @@
 import { InvalidArgumentError, type RunResult } from "@loopguard/core";
-import type { PostgresEventStore } from "./postgres-event-store.js";
 import { inTransaction, type PgPool } from "./postgres-pool.js";
-import type { AgentFactory, SliceReport } from "./worker.js";
+import type { PostgresEventStore } from "./postgres-store-types.js";
 import {
   jobSettings,
   type QueueClient,
@@ -12,6 +11,7 @@ import {
 } from "./worker-queue.js";
 import { deferJob, type TenantSlots } from "./worker-tenant-slots.js";
 import { isFenced, type TrackedStore, trackStore } from "./worker-tracked-store.js";
+import type { AgentFactory, SliceReport } from "./worker-types.js";
 
 /** What a `WorkerSliceRunner` needs from the worker that composes it (known once the queue is open). */
 export interface WorkerSliceRunnerSettings {

@@ -6,7 +6,6 @@ import {
   type RunResult,
 } from "@loopguard/core";
 import { type PostgresEventStore, postgresEventStore } from "./postgres-event-store.js";
-import type { AgentFactory } from "./worker.js";
 import {
   ensureQueue,
   openQueue,
@@ -17,6 +16,7 @@ import {
   resolveQueueOptions,
   submitJobSettings,
 } from "./worker-queue.js";
+import type { AgentFactory } from "./worker-types.js";
 
 /** Where runs are queued: a started pg-boss, or how to reach the database. */
 export interface RunQueueTarget extends RunQueueOptions {
