@@ -1058,7 +1058,6 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
     await host.close().catch(() => {});
     // An embedded proxy's output stream ends with it, so its host sees the end too.
     if (options.stdout && options.stdout !== process.stdout) options.stdout.end();
-    await client.close().catch(() => {});
     // The run ends with the proxy, stopped: its open approvals are withdrawn (nobody can make
     // the identical call any more), and the log says why.
     stopRun(
@@ -1071,9 +1070,17 @@ export async function runMcpProxy(options: McpProxyOptions): Promise<McpProxy> {
       message,
     );
     endRun();
-    await runFinished.catch((error: Error) =>
-      log(`[mcp] the proxy's run could not be ended: ${error.message}`),
+    // The run ends before the server is closed: a host that sends SIGTERM soon after it closes
+    // stdin (the SDK's does, after 2 s) must not find the run still open, and a server that
+    // ignores its own SIGTERM cannot hold the log hostage. A call still waiting on the server
+    // ends when the server is closed, so the wait before closing is bounded.
+    const ended = runFinished.then(
+      () => undefined,
+      (error: Error) => log(`[mcp] the proxy's run could not be ended: ${error.message}`),
     );
+    await Promise.race([ended, sleep(1_000)]);
+    await client.close().catch(() => {});
+    await ended;
     settle({ reason, message });
   };
   client.onclose = () => {

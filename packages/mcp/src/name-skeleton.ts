@@ -46,7 +46,7 @@ export function confusableKeys(name: string): [string, string] {
  * white space, default-ignorable code points, private-use and unpaired surrogates.
  */
 const invisible =
-  /[\p{Cc}\p{Cf}\p{Z}\p{Co}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}]/u;
+  /[\p{Cc}\p{Cf}\p{Z}\p{Co}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Variation_Selector}\p{Mn}\p{Me}\u2800]/u;
 
 /**
  * What is wrong with a name as a name (before comparing it with others): `undefined` when it
@@ -58,7 +58,7 @@ export function nameProblem(name: unknown, maxLength = 256): string | undefined 
   if (name.length > maxLength) return `it is longer than ${maxLength} characters`;
   const hidden = invisible.exec(name);
   if (hidden)
-    return `it holds an invisible or control character (U+${hidden[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")} at index ${hidden.index})`;
+    return `it holds an invisible, combining or control character (U+${hidden[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")} at index ${hidden.index})`;
   const canonical = name.normalize("NFKC");
   if (canonical !== name)
     return `it is not in canonical form (NFKC makes it ${JSON.stringify(canonical)})`;

@@ -104,7 +104,10 @@ export function vetNames(
     const keys = confusableKeys(gateName);
     for (const pattern of patterns) {
       if (pattern.literal.test(gateName)) continue;
-      if (pattern.keyed.some((regex, which) => regex.test(keys[which]!))) {
+      if (
+        pattern.keyed.some((regex, which) => regex.test(keys[which]!)) ||
+        lettersOutsideTable(gateName, pattern.source)
+      ) {
         refused.set(index, {
           name,
           reason: "confusable_with_policy",
@@ -115,6 +118,27 @@ export function vetNames(
     }
   }
   return refused;
+}
+
+/**
+ * A look-alike the confusables table does not list (`send_emaił`, `send_emaꟾl`): a name that is
+ * not plain ASCII but is a protected name (one with no wildcard) with each non-ASCII letter
+ * swapped for another, or with non-ASCII letters added, compared case-insensitively.
+ */
+function lettersOutsideTable(name: string, protectedName: string): boolean {
+  if (/[*?{}\\]/.test(protectedName)) return false;
+  const stripped = name.normalize("NFD").replace(/\p{M}/gu, "");
+  const target = protectedName.toLowerCase();
+  const lower = stripped.toLowerCase();
+  // Only marks (or case) set it apart: "send_emaiḷ" is "send_email" with a dot below.
+  if (lower === target) return name !== protectedName;
+  if (!/[^\x20-\x7e]/.test(stripped)) return false;
+  if (lower.replace(/[^\x20-\x7e]/g, "") === target) return true;
+  const letters = [...lower];
+  if (letters.length !== [...target].length) return false;
+  return [...target].every(
+    (char, index) => letters[index] === char || /[^\x20-\x7e]/.test(letters[index]!),
+  );
 }
 
 interface ProtectedPattern {

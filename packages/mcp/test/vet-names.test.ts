@@ -141,3 +141,25 @@ describe("vetNames", () => {
     expect(nameSkeleton("send_email")).not.toBe(nameSkeleton("send_emails"));
   });
 });
+
+describe("names an outside attacker found", () => {
+  it("withholds a blank Braille cell and combining marks, and letters the confusables table does not list", () => {
+    const names = [
+      "send_email\u2800",
+      "send_email\u0332",
+      "se\u0331nd_email",
+      "send_ema\uA7FEl",
+      "send_emai\u1E37",
+      "send_emai\u0142",
+      "\uA7A9end_email",
+      "lookup_order",
+    ];
+    const refused = vetNames(names, {
+      kind: "tool",
+      protectedPatterns: ["send_email"],
+      gateName: (name) => name,
+    });
+    expect([...refused.keys()].sort()).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(refused.has(7)).toBe(false);
+  });
+});

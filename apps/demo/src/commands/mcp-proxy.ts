@@ -177,6 +177,10 @@ export function register(program: Command, { exit }: CliShared): void {
           log,
         });
         runId = proxy.run.runId;
+        // A host (or an operator) that stops the proxy with a signal gets the same ending as a
+        // host that hangs up: the run ends stopped, its approvals withdrawn, its lock released.
+        for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const)
+          process.once(signal, () => void proxy.close());
         log(
           `[mcp-proxy] run ${runId}: guarding \`${[command, ...args].join(" ")}\` with ${options.policy} (digest ${loaded.digest})`,
         );
