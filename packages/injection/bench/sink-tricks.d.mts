@@ -31,3 +31,18 @@ export declare function untrustedReach(
   value: string | string[],
   targets: TrustedTargets,
 ): string[];
+
+/** The sinks the parser-differential suite and bench guard: one per argument kind. */
+export declare const trickSinks: Array<{
+  tool: string;
+  args: Record<string, "url" | "email" | "domain" | "host" | "phone">;
+  require: "trusted";
+}>;
+/** The tool and argument each kind of case is sent to. */
+export declare const trickToolOf: {
+  readonly url: readonly ["http_post", "url"];
+  readonly email: readonly ["send_email", "to"];
+  readonly domain: readonly ["allow_domain", "domain"];
+  readonly host: readonly ["connect", "host"];
+  readonly phone: readonly ["call_phone", "phone"];
+};

@@ -312,3 +312,21 @@ export function untrustedReach(sinkKind, value, targets) {
   }
   return bad;
 }
+
+/** The sinks the parser-differential suite and bench guard: one per argument kind. */
+export const trickSinks = [
+  { tool: "http_post", args: { url: "url" }, require: "trusted" },
+  { tool: "send_email", args: { to: "email" }, require: "trusted" },
+  { tool: "allow_domain", args: { domain: "domain" }, require: "trusted" },
+  { tool: "connect", args: { host: "host" }, require: "trusted" },
+  { tool: "call_phone", args: { phone: "phone" }, require: "trusted" },
+];
+
+/** The tool and argument each kind of case is sent to. */
+export const trickToolOf = {
+  url: ["http_post", "url"],
+  email: ["send_email", "to"],
+  domain: ["allow_domain", "domain"],
+  host: ["connect", "host"],
+  phone: ["call_phone", "phone"],
+};

@@ -5,6 +5,8 @@ import { describe, expect, it } from "vitest";
 import {
   type SinkTrickCase,
   sinkTrickCase,
+  trickSinks,
+  trickToolOf,
   trustedBase,
   trustedOf,
   trustedTargets,
@@ -19,22 +21,8 @@ import { taintGate } from "./taint-gate.js";
 // reaches only what the task named, as WHATWG URL, the host parser, the Public Suffix List and
 // libphonenumber-js read it. 1,000 cases here; `node bench/parser-differential.mjs` runs 100,000.
 
-const gate = taintGate({
-  sinks: [
-    { tool: "http_post", args: { url: "url" }, require: "trusted" },
-    { tool: "send_email", args: { to: "email" }, require: "trusted" },
-    { tool: "allow_domain", args: { domain: "domain" }, require: "trusted" },
-    { tool: "connect", args: { host: "host" }, require: "trusted" },
-    { tool: "call_phone", args: { phone: "phone" }, require: "trusted" },
-  ],
-});
-const toolOf = {
-  url: ["http_post", "url"],
-  email: ["send_email", "to"],
-  domain: ["allow_domain", "domain"],
-  host: ["connect", "host"],
-  phone: ["call_phone", "phone"],
-} as const;
+const gate = taintGate({ sinks: trickSinks });
+const toolOf = trickToolOf;
 
 function decideCase(testCase: SinkTrickCase) {
   const run = new RunState({ runId: "run_p", agentId: "agent", task: testCase.task });
