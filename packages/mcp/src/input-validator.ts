@@ -28,28 +28,11 @@ export function compileInputSchema(schema: unknown, tool: string, server: string
       `[mcp] tool "${tool}" from ${server}: inputSchema.type is ${JSON.stringify(record.type)}, but tool arguments are an object; fix the server's tool definition`,
     );
   }
-  const is2020 = typeof record.$schema === "string" && record.$schema.includes("2020-12");
-  let validate: ValidateFunction;
-  try {
-    if (is2020)
-      draft2020 ??= new Ajv2020({
-        strict: false,
-        allErrors: true,
-        validateSchema: true,
-        logger: false,
-      });
-    else
-      draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true, logger: false });
-    const ajv = is2020 ? draft2020! : draft7!;
-    // Another tool may have used the same $id; the schema is compiled on its own.
-    const { $id: _id, ...own } = record;
-    validate = ajv.compile(own);
-  } catch (error) {
-    throw new McpGuardError(
-      `[mcp] tool "${tool}" from ${server}: its inputSchema cannot be compiled (${(error as Error).message}); calls to it are refused until the server fixes the schema`,
-      { cause: error },
-    );
-  }
+  const validate = compileSchema(
+    record,
+    (error) =>
+      `[mcp] tool "${tool}" from ${server}: its inputSchema cannot be compiled (${error.message}); calls to it are refused until the server fixes the schema`,
+  );
   return (args) => {
     if (args === null || typeof args !== "object" || Array.isArray(args))
       return { ok: false, issues: ["(root): arguments must be an object"] };
@@ -73,8 +56,23 @@ export function compileOutputSchema(
       `[mcp] tool "${tool}" from ${server}: its outputSchema is not an object (got ${JSON.stringify(schema)?.slice(0, 80)})`,
     );
   const record = schema as Record<string, unknown>;
+  const validate = compileSchema(
+    record,
+    (error) =>
+      `[mcp] tool "${tool}" from ${server}: its outputSchema cannot be compiled (${error.message})`,
+  );
+  return (value) => (validate(value) ? [] : (validate.errors ?? []).map(formatIssue));
+}
+
+/**
+ * Compiles a JSON Schema with draft-07, or 2020-12 when its `$schema` says so; throws an
+ * `McpGuardError` with `message(error)` when it cannot be compiled.
+ */
+function compileSchema(
+  record: Record<string, unknown>,
+  message: (error: Error) => string,
+): ValidateFunction {
   const is2020 = typeof record.$schema === "string" && record.$schema.includes("2020-12");
-  let validate: ValidateFunction;
   try {
     if (is2020)
       draft2020 ??= new Ajv2020({
@@ -86,15 +84,12 @@ export function compileOutputSchema(
     else
       draft7 ??= new Ajv({ strict: false, allErrors: true, validateSchema: true, logger: false });
     const ajv = is2020 ? draft2020! : draft7!;
+    // Another tool may have used the same $id; the schema is compiled on its own.
     const { $id: _id, ...own } = record;
-    validate = ajv.compile(own);
+    return ajv.compile(own);
   } catch (error) {
-    throw new McpGuardError(
-      `[mcp] tool "${tool}" from ${server}: its outputSchema cannot be compiled (${(error as Error).message})`,
-      { cause: error },
-    );
+    throw new McpGuardError(message(error as Error), { cause: error });
   }
-  return (value) => (validate(value) ? [] : (validate.errors ?? []).map(formatIssue));
 }
 
 function formatIssue(error: ErrorObject): string {
