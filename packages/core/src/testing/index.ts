@@ -19,6 +19,7 @@ export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from 
 export { faultyModel } from "./faulty-model.js";
 export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";
 export { failingTool, faultyTool, flakyTool, hangingTool, slowTool } from "./faulty-tool.js";
+export { loopbackTokenCount } from "./loopback-token-count.js";
 export type {
   MessagesApiServer,
   MessagesApiServerOptions,

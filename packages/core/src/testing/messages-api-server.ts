@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { ModelRequest, ModelResponse, Usage } from "../contracts/model.js";
 import { InvalidArgumentError } from "../errors.js";
 import { messageEvents } from "../stream/assemble-message.js";
+import { loopbackTokenCount } from "./loopback-token-count.js";
 import {
   type PromptCacheSimulator,
   type PromptCacheSimulatorOptions,
@@ -102,6 +103,12 @@ export interface MessagesApiServerOptions {
    * `false` reports every prompt token as plain input.
    */
   cache?: boolean | PromptCacheSimulatorOptions;
+  /**
+   * The most prompt tokens a request may have, counted by {@link loopbackTokenCount}. A
+   * `POST /v1/messages` above it gets the API's answer, 400 `invalid_request_error` "prompt is
+   * too long: N tokens > M maximum" (the script is not asked). Default: no limit.
+   */
+  contextLimit?: number;
 }
 
 /** A running loopback Messages API server. */
@@ -114,6 +121,8 @@ export interface MessagesApiServer {
   readonly calls: number;
   /** The prompt cache, when simulated. */
   readonly cache: PromptCacheSimulator | undefined;
+  /** Requests refused as "prompt is too long" (`contextLimit`). */
+  readonly refusedTooLong: number;
   /** Stops the server and destroys open connections; safe to call twice. */
   close(): Promise<void>;
 }
@@ -144,6 +153,8 @@ const defaultMessages: Record<string, string> = {
 
 let requestCounter = 0;
 
+const nextRequestId = () => `req_loopback_${(++requestCounter).toString().padStart(6, "0")}`;
+
 /**
  * Starts a real HTTP server on 127.0.0.1 (a free port) that speaks `POST /v1/messages` like
  * the Anthropic API: it checks the API key (`x-api-key` or `Authorization: Bearer`) and `anthropic-version` headers, answers JSON
@@ -160,6 +171,11 @@ let requestCounter = 0;
  * breakpoint and up to 20 blocks before it), kept 5 minutes or 1 hour from its last use, with
  * `cache_creation_input_tokens` and `cache_read_input_tokens` in the usage.
  *
+ * Tokens are counted deterministically ({@link loopbackTokenCount}: one per 4 UTF-8 bytes of
+ * each block's JSON). With `contextLimit`, a prompt above it is refused before the script is
+ * asked, as the API refuses it: 400 `invalid_request_error` "prompt is too long: N tokens > M
+ * maximum". `POST /v1/messages/count_tokens` answers `{ "input_tokens": N }` with the same count.
+ *
  * @example
  * const server = await messagesApiServer({ replies: [{ type: "error", status: 429, retryAfterMs: 200 }, { content: "Hi" }] });
  * const model = claudeModel({ baseURL: server.url, apiKey: "sk-ant-test" });
@@ -169,6 +185,55 @@ let requestCounter = 0;
 export async function messagesApiServer(
   options: MessagesApiServerOptions,
 ): Promise<MessagesApiServer> {
+  checkServerOptions(options);
+  const loopback = new Loopback(options);
+  const server: Server = createServer((incoming, response) => {
+    loopback.handle(incoming, response).catch((error: unknown) => {
+      if (!response.headersSent && !response.destroyed) {
+        sendError(
+          response,
+          500,
+          "api_error",
+          `messagesApiServer handler failed: ${(error as Error)?.message ?? String(error)}`,
+        );
+      }
+    });
+  });
+  server.on("connection", (socket) => {
+    loopback.sockets.add(socket);
+    socket.on("close", () => loopback.sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests: loopback.requests,
+    cache: loopback.cache,
+    get calls() {
+      return loopback.calls;
+    },
+    get refusedTooLong() {
+      return loopback.refusedTooLong;
+    },
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        for (const timer of loopback.timers) clearTimeout(timer);
+        server.close(() => resolve());
+        for (const socket of loopback.sockets) socket.destroy();
+      });
+      return closed;
+    },
+  };
+}
+
+function checkServerOptions(options: MessagesApiServerOptions): void {
   if (!options || (options.handler === undefined) === (options.replies === undefined)) {
     throw new InvalidArgumentError(
       "[core] messagesApiServer(options): pass exactly one of handler (request) => reply or replies: [...]",
@@ -182,70 +247,92 @@ export async function messagesApiServer(
   if (options.replies !== undefined && !Array.isArray(options.replies)) {
     throw new InvalidArgumentError("[core] messagesApiServer: replies must be an array");
   }
-  const requests: ReceivedRequest[] = [];
-  const cache =
-    options.cache === false
-      ? undefined
-      : promptCacheSimulator(
-          options.cache === true || options.cache === undefined ? {} : options.cache,
-        );
-  const sockets = new Set<Socket>();
-  const timers = new Set<ReturnType<typeof setTimeout>>();
-  let calls = 0;
+  const limit = options.contextLimit;
+  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) {
+    throw new InvalidArgumentError(
+      `[core] messagesApiServer: contextLimit must be a positive whole number of prompt tokens (e.g. 199999), got ${JSON.stringify(limit)}`,
+    );
+  }
+}
 
-  const decide = async (request: ReceivedRequest): Promise<ServerReply> => {
-    calls += 1;
+function send(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  if (response.destroyed || response.writableEnded) return;
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "request-id": nextRequestId(),
+    ...headers,
+  });
+  response.end(text);
+}
+
+function sendError(
+  response: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  send(response, status, { type: "error", error: { type, message } }, headers);
+}
+
+/** The state of one loopback server and how it answers each request. */
+class Loopback {
+  readonly requests: ReceivedRequest[] = [];
+  readonly cache: PromptCacheSimulator | undefined;
+  readonly sockets = new Set<Socket>();
+  readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  calls = 0;
+  refusedTooLong = 0;
+  readonly #options: MessagesApiServerOptions;
+
+  constructor(options: MessagesApiServerOptions) {
+    this.#options = options;
+    this.cache =
+      options.cache === false
+        ? undefined
+        : promptCacheSimulator(
+            options.cache === true || options.cache === undefined ? {} : options.cache,
+          );
+  }
+
+  async #decide(request: ReceivedRequest): Promise<ServerReply> {
+    this.calls += 1;
+    const options = this.#options;
     let reply: ServerReply | ModelResponse | ScriptedReply | undefined;
     if (options.handler) reply = await options.handler(request);
     else {
-      reply = options.replies![calls - 1];
+      reply = options.replies![this.calls - 1];
       if (reply === undefined) {
         return {
           type: "error",
           status: 500,
-          message: `messagesApiServer: the script has ${options.replies!.length} replies but got request ${calls}`,
+          message: `messagesApiServer: the script has ${options.replies!.length} replies but got request ${this.calls}`,
         };
       }
     }
     return normalise(reply);
-  };
+  }
 
-  const wait = (ms: number | undefined) =>
-    ms && ms > 0
-      ? new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            timers.delete(timer);
-            resolve();
-          }, ms);
-          timers.add(timer);
-        })
-      : Promise.resolve();
-
-  const send = (
-    response: ServerResponse,
-    status: number,
-    body: unknown,
-    headers: Record<string, string> = {},
-  ) => {
-    if (response.destroyed || response.writableEnded) return;
-    const text = JSON.stringify(body);
-    response.writeHead(status, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(text),
-      "request-id": `req_loopback_${(++requestCounter).toString().padStart(6, "0")}`,
-      ...headers,
+  #wait(ms: number | undefined): Promise<void> {
+    if (!ms || ms <= 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        resolve();
+      }, ms);
+      this.timers.add(timer);
     });
-    response.end(text);
-  };
-  const sendError = (
-    response: ServerResponse,
-    status: number,
-    type: string,
-    message: string,
-    headers: Record<string, string> = {},
-  ) => send(response, status, { type: "error", error: { type, message } }, headers);
+  }
 
-  const handle = async (incoming: IncomingMessage, response: ServerResponse) => {
+  /** Reads and records one request. */
+  async #receive(incoming: IncomingMessage): Promise<ReceivedRequest> {
     const chunks: Buffer[] = [];
     for await (const chunk of incoming) chunks.push(chunk as Buffer);
     const rawBody = Buffer.concat(chunks).toString("utf8");
@@ -258,104 +345,134 @@ export async function messagesApiServer(
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(incoming.headers))
       headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : (value ?? "");
-    const path = (incoming.url ?? "/").split("?")[0]!;
     const received: ReceivedRequest = {
-      call: requests.length + 1,
+      call: this.requests.length + 1,
       method: incoming.method ?? "",
-      path,
+      path: (incoming.url ?? "/").split("?")[0]!,
       headers,
       body,
       rawBody,
       receivedAt: performance.now(),
       stream: (body as { stream?: unknown } | undefined)?.stream === true,
     };
-    requests.push(received);
+    this.requests.push(received);
+    return received;
+  }
 
-    if (incoming.method !== "POST" || path !== "/v1/messages") {
-      return sendError(response, 404, "not_found_error", `Not found: ${incoming.method} ${path}`);
-    }
+  /** The API's refusal of a request's route, headers or body, if it has one. */
+  #refusal(received: ReceivedRequest): [number, string, string] | undefined {
+    const { method, path, headers, body } = received;
+    const counting = path === "/v1/messages/count_tokens";
+    if (method !== "POST" || (path !== "/v1/messages" && !counting))
+      return [404, "not_found_error", `Not found: ${method} ${path}`];
     const key = headers["x-api-key"];
     if (!key && !headers.authorization)
-      return sendError(response, 401, "authentication_error", "x-api-key header is required");
+      return [401, "authentication_error", "x-api-key header is required"];
     // SDK 1.x sends the key as `Authorization: Bearer <key>`; older clients send `x-api-key`.
-    if (
-      options.apiKey !== undefined &&
-      key !== options.apiKey &&
-      headers.authorization !== `Bearer ${options.apiKey}`
-    )
-      return sendError(response, 401, "authentication_error", "invalid x-api-key");
+    const apiKey = this.#options.apiKey;
+    if (apiKey !== undefined && key !== apiKey && headers.authorization !== `Bearer ${apiKey}`)
+      return [401, "authentication_error", "invalid x-api-key"];
     if (!headers["anthropic-version"])
-      return sendError(
-        response,
-        400,
-        "invalid_request_error",
-        "anthropic-version: header is required",
-      );
-    const invalid = validateBody(body);
-    if (invalid) return sendError(response, 400, "invalid_request_error", invalid);
+      return [400, "invalid_request_error", "anthropic-version: header is required"];
+    const invalid = validateBody(body, counting);
+    if (invalid) return [400, "invalid_request_error", invalid];
+    const limit = this.#options.contextLimit;
+    if (limit !== undefined && !counting) {
+      const tokens = loopbackTokenCount(body);
+      if (tokens > limit) {
+        this.refusedTooLong += 1;
+        return [
+          400,
+          "invalid_request_error",
+          `prompt is too long: ${tokens} tokens > ${limit} maximum`,
+        ];
+      }
+    }
+    return undefined;
+  }
 
-    const reply = await decide(received);
+  async handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    const received = await this.#receive(incoming);
+    const refusal = this.#refusal(received);
+    if (refusal) return sendError(response, ...refusal);
+    if (received.path === "/v1/messages/count_tokens")
+      return send(response, 200, { input_tokens: loopbackTokenCount(received.body) });
+    const reply = await this.#decide(received);
     switch (reply.type) {
       case "hang":
         return;
       case "drop":
-        await wait(reply.delayMs);
+        await this.#wait(reply.delayMs);
         incoming.socket.destroy();
         return;
-      case "error": {
-        await wait(reply.delayMs);
-        const type =
-          reply.errorType ??
-          errorTypes[reply.status] ??
-          (reply.status >= 500 ? "api_error" : "invalid_request_error");
-        const extra: Record<string, string> = { ...reply.headers };
-        if (reply.retryAfter !== undefined) extra["retry-after"] = String(reply.retryAfter);
-        if (reply.retryAfterMs !== undefined) extra["retry-after-ms"] = String(reply.retryAfterMs);
-        if (reply.status === 529 || reply.status >= 500) extra["x-should-retry"] ??= "true";
-        return sendError(
-          response,
-          reply.status,
-          type,
-          reply.message ?? defaultMessages[type] ?? "Error",
-          extra,
-        );
-      }
-      case "message": {
-        await wait(reply.delayMs ?? (reply.message as ScriptedReply).delayMs);
-        let message: ModelResponse;
-        if (isFullResponse(reply.message)) message = reply.message;
-        else {
-          const scripted = reply.message;
-          message = fillReply(scripted, body as ModelRequest, (body as ModelRequest).model, calls);
-          if (scripted.usage?.input_tokens === undefined) {
-            const billed = cache?.account(body) ?? plainUsage(body);
-            if ("error" in billed)
-              return sendError(response, 400, "invalid_request_error", billed.error);
-            message = {
-              ...message,
-              usage: { ...billed.usage, output_tokens: message.usage.output_tokens },
-            };
-          }
-        }
-        received.usage = message.usage;
-        if (!received.stream) return send(response, 200, message, reply.headers);
-        return stream(response, received, message, reply.stream ?? {}, reply.headers);
+      case "error":
+        return this.#sendScriptedError(response, reply);
+      case "message":
+        return this.#sendMessage(response, received, reply);
+    }
+  }
+
+  async #sendScriptedError(
+    response: ServerResponse,
+    reply: Extract<ServerReply, { type: "error" }>,
+  ): Promise<void> {
+    await this.#wait(reply.delayMs);
+    const type =
+      reply.errorType ??
+      errorTypes[reply.status] ??
+      (reply.status >= 500 ? "api_error" : "invalid_request_error");
+    const extra: Record<string, string> = { ...reply.headers };
+    if (reply.retryAfter !== undefined) extra["retry-after"] = String(reply.retryAfter);
+    if (reply.retryAfterMs !== undefined) extra["retry-after-ms"] = String(reply.retryAfterMs);
+    if (reply.status === 529 || reply.status >= 500) extra["x-should-retry"] ??= "true";
+    sendError(
+      response,
+      reply.status,
+      type,
+      reply.message ?? defaultMessages[type] ?? "Error",
+      extra,
+    );
+  }
+
+  async #sendMessage(
+    response: ServerResponse,
+    received: ReceivedRequest,
+    reply: Extract<ServerReply, { type: "message" }>,
+  ): Promise<void> {
+    await this.#wait(reply.delayMs ?? (reply.message as ScriptedReply).delayMs);
+    const body = received.body as ModelRequest;
+    let message: ModelResponse;
+    if (isFullResponse(reply.message)) message = reply.message;
+    else {
+      const scripted = reply.message;
+      message = fillReply(scripted, body, body.model, this.calls);
+      if (scripted.usage?.input_tokens === undefined) {
+        const billed = this.cache?.account(body) ?? plainUsage(body);
+        if ("error" in billed)
+          return sendError(response, 400, "invalid_request_error", billed.error);
+        message = {
+          ...message,
+          usage: { ...billed.usage, output_tokens: message.usage.output_tokens },
+        };
       }
     }
-  };
+    received.usage = message.usage;
+    if (!received.stream) return send(response, 200, message, reply.headers);
+    return this.#stream(response, received, message, reply.stream ?? {}, reply.headers);
+  }
 
-  const stream = async (
+  async #stream(
     response: ServerResponse,
     received: ReceivedRequest,
     message: ModelResponse,
     behaviour: StreamBehaviour,
     headers: Record<string, string> = {},
-  ) => {
+  ): Promise<void> {
     if (response.destroyed || response.writableEnded) return;
     response.writeHead(200, {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache",
-      "request-id": `req_loopback_${(++requestCounter).toString().padStart(6, "0")}`,
+      "request-id": nextRequestId(),
       ...headers,
     });
     response.flushHeaders();
@@ -381,7 +498,7 @@ export async function messagesApiServer(
       }
       // A stall keeps the socket open and silent; close() destroys it.
       if (behaviour.stallAfterEvents !== undefined && sent >= behaviour.stallAfterEvents) return;
-      if (behaviour.eventDelayMs) await wait(behaviour.eventDelayMs);
+      if (behaviour.eventDelayMs) await this.#wait(behaviour.eventDelayMs);
       else if (sent > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       if (response.destroyed) return;
       if (event.type === "content_block_delta" && received.firstDeltaAt === undefined)
@@ -390,49 +507,7 @@ export async function messagesApiServer(
       sent += 1;
     }
     response.end();
-  };
-
-  const server: Server = createServer((incoming, response) => {
-    handle(incoming, response).catch((error: unknown) => {
-      if (!response.headersSent && !response.destroyed) {
-        sendError(
-          response,
-          500,
-          "api_error",
-          `messagesApiServer handler failed: ${(error as Error)?.message ?? String(error)}`,
-        );
-      }
-    });
-  });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      server.off("error", reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  let closed: Promise<void> | undefined;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    cache,
-    get calls() {
-      return calls;
-    },
-    close() {
-      closed ??= new Promise<void>((resolve) => {
-        for (const timer of timers) clearTimeout(timer);
-        server.close(() => resolve());
-        for (const socket of sockets) socket.destroy();
-      });
-      return closed;
-    },
-  };
+  }
 }
 
 /** Usage without a cache: every prompt token is plain input (counted as the simulator counts). */
@@ -461,12 +536,12 @@ function normalise(reply: ServerReply | ModelResponse | ScriptedReply): ServerRe
 }
 
 /** The checks the real API makes that a client bug could trip; returns the error message. */
-function validateBody(body: unknown): string | undefined {
+function validateBody(body: unknown, counting = false): string | undefined {
   if (!body || typeof body !== "object" || Array.isArray(body))
     return "The request body is not valid JSON.";
   const request = body as Record<string, unknown>;
   if (typeof request.model !== "string" || request.model === "") return "model: Field required";
-  if (!Number.isInteger(request.max_tokens) || (request.max_tokens as number) < 1)
+  if (!counting && (!Number.isInteger(request.max_tokens) || (request.max_tokens as number) < 1))
     return "max_tokens: Field required and must be a positive integer";
   if (!Array.isArray(request.messages) || request.messages.length === 0)
     return "messages: at least one message is required";
