@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { type AgentOptions, type RunOptions, validateAgentOptions } from "./agent-options.js";
 import {
   type AgentStream,
@@ -12,6 +11,7 @@ import { InvalidArgumentError } from "./errors.js";
 import { guardRunModel } from "./fold.js";
 import type { JsonValue } from "./json.js";
 import { type LoopContext, loopContext, open, writerOptions } from "./loop-context.js";
+import { randomHex } from "./random-hex.js";
 import { type ApprovalAnswer, recordAnswer } from "./record-answer.js";
 import { withRunLease } from "./run-lease.js";
 import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
@@ -86,7 +86,7 @@ export function createAgent(options: AgentOptions): Agent {
     async run(task, runOptions = {}) {
       const options = {
         ...runOptions,
-        runId: runOptions.runId ?? `run_${randomBytes(8).toString("hex")}`,
+        runId: runOptions.runId ?? `run_${randomHex(8)}`,
       };
       let writer: RunWriter;
       try {
@@ -102,7 +102,7 @@ export function createAgent(options: AgentOptions): Agent {
     stream(task, streamOptions = {}) {
       const options = {
         ...streamOptions,
-        runId: streamOptions.runId ?? `run_${randomBytes(8).toString("hex")}`,
+        runId: streamOptions.runId ?? `run_${randomHex(8)}`,
       };
       return createAgentStream(
         async (sink) => {
@@ -233,7 +233,7 @@ async function startRun(
       "[core] agent.run(task): task must be a non-empty string describing what the agent should do",
     );
   }
-  const runId = runOptions.runId ?? `run_${randomBytes(8).toString("hex")}`;
+  const runId = runOptions.runId ?? `run_${randomHex(8)}`;
   if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(runId)) {
     throw new InvalidArgumentError(
       `[core] runId ${JSON.stringify(runId)} is invalid: use 1 to 128 letters, digits, "_", ".", ":" or "-"`,

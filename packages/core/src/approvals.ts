@@ -1,9 +1,9 @@
-import { randomBytes } from "node:crypto";
 import type { ApprovalOutcome, Approver } from "./approval.js";
 import { readApproverAnswer } from "./approval.js";
 import type { CallScope } from "./call-scope.js";
 import type { AskDecision, ToolCall } from "./contracts/gate.js";
 import type { ApprovalDecisionEvent, ApprovalRequestEvent } from "./events.js";
+import { randomHex } from "./random-hex.js";
 import { shortMessage } from "./short-message.js";
 
 /** How `ask` decisions are answered. */
@@ -67,7 +67,7 @@ export async function approvalFor(
   const request: ApprovalRequestEvent = recorded?.request ?? {
     type: "approval-request",
     step: scope.step,
-    requestId: `apr_${randomBytes(8).toString("hex")}`,
+    requestId: `apr_${randomHex(8)}`,
     toolUseId: call.toolUseId,
     tool: call.tool,
     argsDigest,

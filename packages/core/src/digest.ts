@@ -1,4 +1,5 @@
-import * as crypto from "node:crypto";
+import { sha256 as sha256Hash } from "@noble/hashes/sha2";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils";
 import { canonicalJson } from "./json.js";
 
 /**
@@ -15,13 +16,30 @@ export function digestOf(value: unknown): string {
   return sha256(canonicalJson(value));
 }
 
-/** A full SHA-256 hex digest of a string. */
+/**
+ * A full SHA-256 hex digest of a string's UTF-8 bytes, through `@noble/hashes` (pure, audited,
+ * synchronous), so the same digest comes out on Node, Bun, Deno and Workers with no `node:crypto`.
+ */
 export function sha256(text: string): string {
-  return oneShot
-    ? oneShot("sha256", text, "hex")
-    : crypto.createHash("sha256").update(text).digest("hex");
+  return bytesToHex(sha256Hash(utf8ToBytes(text)));
 }
 
-// Node 20.12+ hashes in one call, without a Hash object per digest (one per tool call here).
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: "hex") => string })
-  .hash;
+/** An incremental SHA-256: `update` with strings (hashed as UTF-8), `hexDigest` at the end. */
+export interface Sha256Stream {
+  update(text: string): Sha256Stream;
+  /** The hex digest of everything given so far; the stream stays usable. */
+  hexDigest(): string;
+}
+
+/** Starts an incremental SHA-256 (see {@link Sha256Stream}). */
+export function createSha256(): Sha256Stream {
+  const hash = sha256Hash.create();
+  const stream: Sha256Stream = {
+    update(text) {
+      hash.update(utf8ToBytes(text));
+      return stream;
+    },
+    hexDigest: () => bytesToHex(hash.clone().digest()),
+  };
+  return stream;
+}

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { StoredEvent } from "./contracts/event-store.js";
 import type {
   ContentBlock,
@@ -7,6 +6,7 @@ import type {
   ToolUseBlock,
   Usage,
 } from "./contracts/model.js";
+import { createSha256 } from "./digest.js";
 import { CorruptLogError } from "./errors.js";
 import type {
   ApprovalDecisionEvent,
@@ -77,7 +77,7 @@ export class RunFold {
   /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
   messageBytes: number;
   /** A running SHA-256 over every message after the first, digested only when asked. */
-  readonly #chain = createHash("sha256");
+  readonly #chain = createSha256();
   #chainDigest: string | undefined = "";
   nextSeq = 1;
   /** In a guard run: the approvals that have admitted their call (each admits one). */
@@ -169,7 +169,7 @@ export class RunFold {
    * agree. Computed when a model request asks for it, not per message.
    */
   get chainDigest(): string {
-    this.#chainDigest ??= this.#chain.copy().digest("hex").slice(0, 32);
+    this.#chainDigest ??= this.#chain.hexDigest().slice(0, 32);
     return this.#chainDigest;
   }
 

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { EventStore, StoredEvent } from "./contracts/event-store.js";
 import type { Exporter } from "./contracts/exporter.js";
 import type { DenyDecision } from "./contracts/gate.js";
@@ -10,6 +9,7 @@ import { guardRunModel, RunFold } from "./fold.js";
 import { foldLog } from "./fold-stream.js";
 import type { JsonValue } from "./json.js";
 import { memoryEventStore } from "./memory-event-store.js";
+import { randomHex } from "./random-hex.js";
 import type { RunContextInput, RunState } from "./run-state.js";
 import { Telemetry } from "./run-telemetry.js";
 import { RunWriter, type RunWriterOptions } from "./run-writer.js";
@@ -116,7 +116,7 @@ export async function openGuardRun(
     }
   };
   const store = context.store ?? memoryEventStore();
-  const runId = context.runId ?? `run_${randomBytes(8).toString("hex")}`;
+  const runId = context.runId ?? `run_${randomHex(8)}`;
   const vault = context.vault;
   const telemetry = new Telemetry({
     exporters: context.exporters ?? [],

@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomBytes, randomUUID } from "node:crypto";
 import * as v from "valibot";
 import type { Approver } from "./approval.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
@@ -18,6 +17,7 @@ import {
 } from "./guard-run.js";
 import type { OutputEnvelope, RecordedScan } from "./output.js";
 import { defaultHaltOn, policyDigestOf, sortGates } from "./pipeline.js";
+import { randomHex } from "./random-hex.js";
 import { RunState } from "./run-state.js";
 import { tool as declareTool, type Tool } from "./tool.js";
 import { type CallScope, ToolCallPath, type ToolPathOptions } from "./tool-call.js";
@@ -64,7 +64,7 @@ export function withRun<T>(
   }
   const run = new RunState({
     ...context,
-    runId: context.runId ?? `run_${randomBytes(8).toString("hex")}`,
+    runId: context.runId ?? `run_${randomHex(8)}`,
     agentId: context.agentId ?? "agent",
   });
   return storage.run(run, async () => fn(run));
@@ -212,7 +212,7 @@ export function guardTool<TArgs, TResult>(
         { code: "LOOPGUARD_NO_TOOL_USE_ID" },
       );
     }
-    const toolUseId = callOptions.toolUseId ?? `call_${randomUUID()}`;
+    const toolUseId = callOptions.toolUseId ?? `call_${globalThis.crypto.randomUUID()}`;
     const runId = run?.runId ?? "no-run";
     const log = run ? runLogs.get(run) : undefined;
     const call: ToolCall = {

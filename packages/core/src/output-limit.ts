@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createSha256 } from "./digest.js";
 
 /**
  * The default cap on one tool output the model sees: 100,000 characters, about 25,000 tokens
@@ -64,14 +64,14 @@ export async function limitOutput(
 
 /** SHA-256 of a string's UTF-8 bytes, in slices with a yield to the event loop between them. */
 export async function sha256InSlices(text: string): Promise<string> {
-  const hash = createHash("sha256");
+  const hash = createSha256();
   for (let start = 0; start < text.length; ) {
     const end = safeBoundary(text, Math.min(text.length, start + hashSliceChars));
-    hash.update(text.slice(start, end), "utf8");
+    hash.update(text.slice(start, end));
     start = end;
     if (start < text.length) await yieldToEventLoop();
   }
-  return hash.digest("hex");
+  return hash.hexDigest();
 }
 
 /**

@@ -1,14 +1,13 @@
-import { createHash } from "node:crypto";
 import type { StoredEvent } from "./contracts/event-store.js";
 import type { Message, ToolUseBlock } from "./contracts/model.js";
 import type { AttributeValue, Span, SpanKind } from "./contracts/span.js";
+import { sha256 } from "./digest.js";
 import { RunFold } from "./fold.js";
 
 // The span model moved to contracts/span.ts; the names stay importable from here.
 export type { AttributeValue, Span, SpanEvent, SpanKind } from "./contracts/span.js";
 
-const hex = (text: string, length: number) =>
-  createHash("sha256").update(text).digest("hex").slice(0, length);
+const hex = (text: string, length: number) => sha256(text).slice(0, length);
 
 /** The trace id of a run. */
 export function traceIdOf(runId: string): string {
