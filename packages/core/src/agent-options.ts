@@ -34,7 +34,11 @@ export interface AgentOptions {
   scanner?: Scanner;
   /** Wraps every tool output before the model sees it (the quarantine envelope). */
   envelope?: OutputEnvelope;
-  /** Where the run's log goes. Default: in memory. */
+  /**
+   * Where the run's log goes. Default: `memoryEventStore()`, which keeps the logs of unfinished
+   * runs and of the last 100 finished ones and loses everything on a restart (the agent says so
+   * once, through `onError` or `console.warn`). Give a durable store in production.
+   */
   store?: EventStore;
   exporters?: readonly Exporter[];
   /**

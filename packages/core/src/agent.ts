@@ -11,6 +11,7 @@ import { InvalidArgumentError } from "./errors.js";
 import { guardRunModel } from "./fold.js";
 import type { JsonValue } from "./json.js";
 import { type LoopContext, loopContext, open, writerOptions } from "./loop-context.js";
+import { noticeVolatileStore } from "./memory-event-store.js";
 import { randomHex } from "./random-hex.js";
 import { type ApprovalAnswer, recordAnswer } from "./record-answer.js";
 import { withRunLease } from "./run-lease.js";
@@ -79,6 +80,7 @@ export interface Agent {
  */
 export function createAgent(options: AgentOptions): Agent {
   const loop = loopContext(validateAgentOptions(options));
+  if (options.store === undefined) noticeVolatileStore(options.onError);
   return {
     store: loop.store,
     tools: loop.tools,

@@ -120,6 +120,34 @@ export class RunNotFoundError extends LoopguardError {
 }
 
 /**
+ * A finished run whose log the in-memory store no longer holds: `memoryEventStore` keeps the
+ * logs of unfinished runs and of the last `maxFinishedRuns` finished ones. Nothing can be
+ * resumed, approved or replayed from it; its summary may still be listed. Code `run_log_dropped`.
+ */
+export class RunLogDroppedError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.RunLogDroppedError";
+  readonly runId: string;
+  constructor(runId: string, maxFinishedRuns: number) {
+    super(
+      "run_log_dropped",
+      `[core] run ${runId} finished and its log was dropped by the in-memory event store (it keeps the logs of unfinished runs and of the last ${maxFinishedRuns} finished ones); give the agent a durable store (e.g. jsonlEventStore from @loopguard/checkpoint) or raise memoryEventStore({ maxFinishedRuns }) to keep logs to resume, approve or replay`,
+    );
+    this.runId = runId;
+  }
+}
+
+/**
+ * Reported once to `onError` by an agent created without a `store`: its runs live in memory
+ * and none survives a restart of the process. Code `volatile_store`.
+ */
+export class VolatileStoreError extends LoopguardError {
+  static override readonly marker: string = "loopguard.error.VolatileStoreError";
+  constructor(message: string) {
+    super("volatile_store", message);
+  }
+}
+
+/**
  * The model has no price and the caller gave none: loopguard never prices a model at zero.
  * Code `unknown_model_price`.
  */

@@ -94,9 +94,11 @@ export {
   LoopguardError,
   ModelCallError,
   NoPendingApprovalError,
+  RunLogDroppedError,
   RunNotFoundError,
   ToolError,
   UnknownModelPriceError,
+  VolatileStoreError,
 } from "./errors.js";
 export type {
   ApprovalDecisionEvent,
@@ -130,6 +132,7 @@ export type {
 } from "./guard-run.js";
 export { approveRun } from "./guard-run.js";
 export type { JsonValue } from "./json.js";
+export { type MemoryEventStoreOptions, memoryEventStore } from "./memory-event-store.js";
 export type { RecordedScan } from "./output.js";
 export type { OutputCut } from "./output-limit.js";
 export { defaultMaxOutputChars } from "./output-limit.js";

@@ -48,6 +48,11 @@ export interface RunSummary {
    * run, with `status` `unreadable` and the reason here, so one bad log never hides the rest.
    */
   error?: string;
+  /**
+   * Set by a store that keeps only some logs (the in-memory store keeps the last
+   * `maxFinishedRuns` finished ones): the run finished, its summary stays, its log is gone.
+   */
+  logDropped?: boolean;
 }
 
 /** A position in a `list`: the last row of the previous page (its `updatedAt` and `runId`). */
@@ -90,7 +95,10 @@ export interface EventStore {
     events: readonly StoredEventInput[],
     options: AppendOptions,
   ): Promise<AppendResult>;
-  /** Reads a run's events in order; an unknown run gives `[]`. */
+  /**
+   * Reads a run's events in order; an unknown run gives `[]`. A store that drops finished logs
+   * rejects for a run it dropped (`RunLogDroppedError`) rather than pretend it never existed.
+   */
   read(runId: string): Promise<StoredEvent[]>;
   /**
    * Optional: reads a run's events in order, `batchSize` events at a time, so resuming a long
