@@ -30,6 +30,7 @@ import {
   supportDefences,
   supportDesk,
 } from "@loopguard/evals";
+import { fileFreezeStore } from "@loopguard/policy/node";
 import { runVault } from "./run-vault.js";
 
 /** Where the CLI keeps its state. */
@@ -148,7 +149,7 @@ export async function demoAgent(options: DemoAgentOptions): Promise<DemoAgent> {
   if (policyModule)
     gates.unshift(
       policyModule.killSwitch({
-        store: policyModule.fileFreezeStore({ path: options.paths.freeze }),
+        store: fileFreezeStore({ path: options.paths.freeze }),
       }),
     );
   let store: EventStore = jsonlEventStore({ dir: options.paths.runs });

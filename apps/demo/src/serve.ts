@@ -8,7 +8,7 @@ import {
 } from "@loopguard/checkpoint";
 import type { Agent, ApprovalAnswer, EventStore, FreezeStore } from "@loopguard/core";
 import { loadPackages, supportDefences } from "@loopguard/evals";
-import { fileFreezeStore } from "@loopguard/policy";
+import { fileFreezeStore } from "@loopguard/policy/node";
 import { osUser } from "./cli-context.js";
 import { type DemoPaths, demoAgent } from "./demo-agent.js";
 import { safeUrl, withDatabase } from "./postgres-connection.js";

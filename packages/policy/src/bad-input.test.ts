@@ -16,16 +16,15 @@ import {
   argPath,
   ask,
   deny,
-  fileFreezeStore,
   killSwitch,
   loadPolicy,
-  loadPolicyFile,
   not,
   policy,
   rateLimit,
   runGuard,
 } from "./index.js";
 import { compileGlob, parseFreezeFile } from "./internal/index.js";
+import { fileFreezeStore, loadPolicyFile } from "./node/index.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: these tests pass what the types forbid.
 const bad = (value: unknown): any => value;

@@ -2,17 +2,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describeFreezeStore, describeGate, memoryLimitStore } from "@loopguard/core/testing";
-import {
-  argGt,
-  ask,
-  deny,
-  type FileFreezeStoreOptions,
-  fileFreezeStore,
-  killSwitch,
-  policy,
-  rateLimit,
-  runGuard,
-} from "./index.js";
+import { argGt, ask, deny, killSwitch, policy, rateLimit, runGuard } from "./index.js";
+import { type FileFreezeStoreOptions, fileFreezeStore } from "./node/index.js";
 
 // Every gate and freeze store of this package runs core's conformance suites first; their own
 // cases follow in the other test files.

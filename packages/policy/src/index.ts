@@ -1,8 +1,6 @@
 export type { ArgPath } from "./arg-path.js";
 export { argPath } from "./arg-path.js";
 export { FreezeStoreError, PolicyFrozenError, PolicyValidationError } from "./errors.js";
-export type { FileFreezeStoreOptions, FreezeFile } from "./file-freeze-store.js";
-export { fileFreezeStore, freezeFileSchema } from "./file-freeze-store.js";
 export type { FreezeRequest, FreezeStatus, FreezeStore } from "./freeze-store.js";
 export type { KillSwitchGate, KillSwitchOptions } from "./kill-switch.js";
 export { killSwitch } from "./kill-switch.js";
@@ -12,7 +10,7 @@ export type {
   LoadPolicyOptions,
   PolicyDocument,
 } from "./load-policy.js";
-export { loadPolicy, loadPolicyFile, policyDocumentSchema } from "./load-policy.js";
+export { loadPolicy, policyDocumentSchema } from "./load-policy.js";
 export type {
   NoProgressOptions,
   NoProgressSettings,

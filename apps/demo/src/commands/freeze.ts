@@ -1,4 +1,5 @@
 import { loadPackages } from "@loopguard/evals";
+import { fileFreezeStore } from "@loopguard/policy/node";
 import type { Command } from "commander";
 import { type CliShared, osUser, pathsOf, withDir } from "../cli-context.js";
 import { UsageError } from "../usage-error.js";
@@ -8,7 +9,7 @@ export async function freezeStoreAt(path: string) {
   const policyModule = (await loadPackages()).modules.policy;
   if (!policyModule)
     throw new UsageError("freeze needs @loopguard/policy, which is not available in this build");
-  return policyModule.fileFreezeStore({ path });
+  return fileFreezeStore({ path });
 }
 
 /** `loopguard freeze --reason`: the kill switch; every tool call of every run is refused. */

@@ -2,7 +2,7 @@ import { jsonlEventStore } from "@loopguard/checkpoint";
 import type { StoredEvent } from "@loopguard/core";
 import { defaultScanner, quarantine, taintGate } from "@loopguard/injection";
 import { runMcpProxy } from "@loopguard/mcp";
-import { loadPolicyFile } from "@loopguard/policy";
+import { loadPolicyFile } from "@loopguard/policy/node";
 import { createVault, redactDeep } from "@loopguard/redact";
 import type { Command } from "commander";
 import type { CliShared } from "../cli-context.js";

@@ -1,6 +1,7 @@
 import { jsonlEventStore, postgresEventStore } from "@loopguard/checkpoint";
 import type { EventStore } from "@loopguard/core";
-import { loadPolicyFile, type ReplayReport, replayRuns } from "@loopguard/policy";
+import { type ReplayReport, replayRuns } from "@loopguard/policy";
+import { loadPolicyFile } from "@loopguard/policy/node";
 import type { Command } from "commander";
 import { type CliShared, pathsOf, withDir } from "../cli-context.js";
 import { withDatabase } from "../postgres-connection.js";

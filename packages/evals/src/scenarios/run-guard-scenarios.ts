@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Gate, guardTool, type StoredEvent, withRun } from "@loopguard/core";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { fileFreezeStore } from "@loopguard/policy/node";
 import { fixedApprover } from "../defences.js";
 import { type Scenario, scenario } from "../scenario.js";
 import { gullibleModel } from "../support-desk/gullible-model.js";
@@ -94,7 +95,7 @@ export const killSwitchHaltsRun: Scenario = scenario(
     const policyModule = t.packages.modules.policy;
     const dir = await mkdtemp(join(tmpdir(), "loopguard-freeze-"));
     try {
-      const store = policyModule.fileFreezeStore({ path: join(dir, "freeze.json"), cacheMs: 0 });
+      const store = fileFreezeStore({ path: join(dir, "freeze.json"), cacheMs: 0 });
       const desk = t.desk();
       const defences = t.defences();
       const model = gullibleModel();
