@@ -1,5 +1,10 @@
 import type { Approver } from "./approval.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
+import {
+  type ContextWindowOptions,
+  type ResolvedContextWindow,
+  validateContextWindow,
+} from "./context-window-options.js";
 import type { EventStore, StoredEvent } from "./contracts/event-store.js";
 import type { Exporter } from "./contracts/exporter.js";
 import type { Gate } from "./contracts/gate.js";
@@ -91,6 +96,12 @@ export interface AgentOptions {
   toolRetry?: { maxAttempts?: number; delayMs?: number };
   /** `max_tokens` of each model call. Default: the model's default, else 4096. */
   maxTokens?: number;
+  /**
+   * Keeps long runs inside the model's context window: clears older tool results and/or
+   * compacts older turns into a summary past a share of the window, as logged events (a resumed
+   * run sends the same bytes). Without it the conversation grows until the API refuses it.
+   */
+  contextWindow?: ContextWindowOptions;
   agentId?: string;
   /** Refusal reasons that halt the run. Default `kill_switch` and `policy_indeterminate`. */
   haltOn?: readonly string[];
@@ -169,6 +180,7 @@ export interface ResolvedAgentOptions {
   breaker: BreakerOptions | undefined;
   toolRetry: { maxAttempts?: number; delayMs?: number };
   maxTokens: number | undefined;
+  contextWindow: ResolvedContextWindow | undefined;
   agentId: string;
   haltOn: readonly string[];
   redact: Redactor | undefined;
@@ -300,6 +312,7 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     breaker: options.breaker,
     toolRetry: options.toolRetry ?? {},
     maxTokens: options.maxTokens,
+    contextWindow: validateContextWindow(options.contextWindow, model, prices),
     agentId,
     haltOn: options.haltOn ?? defaultHaltOn,
     redact: options.redact === false ? undefined : options.redact,

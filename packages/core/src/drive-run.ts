@@ -1,4 +1,5 @@
 import type { AgentStreamSink } from "./agent-stream.js";
+import { manageContext } from "./context-manager.js";
 import { AppendConflictError, LoopguardError } from "./errors.js";
 import type { LoopContext } from "./loop-context.js";
 import { endIfFinal, modelStep } from "./model-step.js";
@@ -66,6 +67,8 @@ export async function drive(
         await endIfFinal(writer);
         continue;
       }
+      const window = loop.config.contextWindow;
+      if (window) await manageContext(loop, window, writer, runSignal);
       await modelStep(loop, writer, runSignal, sink);
     }
   } catch (error) {

@@ -225,6 +225,107 @@ export interface ShadowDecisionEvent {
   enforced: { outcome: "allow" | "deny" | "ask"; reason?: string; refusedAt?: string };
 }
 
+/** One tool result the loop replaced by a stub to keep the conversation inside the context window. */
+export interface ClearedToolResult {
+  toolUseId: string;
+  tool: string;
+  /** The first 16 hex digits of the SHA-256 of the content the model had seen. */
+  digest: string;
+  /** Characters of that content. */
+  chars: number;
+  /** Marks the result carried (a scan verdict, untrusted, an error, vault tokens), kept in the stub. */
+  marks?: string[];
+  /** The exact text the model sees in its place from now on. */
+  stub: string;
+}
+
+/**
+ * The loop edited the conversation to keep it inside the context window: older tool results
+ * replaced by stubs naming the tool, the call and the result's digest (the model can call the
+ * tool again). Written before the request that sends the edited conversation.
+ */
+export interface ContextEditedEvent {
+  type: "context-edited";
+  /** The step whose request is the first to send the edited conversation. */
+  step: number;
+  edit: "clear_tool_results";
+  /** `threshold` (past `clearToolResults.atFraction`), `compaction_failed`, or `over_limit` (the last resort before a request over the window). */
+  reason: "threshold" | "compaction_failed" | "over_limit";
+  /** Tool results kept whole (the most recent ones). */
+  keepLast: number;
+  cleared: ClearedToolResult[];
+  /** Estimated prompt tokens of the next request before and after the edit. */
+  tokensBefore: number;
+  tokensAfter: number;
+  maxInputTokens: number;
+  /** Whether `tokensBefore` was counted by the model's count-tokens endpoint (not estimated). */
+  counted?: boolean;
+}
+
+/**
+ * The loop asks a model to summarise the older turns (compaction). Written before the call: a
+ * crash during it leaves this event without an outcome, and the resumed run re-issues the same
+ * request (same turns, same bytes, same idempotency key).
+ */
+export interface ContextCompactionRequestEvent {
+  type: "context-compaction-request";
+  step: number;
+  /** The model asked for the summary. */
+  model: string;
+  /** How many messages after the first user turn the summary replaces. */
+  replaced: number;
+  maxTokens: number;
+  /** The worst-case cost of the call, reserved against the budget until it answers. */
+  estimateUsd: number;
+  /** Estimated prompt tokens of the next request before compaction. */
+  tokensBefore: number;
+  idempotencyKey: string;
+}
+
+/**
+ * The older turns were replaced by the summary: the conversation is now the first user turn,
+ * the summary (a user turn), and the turns kept whole. Its usage counts in the run's spend.
+ */
+export interface ContextCompactedEvent {
+  type: "context-compacted";
+  step: number;
+  model: string;
+  replaced: number;
+  /** The summary as the model sees it: through the vault, the redactor, the scanner and the envelope. */
+  summary: string;
+  /** Estimated tokens of the turns the summary replaced. */
+  replacedTokens: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  usage: Usage;
+  costUsd: number;
+  latencyMs: number;
+  attempts: number;
+  /** The scanner's verdict on the summary (model-written text about untrusted content). */
+  scan?: { verdict: ScanVerdict; score: number; rules: string[]; scanner?: string };
+}
+
+/**
+ * A compaction did not replace anything (the model failed, the summary was empty, longer than
+ * what it replaced or flagged as an injection, the budget could not afford it, or nothing was
+ * old enough): the loop falls back to clearing tool results. Usage of a call made counts.
+ */
+export interface ContextCompactionFailedEvent {
+  type: "context-compaction-failed";
+  step: number;
+  model: string;
+  reason:
+    | "model_error"
+    | "empty_summary"
+    | "summary_too_long"
+    | "flagged_summary"
+    | "budget"
+    | "nothing_to_compact";
+  message: string;
+  usage?: Usage;
+  costUsd?: number;
+}
+
 export interface RunHaltEvent {
   type: "run-halt";
   reason: string;
@@ -261,6 +362,10 @@ export type RunEvent =
   | ApprovalRequestEvent
   | ApprovalDecisionEvent
   | ShadowDecisionEvent
+  | ContextEditedEvent
+  | ContextCompactionRequestEvent
+  | ContextCompactedEvent
+  | ContextCompactionFailedEvent
   | RunHaltEvent
   | RunResumeEvent
   | RunEndEvent;
@@ -281,6 +386,10 @@ export const runEventTypes: readonly RunEventType[] = [
   "approval-request",
   "approval-decision",
   "shadow-decision",
+  "context-edited",
+  "context-compaction-request",
+  "context-compacted",
+  "context-compaction-failed",
   "run-halt",
   "run-resume",
   "run-end",

@@ -1,3 +1,4 @@
+import { withClearedResults, withSummary } from "./context-edits.js";
 import type { StoredEvent } from "./contracts/event-store.js";
 import type {
   ContentBlock,
@@ -11,6 +12,8 @@ import { CorruptLogError } from "./errors.js";
 import type {
   ApprovalDecisionEvent,
   ApprovalRequestEvent,
+  ContextCompactedEvent,
+  ContextCompactionRequestEvent,
   ModelRequestEvent,
   ModelResponseEvent,
   RunEndEvent,
@@ -74,10 +77,19 @@ export class RunFold {
   lastStopReason: string | null | undefined;
   /** Prompt tokens plus output tokens of the last exchange, and the byte length they cover. */
   knownPrefix: { tokens: number; bytes: number } | undefined;
+  /**
+   * The prompt tokens the API reported for the last request and the conversation bytes it
+   * sent (the context window's estimate calibrates on it); kept across context edits.
+   */
+  calibration: { tokens: number; bytes: number } | undefined;
+  /** A compaction call with no outcome yet (in flight, or the process died during it). */
+  orphanCompaction: ContextCompactionRequestEvent | undefined;
+  /** Tool results replaced by stubs (`context-edited`). */
+  readonly clearedResults = new Set<string>();
   /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
   messageBytes: number;
   /** A running SHA-256 over every message after the first, digested only when asked. */
-  readonly #chain = createSha256();
+  #chain = createSha256();
   #chainDigest: string | undefined = "";
   nextSeq = 1;
   /** In a guard run: the approvals that have admitted their call (each admits one). */
@@ -141,7 +153,11 @@ export class RunFold {
 
   /** USD spent, counting a request that may have been billed but has no response. */
   get committedUsd(): number {
-    return this.state.spend.usd + (this.orphanRequest?.estimateUsd ?? 0);
+    return (
+      this.state.spend.usd +
+      (this.orphanRequest?.estimateUsd ?? 0) +
+      (this.orphanCompaction?.estimateUsd ?? 0)
+    );
   }
 
   /** Milliseconds the run has been active, summed over the processes that ran it. */
@@ -180,6 +196,82 @@ export class RunFold {
     this.messageBytes += Buffer.byteLength(json) + 1;
     this.#chain.update(json);
     this.#chainDigest = undefined;
+  }
+
+  /** Replaces the conversation after a context edit: bytes and digest are computed again. */
+  #replaceMessages(messages: Message[]): void {
+    this.messages.length = 0;
+    this.messages.push(...messages);
+    this.#chain = createSha256();
+    this.messageBytes = Buffer.byteLength(JSON.stringify(messages[0]));
+    for (const message of messages.slice(1)) {
+      const json = JSON.stringify(message);
+      this.messageBytes += Buffer.byteLength(json) + 1;
+      this.#chain.update(json);
+    }
+    this.#chainDigest = undefined;
+    // The API's count covered the conversation before the edit.
+    this.knownPrefix = undefined;
+  }
+
+  /** A context event: only between a model response's tool turn and the next request. */
+  #applyContext(event: StoredEvent): void {
+    if (this.pendingTurn || this.orphanRequest)
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} (${event.type}) edits the conversation while a model request or tool turn is open`,
+      );
+    switch (event.type) {
+      case "context-edited": {
+        const { messages, missing } = withClearedResults(this.messages, event.cleared);
+        if (missing.length > 0)
+          throw new CorruptLogError(
+            `[core] ${this.#label(event)} clears tool results ${missing.join(", ")}, which the conversation does not hold`,
+          );
+        for (const entry of event.cleared) this.clearedResults.add(entry.toolUseId);
+        this.#replaceMessages(messages);
+        return;
+      }
+      case "context-compaction-request":
+        if (this.orphanCompaction)
+          throw new CorruptLogError(
+            `[core] ${this.#label(event)} is a second compaction request before the first one's outcome`,
+          );
+        this.orphanCompaction = event;
+        return;
+      case "context-compacted":
+        this.#onCompacted(event);
+        return;
+      case "context-compaction-failed":
+        this.orphanCompaction = undefined;
+        this.#countAttempt(event.usage, event.costUsd);
+        return;
+    }
+  }
+
+  #onCompacted(event: ContextCompactedEvent & { seq: number; at: number }): void {
+    if (!this.orphanCompaction || this.orphanCompaction.replaced !== event.replaced)
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} is a compaction outcome with no matching request before it`,
+      );
+    this.orphanCompaction = undefined;
+    const messages = withSummary(this.messages, event.replaced, event.summary);
+    if (typeof messages === "string")
+      throw new CorruptLogError(`[core] ${this.#label(event)}: ${messages}`);
+    this.#countAttempt(event.usage, event.costUsd);
+    this.#replaceMessages(messages);
+    // The summary is model-written text about untrusted content: gates read it as an output
+    // (its scan verdict included), so values it carries stay tainted.
+    this.state.outputs.push({
+      tool: "context_summary",
+      toolUseId: `context-summary:${event.seq}`,
+      text: this.#reveal ? this.#reveal(event.summary) : event.summary,
+      trust: "untrusted",
+      ...(event.scan
+        ? {
+            scan: { verdict: event.scan.verdict, score: event.scan.score, rules: event.scan.rules },
+          }
+        : {}),
+    });
   }
 
   #closeTurn(): void {
@@ -306,6 +398,12 @@ export class RunFold {
         pending.decision = event;
         break;
       }
+      case "context-edited":
+      case "context-compaction-request":
+      case "context-compacted":
+      case "context-compaction-failed":
+        this.#applyContext(event);
+        break;
       case "run-halt":
         state.restoreHalt(event.reason);
         break;
@@ -352,6 +450,7 @@ export class RunFold {
       tokens: prompt + usage.output_tokens,
       bytes: bytesBefore + (this.messageBytes - bytesBefore),
     };
+    this.calibration = { tokens: prompt, bytes: bytesBefore };
     const text = textOf(response.content);
     if (text !== "") this.lastAssistantText = text;
     this.lastStopReason = response.stop_reason;

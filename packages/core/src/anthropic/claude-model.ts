@@ -36,6 +36,8 @@ export interface ClaudeClient {
   messages: {
     /** With `stream: true` in the body it resolves to an async iterable of stream events (the SDK's `Stream`). */
     create(body: any, options?: ClaudeRequestOptions): PromiseLike<unknown>;
+    /** `POST /v1/messages/count_tokens`; optional (used only by `countTokens`). */
+    countTokens?(body: any, options?: ClaudeRequestOptions): PromiseLike<{ input_tokens: number }>;
   };
 }
 
@@ -45,6 +47,24 @@ export interface ClaudeClient {
  * 4.5 generation, deprecated on 4.6, refused by later models). See the README's table.
  */
 export type ClaudeThinking = { type: "adaptive" } | { type: "enabled"; budgetTokens: number };
+
+/**
+ * Context windows (the most prompt tokens of one request) of Claude models, from the Claude
+ * docs' model overview pages, checked 2026-12-01. A dated id (`-20261001`) takes its family's.
+ */
+export const claudeContextWindows: Readonly<Record<string, number>> = Object.freeze({
+  "claude-opus-5-5": 1_000_000,
+  "claude-sonnet-5-5": 1_000_000,
+  "claude-opus-5": 1_000_000,
+  "claude-sonnet-5": 1_000_000,
+  "claude-haiku-4-5": 200_000,
+});
+
+/** The context window of a Claude model id, or `undefined` when the table does not know it. */
+export function claudeContextWindow(model: string): number | undefined {
+  if (/\[1m\]$/.test(model)) return 1_000_000;
+  return claudeContextWindows[model] ?? claudeContextWindows[model.replace(/-\d{8}$/, "")];
+}
 
 /** The prompt cache: `true` (5-minute breakpoints), `false`, or a TTL for every breakpoint. */
 export type ClaudeCache = boolean | { ttl: "5m" | "1h" };
@@ -87,6 +107,11 @@ export interface ClaudeModelOptions {
   cache?: ClaudeCache;
   /** Extended thinking; default: the model's own default (Claude Opus 5.5 always thinks adaptively). */
   thinking?: ClaudeThinking;
+  /**
+   * The model's context window in prompt tokens, for models the built-in table
+   * (`claudeContextWindows`) does not know or to manage a smaller window on purpose.
+   */
+  contextWindow?: number;
   /**
    * Send streaming requests (`"stream": true`), also from `create()`, which assembles the
    * events. Default `true`: long turns show signs of life, and proxies do not cut idle
@@ -241,7 +266,35 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
     model: config.model,
     effort: config.effort,
     defaultMaxTokens: config.maxTokens,
+    ...(config.contextWindow !== undefined ? { contextWindow: config.contextWindow } : {}),
     body,
+    async countTokens(request, { signal }) {
+      const api = await clientFor();
+      if (typeof api.messages.countTokens !== "function")
+        throw new InvalidArgumentError(
+          "[core] claudeModel.countTokens: the client has no messages.countTokens; pass an @anthropic-ai/sdk client",
+        );
+      // count_tokens takes the prompt fields only.
+      const {
+        max_tokens: _max,
+        stream: _stream,
+        output_config: _effort,
+        metadata: _metadata,
+        stop_sequences: _stops,
+        ...countable
+      } = body(request);
+      if (signal?.aborted) throw signal.reason;
+      try {
+        const counted = await api.messages.countTokens(countable, {
+          signal,
+          maxRetries: 0,
+          timeout: config.timeoutMs,
+        });
+        return counted.input_tokens;
+      } catch (error) {
+        throw translate(error);
+      }
+    },
     async create(request, { signal }) {
       if (config.stream) {
         const assembler = createMessageAssembler();
@@ -396,6 +449,7 @@ interface ResolvedOptions {
   cache: ClaudeCache;
   thinking: ClaudeThinking | undefined;
   stream: boolean;
+  contextWindow: number | undefined;
 }
 
 function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
@@ -450,6 +504,11 @@ function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
   const stream = options.stream ?? true;
   if (typeof stream !== "boolean")
     fail(`stream must be true or false, got ${JSON.stringify(stream)}`);
+  const contextWindow = options.contextWindow ?? claudeContextWindow(model);
+  if (contextWindow !== undefined && (!Number.isSafeInteger(contextWindow) || contextWindow < 1))
+    fail(
+      `contextWindow must be a positive whole number of tokens (e.g. 200000), got ${JSON.stringify(options.contextWindow)}`,
+    );
   if (options.client !== undefined && typeof options.client?.messages?.create !== "function") {
     fail(
       "client must be an @anthropic-ai/sdk client (new Anthropic(...)) or anything with messages.create(body, options)",
@@ -488,5 +547,6 @@ function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
     cache,
     thinking,
     stream,
+    contextWindow,
   };
 }

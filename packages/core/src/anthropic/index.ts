@@ -8,5 +8,11 @@ export type {
   ClaudeRequestOptions,
   ClaudeThinking,
 } from "./claude-model.js";
-export { claudeEfforts, claudeModel, MissingApiKeyError } from "./claude-model.js";
+export {
+  claudeContextWindow,
+  claudeContextWindows,
+  claudeEfforts,
+  claudeModel,
+  MissingApiKeyError,
+} from "./claude-model.js";
 export { MissingSdkError } from "./load-sdk.js";

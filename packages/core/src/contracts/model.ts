@@ -220,6 +220,18 @@ export interface Model {
   readonly model: string;
   /** The `max_tokens` to ask for when the agent does not say. */
   readonly defaultMaxTokens?: number;
+  /**
+   * The most prompt tokens one request may carry (the model's context window), when the model
+   * knows it. `createAgent({ contextWindow })` manages the conversation against it unless
+   * `contextWindow.maxInputTokens` says otherwise.
+   */
+  readonly contextWindow?: number;
+  /**
+   * Counts a request's prompt tokens exactly (the Messages API's count-tokens endpoint).
+   * Optional; the loop asks only when its local estimate is within 5% of the window. Failure
+   * rule: rejects with the error it got; the loop then keeps its estimate.
+   */
+  countTokens?(request: ModelRequest, options: ModelCallOptions): Promise<number>;
   /** Makes one call. */
   create(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse>;
   /**

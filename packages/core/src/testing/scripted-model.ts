@@ -41,6 +41,8 @@ export interface ScriptedModelOptions {
   copyRequests?: boolean;
   /** Characters of text per streamed delta. Default 16. */
   chunkChars?: number;
+  /** The context window the model reports (`Model.contextWindow`), in prompt tokens. Default: none. */
+  contextWindow?: number;
   /** Leave out `stream()`, so the runtime calls `create()` (a model that cannot stream). Default `false`. */
   noStream?: boolean;
 }
@@ -85,9 +87,15 @@ export function scriptedModel(script: Script, options: ScriptedModelOptions = {}
   let calls = 0;
   const modelId = options.model ?? "claude-sonnet-5-5";
   const copy = options.copyRequests ?? true;
+  const window = options.contextWindow;
+  if (window !== undefined && (!Number.isSafeInteger(window) || window < 1))
+    throw new InvalidArgumentError(
+      `[core] scriptedModel: contextWindow must be a positive whole number of tokens, got ${JSON.stringify(window)}`,
+    );
   const model: ScriptedModel = {
     name: "scripted",
     model: modelId,
+    ...(window !== undefined ? { contextWindow: window } : {}),
     get requests() {
       return requests;
     },
