@@ -157,6 +157,11 @@ try {
 } finally {
   rmSync(out, { recursive: true, force: true });
 }
+// 5. After the builds: the entries that must run on Workers reach no node: module in dist.
+if (
+  spawnSync(process.execPath, [join(root, "scripts/edge-entries.mjs")], { stdio: "inherit" }).status
+)
+  problems.push("dist: an edge entry reaches a node: module (see [edge-entries] above)");
 const seconds = ((Date.now() - started) / 1000).toFixed(1);
 if (problems.length > 0) {
   for (const problem of problems) console.error(`[lint:packages] ${problem}`);

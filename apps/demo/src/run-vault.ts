@@ -17,8 +17,6 @@ import { type SupportVault, supportVault, type VaultEntry } from "@loopguard/eva
 import {
   createKeyring,
   envKeyProvider,
-  fileKeyProvider,
-  fileSubjectKeyStore,
   isSealedVaultEntry,
   type KeyProvider,
   type Keyring,
@@ -30,6 +28,7 @@ import {
   VaultDataError,
   VaultForgottenError,
 } from "@loopguard/redact";
+import { fileKeyProvider, fileSubjectKeyStore } from "@loopguard/redact/node";
 import { UsageError } from "./usage-error.js";
 
 /** Where a run's vault file lives: `<vault dir>/<runId>.jsonl`. */

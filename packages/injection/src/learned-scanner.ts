@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { Provenance, ScanFinding, Scanner, ScanResult, ScanVerdict } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
+import { sha256 } from "@noble/hashes/sha2";
+import { detectorWeightsBase64 } from "./detector-weights-data.js";
 import { detectorView, emitFeatures, segmentText } from "./learned-features.js";
 
 /** The parsed weights of the learned detector. */
@@ -23,8 +23,10 @@ export interface DetectorWeights {
 /** Options of {@link learnedScanner}. */
 export interface LearnedScannerOptions {
   /**
-   * The weights: the bytes of a weights file, or its path. Default the file shipped in the
-   * package (`weights/detector.bin`, trained by `training/train.mjs`).
+   * The weights: the bytes of a weights file, or its path (a path is read through `node:fs`:
+   * Node 20.16+, Bun, Deno). Default the weights shipped in the package (`weights/detector.bin`,
+   * trained by `training/train.mjs`), embedded in the module `detector-weights-data.js` so they
+   * load from the bundle on every runtime, Workers included.
    */
   weights?: Uint8Array | string;
   /** Override the probability thresholds stored with the weights. */
@@ -65,9 +67,7 @@ export function encodeDetectorWeights(weights: DetectorWeights): Uint8Array {
   view.setFloat32(16, weights.thresholds.suspicious, true);
   view.setFloat32(20, weights.thresholds.injection, true);
   bytes.set(new Uint8Array(weights.weights.buffer, weights.weights.byteOffset, size), headerBytes);
-  const digest = createHash("sha256")
-    .update(bytes.subarray(0, headerBytes + size))
-    .digest();
+  const digest = sha256(bytes.subarray(0, headerBytes + size));
   bytes.set(digest, headerBytes + size);
   return bytes;
 }
@@ -92,9 +92,7 @@ export function decodeDetectorWeights(bytes: Uint8Array, where = "weights"): Det
     fail(
       `length ${bytes.length}, expected ${headerBytes + size + digestBytes} for ${size} weights (truncated or padded)`,
     );
-  const digest = createHash("sha256")
-    .update(bytes.subarray(0, headerBytes + size))
-    .digest();
+  const digest = sha256(bytes.subarray(0, headerBytes + size));
   for (let index = 0; index < digestBytes; index++)
     if (digest[index] !== bytes[headerBytes + size + index])
       fail("checksum mismatch, the file is corrupt");
@@ -118,16 +116,41 @@ export function decodeDetectorWeights(bytes: Uint8Array, where = "weights"): Det
 }
 
 const cache = new Map<string, DetectorWeights>();
+let shipped: DetectorWeights | undefined;
+
+/** The shipped weights, decoded once from the embedded base64 (no file, no `node:` module). */
+function shippedWeights(): DetectorWeights {
+  if (shipped) return shipped;
+  const binary = atob(detectorWeightsBase64);
+  const bytes = new Uint8Array(binary.length);
+  for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
+  shipped = decodeDetectorWeights(bytes, "the weights shipped in @loopguard/injection");
+  return shipped;
+}
+
+/** `node:fs`'s readFileSync where the runtime has it (Node 20.16+, Bun, Deno), without an import. */
+function fileReader(): ((path: string) => Uint8Array) | undefined {
+  const host = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
+  const fs = host?.getBuiltinModule?.("node:fs") as
+    | { readFileSync(path: string): Uint8Array }
+    | undefined;
+  return fs ? (path) => fs.readFileSync(path) : undefined;
+}
 
 function loadWeights(source: Uint8Array | string | undefined): DetectorWeights {
   if (source instanceof Uint8Array) return decodeDetectorWeights(source, "the given weights");
-  const path = source ?? new URL("../weights/detector.bin", import.meta.url);
-  const key = String(path);
+  if (source === undefined) return shippedWeights();
+  const key = String(source);
   const cached = cache.get(key);
   if (cached) return cached;
+  const read = fileReader();
+  if (!read)
+    throw new InvalidArgumentError(
+      `[injection] learnedScanner({ weights: ${JSON.stringify(key)} }): this runtime cannot read files (no node:fs through process.getBuiltinModule); pass the bytes instead, e.g. { weights: new Uint8Array(await (await fetch(url)).arrayBuffer()) }, or leave weights out to use the shipped ones`,
+    );
   let bytes: Uint8Array;
   try {
-    bytes = readFileSync(path);
+    bytes = read(key);
   } catch (error) {
     throw new InvalidArgumentError(
       `[injection] learnedScanner: cannot read the weights file ${key} (${error instanceof Error ? error.message : String(error)}); reinstall @loopguard/injection or pass { weights } with the bytes or path of a weights file`,

@@ -1,9 +1,9 @@
-import { createHmac, randomBytes } from "node:crypto";
 import type { OutputEnvelope, Provenance, ScanResult } from "@loopguard/core";
 import { InvalidArgumentError } from "@loopguard/core";
 import { sha256 } from "@loopguard/core/plugin";
 import { detectorView, segmentText } from "./learned-features.js";
 import { normalizeText } from "./normalize-text.js";
+import { createHmac, randomBytes } from "./portable-crypto.js";
 import { findTagLike } from "./tag-skeleton.js";
 
 /** The tag that marks a flagged span inside the envelope. */

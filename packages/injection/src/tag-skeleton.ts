@@ -6,16 +6,14 @@
  * confusables.txt) and lower-cased, keeping only letters, digits and `<`, `/`, `>`. Every view
  * character keeps the offset of the original character it came from.
  */
-import { createRequire } from "node:module";
+import confusablesData from "unhomoglyph/data.json" with { type: "json" };
 
 let confusables: Map<string, string> | undefined;
 
 /** The confusables mapping (code point -> prototype), loaded once. */
 function confusableMap(): Map<string, string> {
   if (confusables) return confusables;
-  const require = createRequire(import.meta.url);
-  const data = require("unhomoglyph/data.json") as Record<string, string>;
-  confusables = new Map(Object.entries(data));
+  confusables = new Map(Object.entries(confusablesData as Record<string, string>));
   // Brackets that look like angle brackets but are not in confusables.txt as such.
   for (const bracket of ["〈", "⟨", "《", "«", "〔", "❬", "⦑", "⧼", "﹤", "＜"])
     confusables.set(bracket, "<");

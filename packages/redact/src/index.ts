@@ -39,7 +39,6 @@ export { isSensitiveKey } from "./sensitive-key.js";
 export {
   createKeyring,
   dataKeyId,
-  fileSubjectKeyStore,
   isSealedVaultEntry,
   type Keyring,
   type KeyringOptions,
@@ -55,8 +54,6 @@ export { createVault, Vault, type VaultOptions } from "./vault.js";
 export {
   type EnvKeyProviderOptions,
   envKeyProvider,
-  type FileKeyProviderOptions,
-  fileKeyProvider,
   generateVaultKey,
   type KeyProvider,
   type KmsKeyProviderOptions,

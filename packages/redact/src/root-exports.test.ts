@@ -27,8 +27,6 @@ describe("@loopguard/redact's root exports", () => {
       "createVault",
       "dataKeyId",
       "envKeyProvider",
-      "fileKeyProvider",
-      "fileSubjectKeyStore",
       "generateVaultKey",
       "isSealedVaultEntry",
       "isSensitiveKey",

@@ -1,15 +1,8 @@
-import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  writeSync,
-} from "node:fs";
-import { dirname } from "node:path";
+import { hmac } from "@noble/hashes/hmac";
+import { sha256 } from "@noble/hashes/sha2";
+import { bytesToHex } from "@noble/hashes/utils";
+import { openAesGcm, randomBytes, sealAesGcm } from "./aes-gcm.js";
+import { base64ToBytes, bytesToBase64 } from "./base64.js";
 import {
   RedactOptionsError,
   VaultDataError,
@@ -55,74 +48,6 @@ export function memorySubjectKeyStore(): SubjectKeyStore {
     },
     delete: (subject) => records.delete(subject),
     list: () => [...records.values()],
-  };
-}
-
-/**
- * Keeps subjects' wrapped keys in one JSON file (0600), rewritten atomically (temporary file,
- * fsync, rename) on every change, so a deleted key is gone from the file as soon as `delete`
- * returns. Synchronous, so a vault can tokenise inside a synchronous call.
- *
- * How it fails: a damaged file is a `VaultDataError` naming it.
- *
- * @example
- * const store = fileSubjectKeyStore({ path: ".loopguard/vault/subject-keys.json" });
- */
-export function fileSubjectKeyStore(options: { path: string }): SubjectKeyStore & {
-  get(subject: string): SubjectKeyRecord | undefined;
-  put(record: SubjectKeyRecord): void;
-  delete(subject: string): boolean;
-  list(): SubjectKeyRecord[];
-} {
-  if (typeof options?.path !== "string" || options.path === "")
-    throw new RedactOptionsError("[redact] fileSubjectKeyStore needs { path } of its JSON file.");
-  const { path } = options;
-  const read = (): Record<string, SubjectKeyRecord> => {
-    if (!existsSync(path)) return {};
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(readFileSync(path, "utf8"));
-    } catch (error) {
-      throw new VaultDataError(
-        `[redact] the subject key file ${path} is damaged (${(error as Error).message}); restore it from a backup: without it no sealed value can be revealed.`,
-        { cause: error },
-      );
-    }
-    const keys = (parsed as { keys?: unknown })?.keys;
-    if (typeof keys !== "object" || keys === null)
-      throw new VaultDataError(
-        `[redact] the subject key file ${path} has no "keys" object; restore it from a backup.`,
-      );
-    return keys as Record<string, SubjectKeyRecord>;
-  };
-  const write = (keys: Record<string, SubjectKeyRecord>) => {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    const temporary = `${path}.${process.pid}.tmp`;
-    const fd = openSync(temporary, "w", 0o600);
-    try {
-      writeSync(fd, `${JSON.stringify({ version: 1, keys }, null, 1)}\n`);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(temporary, path);
-  };
-  return {
-    name: `file:${path}`,
-    get: (subject) => read()[subject],
-    put(record) {
-      const keys = read();
-      keys[record.subject] = record;
-      write(keys);
-    },
-    delete(subject) {
-      const keys = read();
-      if (!Object.hasOwn(keys, subject)) return false;
-      delete keys[subject];
-      write(keys);
-      return true;
-    },
-    list: () => Object.values(read()),
   };
 }
 
@@ -304,10 +229,9 @@ export interface SealedVaultEntry {
 
 /** A one-way fingerprint of a data key, to tell which key sealed an entry. */
 export function dataKeyId(dataKey: Uint8Array): string {
-  return createHmac("sha256", dataKey)
-    .update("loopguard-vault-data-key-id")
-    .digest("hex")
-    .slice(0, 16);
+  return bytesToHex(
+    hmac(sha256, dataKey, new TextEncoder().encode("loopguard-vault-data-key-id")),
+  ).slice(0, 16);
 }
 
 /** A vault entry in clear: the value behind a token. */
@@ -318,7 +242,7 @@ export interface VaultEntryInClear {
 }
 
 const aadOf = (subject: string, token: string, type: string) =>
-  Buffer.from(`loopguard-vault-entry\u0000${subject}\u0000${token}\u0000${type}`);
+  new TextEncoder().encode(`loopguard-vault-entry\u0000${subject}\u0000${token}\u0000${type}`);
 
 /**
  * Seals one vault entry with its subject's data key: AES-256-GCM with a random IV, bound to
@@ -337,11 +261,8 @@ export function sealVaultEntry(
     throw new VaultKeyError(
       "[redact] sealVaultEntry needs the subject's 32-byte data key (keyring.dataKey(subject)).",
     );
-  const iv = randomBytes(12);
-  const cipher = createCipheriv("aes-256-gcm", dataKey, iv);
-  cipher.setAAD(aadOf(subject, entry.token, entry.type));
-  const plaintext = Buffer.from(JSON.stringify({ value: entry.value }));
-  const sealed = Buffer.concat([iv, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+  const plaintext = new TextEncoder().encode(JSON.stringify({ value: entry.value }));
+  const sealed = sealAesGcm(dataKey, plaintext, aadOf(subject, entry.token, entry.type));
   plaintext.fill(0);
   return {
     v: 1,
@@ -349,7 +270,7 @@ export function sealVaultEntry(
     token: entry.token,
     type: entry.type,
     at,
-    sealed: sealed.toString("base64"),
+    sealed: bytesToBase64(sealed),
     kid: dataKeyId(dataKey),
   };
 }
@@ -389,16 +310,12 @@ export function openVaultEntry(
     throw new VaultForgottenError(
       `[redact] ${sealed.token} belongs to subject "${sealed.subject}", whose data was forgotten (the key that sealed it is deleted): the value cannot be revealed; the token stays a token.`,
     );
-  const bytes = Buffer.from(sealed.sealed, "base64");
+  const bytes = base64ToBytes(sealed.sealed);
   try {
-    const decipher = createDecipheriv("aes-256-gcm", dataKey, bytes.subarray(0, 12));
-    decipher.setAAD(aadOf(sealed.subject, sealed.token, sealed.type));
-    decipher.setAuthTag(bytes.subarray(bytes.length - 16));
-    const plaintext = Buffer.concat([
-      decipher.update(bytes.subarray(12, bytes.length - 16)),
-      decipher.final(),
-    ]);
-    const { value } = JSON.parse(plaintext.toString("utf8")) as { value: unknown };
+    const plaintext = openAesGcm(dataKey, bytes, aadOf(sealed.subject, sealed.token, sealed.type));
+    const { value } = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(plaintext)) as {
+      value: unknown;
+    };
     plaintext.fill(0);
     return { type: sealed.type, token: sealed.token, value };
   } catch (error) {

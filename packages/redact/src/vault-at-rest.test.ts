@@ -3,16 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { fileKeyProvider } from "./file-key-provider.js";
+import { fileSubjectKeyStore } from "./file-subject-key-store.js";
 import { RedactError, VaultDataError, VaultForgottenError, VaultKeyError } from "./redact-error.js";
 import { openSealedVault } from "./sealed-vault.js";
 import {
   createKeyring,
-  fileSubjectKeyStore,
   memorySubjectKeyStore,
   openVaultEntry,
   sealVaultEntry,
 } from "./subject-keys.js";
-import { envKeyProvider, fileKeyProvider, generateVaultKey, kmsKeyProvider } from "./vault-keys.js";
+import { envKeyProvider, generateVaultKey, kmsKeyProvider } from "./vault-keys.js";
 
 const dir = mkdtempSync(join(tmpdir(), "redact-vault-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { openAesGcm, randomBytes, sealAesGcm } from "./aes-gcm.js";
+import { base64ToBytes, bytesToBase64 } from "./base64.js";
 import { RedactOptionsError, VaultKeyError } from "./redact-error.js";
 
 /** A data key wrapped (encrypted) under a master key, and the id of that master key. */
@@ -30,13 +30,14 @@ export interface KeyProvider {
 
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
 
-interface MasterKey {
+/** A master key and its id. */
+export interface MasterKey {
   id: string;
-  key: Buffer;
+  key: Uint8Array;
 }
 
 /** Parses `id:base64` keys (comma- or line-separated; the first is current). */
-function parseKeys(text: string, source: string): MasterKey[] {
+export function parseKeys(text: string, source: string): MasterKey[] {
   const keys: MasterKey[] = [];
   for (const [index, raw] of text.split(/[,\n]/).entries()) {
     const entry = raw.trim();
@@ -44,7 +45,7 @@ function parseKeys(text: string, source: string): MasterKey[] {
     const colon = entry.indexOf(":");
     const id = colon === -1 ? "default" : entry.slice(0, colon);
     const encoded = colon === -1 ? entry : entry.slice(colon + 1);
-    const key = Buffer.from(encoded, "base64");
+    const key = base64ToBytes(encoded);
     if (!KEY_ID.test(id) || key.length !== 32) {
       throw new VaultKeyError(
         `[redact] ${source}: key ${index + 1} is not "id:<32 bytes in base64>"; make one with generateVaultKey("k1") or: node -e "console.log('k1:'+require('crypto').randomBytes(32).toString('base64'))"`,
@@ -61,21 +62,14 @@ function parseKeys(text: string, source: string): MasterKey[] {
   return keys;
 }
 
-function localProvider(name: string, keys: MasterKey[]): KeyProvider {
+/** A key provider over master keys held in the process (env, file). */
+export function localProvider(name: string, keys: MasterKey[]): KeyProvider {
   const current = keys[0]!;
   return {
     name,
     wrapKey(dataKey) {
-      const iv = randomBytes(12);
-      const cipher = createCipheriv("aes-256-gcm", current.key, iv);
-      cipher.setAAD(Buffer.from(`loopguard-vault-key:${current.id}`));
-      const sealed = Buffer.concat([
-        iv,
-        cipher.update(dataKey),
-        cipher.final(),
-        cipher.getAuthTag(),
-      ]);
-      return { keyId: current.id, wrapped: sealed.toString("base64") };
+      const aad = new TextEncoder().encode(`loopguard-vault-key:${current.id}`);
+      return { keyId: current.id, wrapped: bytesToBase64(sealAesGcm(current.key, dataKey, aad)) };
     },
     unwrapKey(wrapped) {
       const master = keys.find((key) => key.id === wrapped.keyId);
@@ -83,15 +77,10 @@ function localProvider(name: string, keys: MasterKey[]): KeyProvider {
         throw new VaultKeyError(
           `[redact] ${name} holds no key "${wrapped.keyId}" (it holds ${keys.map((key) => `"${key.id}"`).join(", ")}); the data was written under another key: add that key after the current one to read it.`,
         );
-      const sealed = Buffer.from(wrapped.wrapped, "base64");
+      const sealed = base64ToBytes(wrapped.wrapped);
       try {
-        const decipher = createDecipheriv("aes-256-gcm", master.key, sealed.subarray(0, 12));
-        decipher.setAAD(Buffer.from(`loopguard-vault-key:${master.id}`));
-        decipher.setAuthTag(sealed.subarray(sealed.length - 16));
-        return Buffer.concat([
-          decipher.update(sealed.subarray(12, sealed.length - 16)),
-          decipher.final(),
-        ]);
+        const aad = new TextEncoder().encode(`loopguard-vault-key:${master.id}`);
+        return openAesGcm(master.key, sealed, aad);
       } catch (error) {
         throw new VaultKeyError(
           `[redact] ${name}: key "${master.id}" does not decrypt the data key written under that id: the key is wrong (changed without rotation) or the key store is damaged.`,
@@ -108,14 +97,14 @@ export function generateVaultKey(id = "k1"): string {
     throw new RedactOptionsError(
       `[redact] generateVaultKey: the id must be 1 to 64 letters, digits, "_", "." or "-"; got ${JSON.stringify(id)}.`,
     );
-  return `${id}:${randomBytes(32).toString("base64")}`;
+  return `${id}:${bytesToBase64(randomBytes(32))}`;
 }
 
 /** Options of `envKeyProvider`. */
 export interface EnvKeyProviderOptions {
   /** The variable holding `id:base64` keys, current first, comma-separated. Default `LOOPGUARD_VAULT_KEY`. */
   variable?: string;
-  /** Where to read it. Default `process.env`. */
+  /** Where to read it. Default `process.env` (on a Worker, pass the `env` binding object). */
   env?: Record<string, string | undefined>;
 }
 
@@ -130,63 +119,16 @@ export interface EnvKeyProviderOptions {
  */
 export function envKeyProvider(options: EnvKeyProviderOptions = {}): KeyProvider {
   const variable = options.variable ?? "LOOPGUARD_VAULT_KEY";
-  const env = options.env ?? process.env;
+  const env =
+    options.env ??
+    (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ??
+    {};
   const value = env[variable];
   if (value === undefined || value.trim() === "")
     throw new VaultKeyError(
       `[redact] envKeyProvider: ${variable} is not set; set it to "k1:<32 random bytes in base64>" (generateVaultKey("k1") makes one), or use fileKeyProvider({ path }) or kmsKeyProvider({ wrap, unwrap }).`,
     );
   return localProvider(`env:${variable}`, parseKeys(value, `env:${variable}`));
-}
-
-/** Options of `fileKeyProvider`. */
-export interface FileKeyProviderOptions {
-  /** A file of `id:base64` lines, current first; readable by its owner only (0600). */
-  path: string;
-  /** Create the file with a new key when it does not exist (0600). Default false. */
-  create?: boolean;
-}
-
-/**
- * Master keys from a file only its owner can read: one `id:base64` line per key, current first.
- *
- * How it fails: a missing file (without `create`), a file that others can read, or a malformed
- * line is a `VaultKeyError` here, at creation.
- *
- * @example
- * const keys = fileKeyProvider({ path: "/etc/loopguard/vault.key" });
- */
-export function fileKeyProvider(options: FileKeyProviderOptions): KeyProvider {
-  if (typeof options?.path !== "string" || options.path === "")
-    throw new RedactOptionsError("[redact] fileKeyProvider needs { path } of a key file.");
-  const { path } = options;
-  let mode: number;
-  try {
-    mode = statSync(path).mode;
-  } catch (error) {
-    if (options.create !== true)
-      throw new VaultKeyError(
-        `[redact] fileKeyProvider: cannot read the key file ${path} (${(error as Error).message}); create it with a line from generateVaultKey("k1") and chmod 600, or pass create: true.`,
-        { cause: error },
-      );
-    // Written whole under another name, then linked into place: a process that starts at the
-    // same moment either finds no file or a complete one, and the first link wins.
-    const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    writeFileSync(temporary, `${generateVaultKey("k1")}\n`, { mode: 0o600, flag: "wx" });
-    try {
-      linkSync(temporary, path);
-    } catch (linkError) {
-      if ((linkError as NodeJS.ErrnoException).code !== "EEXIST") throw linkError;
-    } finally {
-      unlinkSync(temporary);
-    }
-    mode = statSync(path).mode;
-  }
-  if ((mode & 0o077) !== 0)
-    throw new VaultKeyError(
-      `[redact] fileKeyProvider: the key file ${path} can be read by others (mode ${(mode & 0o777).toString(8)}); run chmod 600 ${path}.`,
-    );
-  return localProvider(`file:${path}`, parseKeys(readFileSync(path, "utf8"), `file:${path}`));
 }
 
 /** Options of `kmsKeyProvider`: your KMS's encrypt and decrypt calls. */
