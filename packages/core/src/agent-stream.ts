@@ -56,6 +56,29 @@ export type AgentStreamEvent =
    * retried from the start (and will stream again).
    */
   | { type: "stream-reset"; runId: string; step: number; attempt: number; reason: string }
+  /**
+   * Older turns were replaced by a summary to keep the context window (redacted like every
+   * streamed text); `tokensBefore`/`tokensAfter` are the estimated prompt tokens of the next request.
+   */
+  | {
+      type: "context-compacted";
+      runId: string;
+      step: number;
+      replaced: number;
+      tokensBefore: number;
+      tokensAfter: number;
+      costUsd: number;
+      summary: string;
+    }
+  /** Older tool results were replaced by stubs to keep the context window. */
+  | {
+      type: "context-edited";
+      runId: string;
+      step: number;
+      cleared: string[];
+      tokensBefore: number;
+      tokensAfter: number;
+    }
   /** The run ended (or parked): the same status and answer as `stream.result`. */
   | { type: "run-end"; runId: string; status: string; answer: string };
 
@@ -172,6 +195,30 @@ export function streamEventsOf(
           usage: event.response.usage,
           costUsd: event.costUsd,
           stopReason: event.response.stop_reason,
+        },
+      ];
+    case "context-compacted":
+      return [
+        {
+          type: "context-compacted",
+          runId,
+          step: event.step,
+          replaced: event.replaced,
+          tokensBefore: event.tokensBefore,
+          tokensAfter: event.tokensAfter,
+          costUsd: event.costUsd,
+          summary: shown(event.summary),
+        },
+      ];
+    case "context-edited":
+      return [
+        {
+          type: "context-edited",
+          runId,
+          step: event.step,
+          cleared: event.cleared.map((entry) => entry.toolUseId),
+          tokensBefore: event.tokensBefore,
+          tokensAfter: event.tokensAfter,
         },
       ];
     case "tool-call-intent":

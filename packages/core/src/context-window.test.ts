@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import { clearedIds } from "./context-clearing.js";
 import type { ModelRequest, StoredEvent } from "./index.js";
 import { createAgent, InvalidArgumentError, tool } from "./index.js";
-import { memoryEventStore, type ScriptedReply, scriptedModel } from "./testing/index.js";
+import {
+  memoryEventStore,
+  recordingExporter,
+  type ScriptedReply,
+  scriptedModel,
+} from "./testing/index.js";
 
 /** A 20 KB page per id: deterministic, different per id. */
 const page = (id: number) =>
@@ -159,6 +164,7 @@ describe("tool-result clearing", () => {
     const agent = createAgent({
       model,
       tools: [marked],
+      store: memoryEventStore(),
       vault,
       scanner,
       contextWindow: { maxInputTokens: 40_000, clearToolResults: { keepLast: 2, atFraction: 0.5 } },
@@ -248,6 +254,63 @@ describe("compaction", () => {
       for (const request of model.requests.filter((request) => !isCompaction(request)))
         expect(tokensOf(request)).toBeLessThanOrEqual(40_000);
     });
+});
+
+describe("traces, stream and budget", () => {
+  const contextWindow = { maxInputTokens: 60_000, compact: { atFraction: 0.6 } };
+
+  it("shows a compaction as a chat span marked loopguard.context.compaction, and streams context-compacted", async () => {
+    const exporter = recordingExporter();
+    const model = pagesModel(20);
+    const agent = createAgent({
+      model,
+      tools: [fetchPage],
+      store: memoryEventStore(),
+      exporters: [exporter],
+      contextWindow,
+    });
+    const stream = agent.stream("Read the report");
+    const seen: string[] = [];
+    let compacted: { summary: string; tokensBefore: number; tokensAfter: number } | undefined;
+    for await (const event of stream) {
+      seen.push(event.type);
+      if (event.type === "context-compacted") compacted ??= event;
+    }
+    expect((await stream.result).status).toBe("completed");
+    expect(compacted?.summary).toContain("Fetched pages 1 to");
+    expect(compacted!.tokensAfter).toBeLessThan(compacted!.tokensBefore);
+    // The compaction shows before the step that sends the compacted conversation.
+    expect(seen.indexOf("context-compacted")).toBeGreaterThan(0);
+    await agent.shutdown();
+    const spans = exporter.spans.filter(
+      (span) => span.attributes["loopguard.context.compaction"] === true,
+    );
+    expect(spans.length).toBeGreaterThan(0);
+    expect(spans[0]!.kind).toBe("model");
+    expect(spans[0]!.name).toBe("chat claude-sonnet-5-5");
+    expect(spans[0]!.attributes["loopguard.cost_usd"]).toBeGreaterThan(0);
+    expect(spans[0]!.status).toBe("ok");
+  });
+
+  it("a budget that cannot afford the compaction call records why and clears instead", async () => {
+    const model = pagesModel(14);
+    const store = memoryEventStore();
+    // Each step reserves its worst case; the budget leaves no room for a summary's 8 192 tokens.
+    const agent = createAgent({
+      model,
+      tools: [fetchPage],
+      store,
+      maxTokens: 64,
+      budget: { maxUsd: 0.6 },
+      contextWindow: { maxInputTokens: 40_000, compact: { atFraction: 0.6, maxTokens: 100_000 } },
+    });
+    const result = await agent.run("Read the report", { runId: "run_budget" });
+    const events = await store.read("run_budget");
+    const failed = ofType(events, "context-compaction-failed");
+    expect(failed[0]?.reason).toBe("budget");
+    expect(ofType(events, "context-edited")[0]?.reason).toBe("compaction_failed");
+    expect(result.costUsd).toBeLessThanOrEqual(0.6);
+  });
 });
 
 describe("resume", () => {

@@ -15,6 +15,8 @@ export type {
 export { createAgent } from "./agent.js";
 export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
+export { ContextWindowError } from "./context-manager.js";
+export type { ContextWindowOptions } from "./context-window-options.js";
 export type { ApprovalRequest, Approver, ApproverAnswer } from "./contracts/approver.js";
 export type {
   AppendOptions,
@@ -104,6 +106,11 @@ export type {
   ApprovalDecisionEvent,
   ApprovalRequestEvent,
   Budget,
+  ClearedToolResult,
+  ContextCompactedEvent,
+  ContextCompactionFailedEvent,
+  ContextCompactionRequestEvent,
+  ContextEditedEvent,
   DecisionRecord,
   ModelErrorEvent,
   ModelRequestEvent,

@@ -8,6 +8,7 @@ describe("@loopguard/core's root exports", () => {
     expect(Object.keys(root).sort()).toEqual([
       "AmbiguousApprovalError",
       "AppendConflictError",
+      "ContextWindowError",
       "CorruptLogError",
       "ExportDroppedError",
       "InvalidArgumentError",

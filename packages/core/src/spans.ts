@@ -24,6 +24,7 @@ export class SpanBuilder {
   #run: Span | undefined;
   #step: Span | undefined;
   #model: Span | undefined;
+  #compaction: Span | undefined;
   #tools = new Map<string, Span>();
   #toolUses = new Map<string, ToolUseBlock>();
   #lastAt = 0;
@@ -89,6 +90,12 @@ export class SpanBuilder {
       case "run-end":
         this.#runOutcome(event, at, done);
         break;
+      case "context-edited":
+      case "context-compaction-request":
+      case "context-compacted":
+      case "context-compaction-failed":
+        this.#context(event, at, done, conversation);
+        break;
       case "shadow-decision":
         // A shadow policy would have decided this call differently: counted on the run span.
         if (this.#run) {
@@ -99,6 +106,79 @@ export class SpanBuilder {
         break;
     }
     return done;
+  }
+
+  /**
+   * Context-window edits: a clearing is an event on the run span; a compaction call is a
+   * model span (`chat <model>`, `loopguard.context.compaction`) under the run.
+   */
+  #context(
+    event: StoredEvent & {
+      type:
+        | "context-edited"
+        | "context-compaction-request"
+        | "context-compacted"
+        | "context-compaction-failed";
+    },
+    at: number,
+    done: Span[],
+    conversation: readonly Message[] | undefined,
+  ): void {
+    if (conversation) this.#sent = conversation.length;
+    if (event.type === "context-edited") {
+      this.#run?.events.push({
+        name: "context.edited",
+        time: at,
+        attributes: {
+          "loopguard.context.reason": event.reason,
+          "loopguard.context.cleared": event.cleared.length,
+          "loopguard.context.tokens_before": event.tokensBefore,
+          "loopguard.context.tokens_after": event.tokensAfter,
+        },
+      });
+      return;
+    }
+    if (event.type === "context-compaction-request") {
+      const span = this.#span(
+        "model",
+        `compaction:${event.seq}`,
+        `chat ${event.model}`,
+        at,
+        this.#run,
+      );
+      Object.assign(span.attributes, {
+        "loopguard.model": event.model,
+        "loopguard.step": event.step,
+        "loopguard.context.compaction": true,
+        "loopguard.context.replaced_messages": event.replaced,
+        "loopguard.context.tokens_before": event.tokensBefore,
+        "loopguard.request.max_tokens": event.maxTokens,
+        "loopguard.estimate_usd": event.estimateUsd,
+      });
+      this.#end(done, this.#compaction, at);
+      this.#compaction = span;
+      return;
+    }
+    const span = this.#compaction;
+    if (!span) return;
+    this.#compaction = undefined;
+    if (event.usage)
+      Object.assign(span.attributes, {
+        "loopguard.usage.input_tokens": event.usage.input_tokens,
+        "loopguard.usage.output_tokens": event.usage.output_tokens,
+        "loopguard.usage.cache_read_tokens": event.usage.cache_read_input_tokens ?? 0,
+        "loopguard.usage.cache_write_tokens": event.usage.cache_creation_input_tokens ?? 0,
+      });
+    if (event.costUsd !== undefined) span.attributes["loopguard.cost_usd"] = event.costUsd;
+    if (event.type === "context-compacted") {
+      span.attributes["loopguard.context.tokens_after"] = event.tokensAfter;
+      span.content = { output: event.summary };
+    } else {
+      span.status = "error";
+      span.statusMessage = event.message;
+      span.attributes["loopguard.error.kind"] = event.reason;
+    }
+    this.#end(done, span, at);
   }
 
   /** Ends a span (at the event's time unless told) and hands it out. */
@@ -138,6 +218,8 @@ export class SpanBuilder {
     this.#tools.clear();
     this.#end(done, this.#model, before);
     this.#model = undefined;
+    this.#end(done, this.#compaction, before);
+    this.#compaction = undefined;
     this.#end(done, this.#step, before);
     this.#step = undefined;
     const previous = this.#run;
@@ -383,6 +465,8 @@ export class SpanBuilder {
         this.#tools.clear();
         if (this.#model) this.#end(done, this.#model, at);
         this.#model = undefined;
+        this.#end(done, this.#compaction, at);
+        this.#compaction = undefined;
         this.#end(done, this.#step, at);
         this.#step = undefined;
         const run = this.#run;
