@@ -1,0 +1,127 @@
+import type { StoredEvent } from "@loopguard/core";
+import { freezeState, pageOf, readRun, type WebBackend } from "./backend.js";
+import { HttpError } from "./http-error.js";
+import type { RunIndex } from "./run-index.js";
+import { type PendingApproval, type RunView, runView } from "./run-view.js";
+
+/** The inbox: every pending approval, oldest first, and the fleet's state. */
+export interface InboxData {
+  pending: PendingApproval[];
+  fleet: unknown;
+  /** How many parked runs were left out (more than 500 are parked). */
+  truncated?: number;
+}
+
+/** The most parked runs the inbox reads. */
+const inboxLimit = 500;
+
+/**
+ * What the pages and the API read: the inbox, one run, a page of the run list. Every value
+ * shown goes through the backend's redactor. Parked runs' logs are cached by event count, so
+ * a live page's refresh does not re-read every log.
+ */
+export class RunReads {
+  readonly #backend: WebBackend;
+  readonly #index: RunIndex;
+  readonly #now: () => number;
+  /** The logs of parked runs, by run id, with the event count they were read at. */
+  readonly #parkedLogs = new Map<string, { events: number; log: StoredEvent[] }>();
+
+  constructor(parts: { backend: WebBackend; index: RunIndex; now: () => number }) {
+    this.#backend = parts.backend;
+    this.#index = parts.index;
+    this.#now = parts.now;
+  }
+
+  /** Every pending approval of the parked runs, oldest first, with the fleet's state. */
+  async inbox(): Promise<InboxData> {
+    await this.#index.refresh();
+    const waiting = this.#index.filter({ status: "awaiting_approval" });
+    const views = await Promise.all(
+      waiting
+        .slice(0, inboxLimit)
+        .map(async (row) => this.#view(row.runId, await this.#parkedLog(row.runId, row.events))),
+    );
+    // Runs no longer parked leave the cache.
+    const parked = new Set(waiting.map((row) => row.runId));
+    for (const runId of this.#parkedLogs.keys())
+      if (!parked.has(runId)) this.#parkedLogs.delete(runId);
+    const pending: PendingApproval[] = [];
+    for (const view of views) pending.push(...view.pending);
+    pending.sort((a, b) => a.askedAt - b.askedAt);
+    return {
+      pending,
+      fleet: await freezeState(this.#backend.freezeStore),
+      ...(waiting.length > inboxLimit ? { truncated: waiting.length - inboxLimit } : {}),
+    };
+  }
+
+  /**
+   * One run's view, or `undefined` when there is no such run. A corrupt log still shows what
+   * the list knows of the run, with the error.
+   */
+  async run(runId: string) {
+    const { events, error } = await readRun(this.#backend.store, runId);
+    if (events.length === 0 && !error) return undefined;
+    const view = this.#view(runId, events);
+    if (!error) return view;
+    const row = this.#index.get(runId);
+    if (!row) return { ...view, corrupt: error, status: "unreadable" };
+    return {
+      ...view,
+      corrupt: error,
+      status: row.status,
+      ...(row.agentId ? { agentId: row.agentId } : {}),
+      ...(row.task ? { task: String(this.#backend.redact(row.task)) } : {}),
+      steps: row.steps,
+      costUsd: row.costUsd,
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+    };
+  }
+
+  /** A page of the run list from `status`, `agent`, `limit` (1-500) and `cursor`. */
+  async runs(query: (key: string) => string | undefined) {
+    const limit = Number(query("limit") ?? "50");
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new HttpError(400, "limit must be an integer from 1 to 500");
+    const status = query("status") ?? "";
+    const agent = query("agent") ?? "";
+    const cursor = query("cursor") ?? "";
+    try {
+      await this.#index.refresh();
+      const page = pageOf(
+        this.#index.filter({ ...(status ? { status } : {}), ...(agent ? { agentId: agent } : {}) }),
+        { limit, ...(cursor ? { cursor } : {}) },
+      );
+      return {
+        ...page,
+        runs: page.runs.map((row) =>
+          row.task ? { ...row, task: String(this.#backend.redact(row.task)) } : row,
+        ),
+      };
+    } catch (error) {
+      if (error instanceof RangeError) throw new HttpError(400, error.message);
+      throw error;
+    }
+  }
+
+  /** A parked run's log: read again only when its summary says it grew. */
+  async #parkedLog(runId: string, events: number): Promise<StoredEvent[]> {
+    let cached = this.#parkedLogs.get(runId);
+    if (!cached || cached.events !== events) {
+      cached = { events, log: (await readRun(this.#backend.store, runId)).events };
+      this.#parkedLogs.set(runId, cached);
+    }
+    return cached.log;
+  }
+
+  #view(runId: string, events: StoredEvent[]): RunView {
+    const backend = this.#backend;
+    return runView(runId, events, {
+      now: this.#now(),
+      ...(backend.policyDigest ? { policyDigest: backend.policyDigest } : {}),
+      redact: (value) => backend.redact(value),
+    });
+  }
+}
