@@ -16,6 +16,7 @@ import { randomHex } from "./random-hex.js";
 import { type ApprovalAnswer, recordAnswer } from "./record-answer.js";
 import { withRunLease } from "./run-lease.js";
 import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
+import { checkDeadline, type ShutdownReport } from "./run-telemetry.js";
 import { RunWriter } from "./run-writer.js";
 import type { Tool } from "./tool.js";
 
@@ -63,11 +64,13 @@ export interface Agent {
   readonly policyDigest: string;
   /**
    * Sends the spans still queued, then flushes and shuts down the exporters, within
-   * `deadlineMs` (default: the agent's `shutdownDeadlineMs`, 10 000); what is left by then is
-   * dropped and reported to `onError`. Runs never wait for exporters; this is where flushing
-   * waits. Never throws; safe to call twice.
+   * `deadlineMs` (default: the agent's `shutdownDeadlineMs`, 10 000); it returns sooner when
+   * everything is sent or an exporter is known down. What is left is dropped, reported to
+   * `onError` and counted in the result (`dropped`, always a number). Runs never wait for
+   * exporters; this is where flushing waits. Rejects only for a `deadlineMs` that is not a
+   * finite number above 0; safe to call twice.
    */
-  shutdown(options?: { deadlineMs?: number }): Promise<void>;
+  shutdown(options?: { deadlineMs?: number }): Promise<ShutdownReport>;
 }
 
 /**
@@ -193,8 +196,12 @@ export function createAgent(options: AgentOptions): Agent {
         loop.reportError,
       );
     },
-    shutdown: (shutdownOptions) =>
-      loop.telemetry.shutdown(shutdownOptions?.deadlineMs ?? loop.config.shutdownDeadlineMs),
+    async shutdown(shutdownOptions) {
+      const deadlineMs = shutdownOptions?.deadlineMs ?? loop.config.shutdownDeadlineMs;
+      // A configured 0 means "do not wait": the smallest deadline there is.
+      if (shutdownOptions?.deadlineMs !== undefined) checkDeadline(deadlineMs, "agent.shutdown");
+      return loop.telemetry.shutdown(Math.max(1, deadlineMs));
+    },
   };
 }
 

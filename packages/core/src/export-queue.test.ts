@@ -3,8 +3,16 @@ import { describe, expect, it } from "vitest";
 import { ExportQueue, exportQueueOf } from "./export-queue.js";
 import { guardTool } from "./guard.js";
 import type { Exporter, ExportResult, Span } from "./index.js";
-import { createAgent, ExportDroppedError, shutdownExporters, tool, withRun } from "./index.js";
-import { callUntilResult } from "./testing/index.js";
+import {
+  createAgent,
+  ExportDroppedError,
+  InvalidArgumentError,
+  memoryEventStore,
+  shutdownExporters,
+  tool,
+  withRun,
+} from "./index.js";
+import { callUntilResult, recordingExporter } from "./testing/index.js";
 
 const lookup = tool({
   name: "lookup_order",
@@ -186,7 +194,8 @@ describe("export never holds a run", () => {
     queue.push([span], (error) => errors.push(error));
     await until(() => !queue.open);
     expect(queue.open).toBe(false);
-    expect(queue.dropped).toBe(2);
+    // Two batches skipped while open, two lost in refused sends (the first and the probe).
+    expect(queue.dropped).toBe(4);
   });
 
   it("withRun's runs do not wait either; shutdownExporters sends what is queued within its deadline", async () => {
@@ -215,6 +224,37 @@ describe("export never holds a run", () => {
     await flushing;
     clearInterval(releaser);
     expect(received.map((span) => span.name)).toContain("invoke_agent desk");
+  });
+
+  it("shutdown returns at once once the breaker is open and reports every lost span (a count, 0 when none)", async () => {
+    const exporter = refusingExporter();
+    const recording = recordingExporter();
+    const agent = createAgent({
+      model: model(),
+      tools: [lookup],
+      store: memoryEventStore(),
+      exporters: [exporter, recording],
+      exportQueue: { timeoutMs: exporterTimeoutMs },
+      onError: () => undefined,
+    });
+    for (let index = 0; index < 10; index++) await agent.run("Where is A1?");
+    await until(() => agentQueueOpen(exporter));
+    for (const deadlineMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      const error = await agent.shutdown({ deadlineMs }).catch((caught: unknown) => caught);
+      expect(InvalidArgumentError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toMatch(
+        /^\[core\] agent\.shutdown\(\{ deadlineMs \}\): deadlineMs must be a finite number of milliseconds above 0/,
+      );
+    }
+    // A deadline no test reaches: the open breaker, not the deadline, ends the wait.
+    const report = await agent.shutdown({ deadlineMs: exporterTimeoutMs });
+    expect(recording.spans.length).toBeGreaterThan(0);
+    expect(report.exporters).toEqual([
+      { name: "refusing", dropped: recording.spans.length, finished: true },
+      { name: "recording", dropped: 0, finished: true },
+    ]);
+    expect(report.dropped).toBe(recording.spans.length);
+    expect(exporter.spans).toEqual([]);
   });
 
   it("refuses bad queue settings with the option's name", () => {

@@ -80,7 +80,7 @@ export class ExportQueue {
     this.#now = now;
   }
 
-  /** Spans dropped so far (queue full, breaker open, or after shutdown). */
+  /** Spans dropped so far (a failed send, queue full, breaker open, or after shutdown). */
   get dropped(): number {
     return this.#dropped;
   }
@@ -130,11 +130,13 @@ export class ExportQueue {
   }
 
   /**
-   * Waits until everything queued was sent (or given up on) or the deadline passes; `true`
-   * when the queue is empty.
+   * Waits until everything queued was sent (or given up on), the breaker opens (the exporter is
+   * known down), or the deadline passes; `true` when the queue is empty.
    */
   async drain(deadline: number): Promise<boolean> {
     while (this.#inFlight || this.#items.length > 0) {
+      // Known down (the breaker is open): what waits would only wait for a dead collector.
+      if (this.#open) return false;
       const left = deadline - this.#now();
       if (left <= 0) return false;
       await new Promise<void>((resolve) => {
@@ -252,6 +254,8 @@ export class ExportQueue {
       return;
     }
     safely(item.report, result.error, where);
+    // The batch is lost: counted (the failure itself was just reported).
+    if (item.kind === "spans") this.#dropped += item.spans.length;
     this.#failuresInARow += 1;
     if (this.#open) {
       // The probe failed: wait longer before the next one.

@@ -29,7 +29,7 @@ export type {
   StoredEvent,
   StoredEventInput,
 } from "./contracts/event-store.js";
-export type { Exporter, ExportResult } from "./contracts/exporter.js";
+export type { Exporter, ExporterShutdown, ExportResult } from "./contracts/exporter.js";
 export type { FreezeRequest, FreezeStatus, FreezeStore } from "./contracts/freeze-store.js";
 export type {
   AllowDecision,
@@ -148,6 +148,7 @@ export { claudePrices, costOf, priceOf, priceTableDate } from "./pricing.js";
 export type { RetryOptions } from "./retry.js";
 export { RunBudgetUnavailableError } from "./run-budgets.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
+export type { ExporterShutdownReport, ShutdownReport } from "./run-telemetry.js";
 export { shutdownExporters } from "./run-telemetry.js";
 export type { StreamSkip } from "./stream/assemble-message.js";
 export { StreamProtocolError } from "./stream/assemble-message.js";

@@ -1,6 +1,7 @@
 import type { StoredEvent } from "./contracts/event-store.js";
 import type { Exporter } from "./contracts/exporter.js";
 import type { Redactor } from "./contracts/redactor.js";
+import { InvalidArgumentError } from "./errors.js";
 import {
   type ExportQueue,
   type ExportQueueOptions,
@@ -41,7 +42,7 @@ export class Telemetry {
   /** When no exporter sends message content, drop it before redaction: it is most of a span. */
   readonly #contentWanted: boolean;
   readonly #queues: ExportQueue[];
-  #shutdown: Promise<void> | undefined;
+  #shutdown: Promise<ShutdownReport> | undefined;
 
   constructor(options: TelemetryOptions) {
     this.#options = options;
@@ -100,7 +101,7 @@ export class Telemetry {
    * what could not be sent by then is counted, reported and dropped. Never throws; safe to call
    * twice (the second call waits for the first).
    */
-  shutdown(deadlineMs: number = defaultShutdownDeadlineMs): Promise<void> {
+  shutdown(deadlineMs: number = defaultShutdownDeadlineMs): Promise<ShutdownReport> {
     // Deadlines run on the real clock, whatever clock the agent's runs use.
     this.#shutdown ??= shutdownQueues(
       this.#queues,
@@ -122,7 +123,7 @@ export class Telemetry {
 export async function shutdownExporters(
   exporters: readonly Exporter[],
   options: { deadlineMs?: number; onError?: (error: unknown, where: string) => void } = {},
-): Promise<void> {
+): Promise<ShutdownReport> {
   const report = (error: unknown, where: string) => {
     try {
       options.onError?.(error, where);
@@ -130,12 +131,41 @@ export async function shutdownExporters(
       // nowhere left to report
     }
   };
-  await shutdownQueues(
+  return shutdownQueues(
     exporters.map((exporter) => exportQueueOf(exporter, undefined)),
-    options.deadlineMs ?? defaultShutdownDeadlineMs,
+    checkDeadline(options.deadlineMs ?? defaultShutdownDeadlineMs, "shutdownExporters"),
     report,
     Date.now,
   );
+}
+
+/** What a shutdown did, per exporter and in all. */
+export interface ShutdownReport {
+  /**
+   * Spans dropped in all: by core's queues (full, breaker open, cut off by the deadline) and by
+   * the exporters themselves (accepted, never delivered, as their `shutdown` reports). Always a
+   * count; 0 when everything was delivered.
+   */
+  dropped: number;
+  exporters: ExporterShutdownReport[];
+}
+
+/** One exporter's part of a {@link ShutdownReport}. */
+export interface ExporterShutdownReport {
+  name: string;
+  /** Spans this exporter lost, core's queue and the exporter together. */
+  dropped: number;
+  /** Whether its flush and shutdown finished before the deadline. */
+  finished: boolean;
+}
+
+/** Checks a shutdown deadline: a finite number of milliseconds above 0. */
+export function checkDeadline(deadlineMs: unknown, where: string): number {
+  if (typeof deadlineMs !== "number" || !Number.isFinite(deadlineMs) || deadlineMs <= 0)
+    throw new InvalidArgumentError(
+      `[core] ${where}({ deadlineMs }): deadlineMs must be a finite number of milliseconds above 0 (default ${defaultShutdownDeadlineMs}), got ${String(deadlineMs)}`,
+    );
+  return deadlineMs;
 }
 
 async function shutdownQueues(
@@ -143,45 +173,62 @@ async function shutdownQueues(
   deadlineMs: number,
   report: (error: unknown, where: string) => void,
   now: () => number,
-): Promise<void> {
+): Promise<ShutdownReport> {
   const deadline = now() + deadlineMs;
-  await Promise.all(
-    queues.map(async (queue) => {
-      const { exporter } = queue;
-      const where = `exporter ${exporter.name}`;
-      await queue.drain(deadline);
-      queue.close(report);
-      forgetExportQueue(exporter);
-      const closing = (async () => {
-        try {
-          await exporter.forceFlush?.();
-        } catch (error) {
-          report(error, where);
-        }
-        try {
-          await exporter.shutdown();
-        } catch (error) {
-          report(error, where);
-        }
-      })();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const late = await Promise.race([
-        closing.then(() => false),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(true), Math.max(0, deadline - now()));
-          timer.unref?.();
-        }),
-      ]);
-      clearTimeout(timer);
-      if (late)
-        report(
-          new Error(
-            `[core] shutdown: exporter "${exporter.name}" did not finish flushing within ${deadlineMs} ms; what it still held is lost (raise the deadline: agent.shutdown({ deadlineMs }))`,
-          ),
-          where,
-        );
-    }),
+  const exporters = await Promise.all(
+    queues.map((queue) => shutdownQueue(queue, deadline, deadlineMs, report, now)),
   );
+  return { dropped: exporters.reduce((sum, item) => sum + item.dropped, 0), exporters };
+}
+
+/** Drains one exporter's queue, then flushes and shuts the exporter down, by the deadline. */
+async function shutdownQueue(
+  queue: ExportQueue,
+  deadline: number,
+  deadlineMs: number,
+  report: (error: unknown, where: string) => void,
+  now: () => number,
+): Promise<ExporterShutdownReport> {
+  const { exporter } = queue;
+  const where = `exporter ${exporter.name}`;
+  await queue.drain(deadline);
+  queue.close(report);
+  forgetExportQueue(exporter);
+  let ownDropped = 0;
+  const closing = (async () => {
+    // A queue whose breaker is open knows the collector is down: no flush to wait for.
+    if (!queue.open) {
+      try {
+        await exporter.forceFlush?.();
+      } catch (error) {
+        report(error, where);
+      }
+    }
+    try {
+      const outcome = await exporter.shutdown({ deadlineMs: Math.max(1, deadline - now()) });
+      if (outcome && Number.isSafeInteger(outcome.dropped) && outcome.dropped > 0)
+        ownDropped = outcome.dropped;
+    } catch (error) {
+      report(error, where);
+    }
+  })();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = await Promise.race([
+    closing.then(() => false),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), Math.max(0, deadline - now()));
+      timer.unref?.();
+    }),
+  ]);
+  clearTimeout(timer);
+  if (late)
+    report(
+      new Error(
+        `[core] shutdown: exporter "${exporter.name}" did not finish flushing within ${deadlineMs} ms; what it still held is lost (raise the deadline: agent.shutdown({ deadlineMs }))`,
+      ),
+      where,
+    );
+  return { name: exporter.name, dropped: queue.dropped + ownDropped, finished: !late };
 }
 
 function withoutContent(span: Span): Span {

@@ -15,6 +15,21 @@ const exporter = () => new InMemorySpanExporter();
 describe("bad input to every public factory of @loopguard/tracing-otel", () => {
   const cases: [string, () => unknown, RegExp][] = [
     [
+      "otelExporter: failFast a number",
+      () => otelExporter({ exporter: exporter(), failFast: bad(5000) }),
+      /failFast must be an object/,
+    ],
+    [
+      "otelExporter: failFast.answerWithinMs 0",
+      () => otelExporter({ exporter: exporter(), failFast: { answerWithinMs: 0 } }),
+      /failFast\.answerWithinMs must be a whole number of milliseconds from 1 to 600000/,
+    ],
+    [
+      "otelExporter: failFast.probeAfterMs Infinity",
+      () => otelExporter({ exporter: exporter(), failFast: { probeAfterMs: Infinity } }),
+      /failFast\.probeAfterMs must be a whole number/,
+    ],
+    [
       "otelExporter: options a string",
       () => otelExporter(bad("otlp")),
       /options must be an object/,
@@ -183,5 +198,16 @@ describe("bad input to every public factory of @loopguard/tracing-otel", () => {
     expect(OtlpConfigError.isInstance(error)).toBe(true);
     expect((error as OtlpConfigError).setting).toBe("OTEL_EXPORTER_OTLP_HEADERS");
     expect(error.message).not.toContain("secret-key");
+  });
+
+  it("otelExporter.shutdown({ deadlineMs }) rejects a deadline that is not a finite number above 0, and still shuts down after", async () => {
+    const sink = otelExporter({ exporter: exporter() });
+    for (const deadlineMs of [0, -5, Number.NaN, Number.POSITIVE_INFINITY, bad("1000")]) {
+      const error = await sink.shutdown({ deadlineMs }).catch((caught: unknown) => caught);
+      expect(String((error as Error).message)).toMatch(
+        /^\[tracing-otel\] otelExporter\.shutdown\(\{ deadlineMs \}\): deadlineMs must be a finite number of milliseconds above 0/,
+      );
+    }
+    await expect(sink.shutdown({ deadlineMs: 1_000 })).resolves.toEqual({ dropped: 0 });
   });
 });

@@ -1,8 +1,8 @@
 export { OtlpConfigError, TraceExportError } from "./errors.js";
 export { GenAi, GenAiOperation } from "./gen-ai-attributes.js";
 export { loopguardIdGenerator } from "./loopguard-id-generator.js";
-export type { OtelExporterOptions } from "./otel-exporter.js";
 export { otelExporter } from "./otel-exporter.js";
+export type { OtelExporterOptions } from "./otel-exporter-options.js";
 export type {
   OtlpJsonAttribute,
   OtlpJsonOptions,

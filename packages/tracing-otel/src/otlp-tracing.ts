@@ -2,7 +2,9 @@ import { createRequire } from "node:module";
 import type { Attributes } from "@opentelemetry/api";
 import type { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { type Resource, resourceFromAttributes } from "@opentelemetry/resources";
+import { attachCollectorHealth, CollectorHealth } from "./collector-health.js";
 import { OtlpConfigError } from "./errors.js";
+import { watchedAgentFactory } from "./watched-http-agent.js";
 
 /** Options of {@link otlpTracing}; each one wins over its `OTEL_*` variable. */
 export interface OtlpTracingOptions {
@@ -159,7 +161,16 @@ export function otlpTracing(options: OtlpTracingOptions = {}): OtlpTracing {
     );
   attributes["service.name"] = serviceName;
 
-  const exporter = new (loadOtlpExporter())({ url, headers, timeoutMillis });
+  // The agent tells the fail-fast layer of a refused or reset connection at once (the OTLP
+  // exporter retries those for its whole timeout before it answers).
+  const health = new CollectorHealth();
+  const exporter = new (loadOtlpExporter())({
+    url,
+    headers,
+    timeoutMillis,
+    httpAgentOptions: watchedAgentFactory(health),
+  });
+  attachCollectorHealth(exporter, health);
   let closing: Promise<void> | undefined;
   return {
     exporter,
@@ -168,7 +179,10 @@ export function otlpTracing(options: OtlpTracingOptions = {}): OtlpTracing {
     serviceName,
     headerNames: Object.keys(headers),
     shutdown() {
-      closing ??= exporter.shutdown();
+      // A collector known down is not waited on: its pending retries are abandoned.
+      closing ??= health.down
+        ? Promise.resolve(health.close())
+        : exporter.shutdown().finally(() => health.close());
       return closing;
     },
   };

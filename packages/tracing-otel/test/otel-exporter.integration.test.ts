@@ -200,8 +200,9 @@ describe("otelExporter over real OTLP/HTTP protobuf", () => {
       const first = errors[0]!;
       expect(first.where).toBe("exporter otel");
       expect(TraceExportError.isInstance(first.error)).toBe(true);
+      // Known at the first refused connection, not after the OTLP exporter's retries.
       expect((first.error as Error).message).toMatch(
-        /^\[tracing-otel\] could not send \d+ span\(s\)/,
+        /^\[tracing-otel\] \d+ span\(s\) not sent: the collector is down \(connect ECONNREFUSED/,
       );
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(unhandled).toEqual([]);

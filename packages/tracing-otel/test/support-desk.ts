@@ -12,7 +12,7 @@ import {
   type Scanner,
   tool,
 } from "@loopguard/core";
-import { scriptedModel } from "@loopguard/core/testing";
+import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 
 export const customerEmail = "jane.doe@example.com";
@@ -152,6 +152,7 @@ export async function runSupportDesk(options: {
     scanner: phraseScanner,
     agentId: "support-desk",
     exporters: options.exporters,
+    store: memoryEventStore(),
     ...(options.redact !== undefined ? { redact: options.redact } : {}),
     ...(options.onError ? { onError: options.onError } : {}),
   });

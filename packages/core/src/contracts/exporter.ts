@@ -31,6 +31,17 @@ export interface Exporter {
   export(spans: readonly Span[]): Promise<ExportResult> | ExportResult;
   /** Flushes anything buffered; optional. */
   forceFlush?(): Promise<void>;
-  /** Flushes and releases resources; safe to call twice. */
-  shutdown(): Promise<void>;
+  /**
+   * Flushes and releases resources; safe to call twice. Core passes what is left of the
+   * shutdown deadline; an exporter that knows its collector is down returns at once. It may
+   * resolve with how many spans it took but never delivered (`dropped`), which
+   * `agent.shutdown()` adds to its report.
+   */
+  shutdown(options?: { deadlineMs?: number }): Promise<void | ExporterShutdown>;
+}
+
+/** What an exporter's `shutdown` may report. */
+export interface ExporterShutdown {
+  /** Spans it accepted (from `export`) and never delivered: failed, refused, or cut off. */
+  dropped: number;
 }

@@ -6,4 +6,4 @@
 export { anthropicProvider, captureContentEnv } from "../gen-ai-attributes.js";
 export type { ContentRedactor, GenAiMessage, GenAiPart, GenAiSpan } from "../gen-ai-span.js";
 export { genAiSpanOf, partsOf } from "../gen-ai-span.js";
-export { captureFromEnv } from "../otel-exporter.js";
+export { captureFromEnv } from "../otel-exporter-options.js";
