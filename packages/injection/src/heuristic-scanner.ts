@@ -253,33 +253,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
   );
   const name = options.name ?? "heuristic";
 
-  /** Runs rules over a view; `place` maps a normalised span to the original text. */
-  /** Records one match of `rule` in `view`, if it is not empty; whether it was recorded. */
-  const record = (
-    view: TextView,
-    rule: HeuristicRule,
-    index: number,
-    length: number,
-    findings: ScanFinding[],
-    place: (start: number, end: number) => [number, number],
-    suffix: string,
-  ) => {
-    const [start, end] = place(view.offsets[index]!, view.offsets[index + length]!);
-    findings.push({
-      rule: rule.name,
-      start,
-      end,
-      weight: rule.weight,
-      detail: rule.detail + suffix,
-    });
-  };
-
-  /**
-   * Runs rules over a view; `place` maps a normalised span to the original text. `starts(i)`
-   * gives, for a rule with start words, where they begin (as offsets into the original text):
-   * every match begins at one of them, so the sticky pattern is tried only there, in order,
-   * after the end of the previous match, which finds what a scan of the whole text finds.
-   */
+  const runner = { sticky, maxFindings };
   const run = (
     view: TextView,
     list: readonly { rule: HeuristicRule; index: number }[],
@@ -288,66 +262,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
     place: (start: number, end: number) => [number, number],
     starts?: StartsOf,
     suffix = "",
-  ) => {
-    for (const { rule, index } of list) {
-      if (active !== undefined && active[index] === 0) continue;
-      const found = starts?.(index);
-      const stickyPattern = sticky[index];
-      // A try per start word beats a scan of the whole text while start words are sparse; on
-      // text full of them (one per 64 characters or more), the scan is cheaper.
-      if (
-        found !== undefined &&
-        stickyPattern !== undefined &&
-        found.count <= 32 + (view.text.length >> 6)
-      ) {
-        const { positions, count: total } = found;
-        const text = view.text;
-        const offsets = view.offsets;
-        let count = 0;
-        let from = 0;
-        let previous = -1;
-        for (let next = 0; next < total; next++) {
-          const position = positions[next]!;
-          if (position === previous) continue;
-          previous = position;
-          // The first view character at or after `position`, then every one that came from it.
-          let low = from;
-          let high = text.length;
-          while (low < high) {
-            const middle = (low + high) >>> 1;
-            if (offsets[middle]! < position) low = middle + 1;
-            else high = middle;
-          }
-          let matched = false;
-          for (let at = low; at < text.length && offsets[at] === position; at++) {
-            stickyPattern.lastIndex = at;
-            const match = stickyPattern.exec(text);
-            if (match === null || match[0].length === 0) continue;
-            record(view, rule, at, match[0].length, findings, place, suffix);
-            count += 1;
-            from = at + match[0].length;
-            matched = true;
-            break;
-          }
-          if (!matched) from = Math.max(from, low);
-          if (count >= maxFindings) break;
-        }
-        continue;
-      }
-      const pattern = rule.pattern;
-      pattern.lastIndex = 0;
-      let count = 0;
-      for (let match = pattern.exec(view.text); match; match = pattern.exec(view.text)) {
-        if (match[0].length === 0) {
-          pattern.lastIndex += 1;
-          continue;
-        }
-        record(view, rule, match.index, match[0].length, findings, place, suffix);
-        count += 1;
-        if (count >= maxFindings) break;
-      }
-    }
-  };
+  ) => runRules(runner, { view, list, active, findings, place, suffix }, starts);
 
   const scanText = (
     text: string,
@@ -411,38 +326,7 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
         }
       }
     }
-    if (depth === 0) {
-      if (normalized.tagCharacters > 0) {
-        findings.push({
-          rule: "invisible_text",
-          start: 0,
-          end: text.length,
-          weight: weights.invisibleText,
-          detail: `${normalized.tagCharacters} invisible Unicode tag characters`,
-        });
-      } else if (
-        normalized.invisible >= 3 &&
-        /[\p{L}][\u200b-\u200d\u2060\ufeff\u00ad][\p{L}]/u.test(text)
-      ) {
-        findings.push({
-          rule: "invisible_text",
-          start: 0,
-          end: text.length,
-          weight: weights.zeroWidth,
-          detail: `${normalized.invisible} zero-width characters inside words`,
-        });
-      }
-      for (const [start, end] of normalized.mixedScript.slice(0, maxFindings)) {
-        const [from, to] = place(normalized.offsets[start]!, normalized.offsets[end]!);
-        findings.push({
-          rule: "mixed_script",
-          start: from,
-          end: to,
-          weight: weights.mixedScript,
-          detail: "a word mixing Latin with Cyrillic or Greek look-alikes",
-        });
-      }
-    }
+    if (depth === 0) surfaceFindings(text, normalized, place, maxFindings, findings);
     if (decode && depth < 2) {
       const encoded = runs ?? scanEncodedRuns(text);
       for (const segment of findEncodedSegmentsIn(
@@ -485,4 +369,153 @@ export function heuristicScanner(options: HeuristicScannerOptions = {}): Heurist
       return { verdict: verdictOf(score, thresholds), score, findings, scanner: name };
     },
   };
+}
+
+/** One pass of rules over a view: where findings go and how their spans map back. */
+type RuleRun = {
+  view: TextView;
+  list: readonly { rule: HeuristicRule; index: number }[];
+  active: Uint8Array | undefined;
+  findings: ScanFinding[];
+  place: (start: number, end: number) => [number, number];
+  suffix: string;
+};
+
+/** Records one match of `rule` at `index` (length `length`) of the view, placed in the original. */
+function recordMatch(run: RuleRun, rule: HeuristicRule, index: number, length: number): void {
+  const { view, place } = run;
+  const [start, end] = place(view.offsets[index]!, view.offsets[index + length]!);
+  run.findings.push({
+    rule: rule.name,
+    start,
+    end,
+    weight: rule.weight,
+    detail: rule.detail + run.suffix,
+  });
+}
+
+/**
+ * Runs rules over a view; `place` maps a normalised span to the original text. `starts(i)`
+ * gives, for a rule with start words, where they begin (as offsets into the original text):
+ * every match begins at one of them, so the sticky pattern is tried only there, in order,
+ * after the end of the previous match, which finds what a scan of the whole text finds.
+ */
+function runRules(
+  runner: { sticky: readonly (RegExp | undefined)[]; maxFindings: number },
+  run: RuleRun,
+  starts?: StartsOf,
+): void {
+  const { view, list, active } = run;
+  for (const { rule, index } of list) {
+    if (active !== undefined && active[index] === 0) continue;
+    const found = starts?.(index);
+    const stickyPattern = runner.sticky[index];
+    // A try per start word beats a scan of the whole text while start words are sparse; on
+    // text full of them (one per 64 characters or more), the scan is cheaper.
+    if (
+      found !== undefined &&
+      stickyPattern !== undefined &&
+      found.count <= 32 + (view.text.length >> 6)
+    ) {
+      runAtStarts(run, rule, stickyPattern, found, runner.maxFindings);
+      continue;
+    }
+    const pattern = rule.pattern;
+    pattern.lastIndex = 0;
+    let count = 0;
+    for (let match = pattern.exec(view.text); match; match = pattern.exec(view.text)) {
+      if (match[0].length === 0) {
+        pattern.lastIndex += 1;
+        continue;
+      }
+      recordMatch(run, rule, match.index, match[0].length);
+      count += 1;
+      if (count >= runner.maxFindings) break;
+    }
+  }
+}
+
+/** Tries a rule's sticky pattern at each of its start words, in order, after the last match. */
+function runAtStarts(
+  run: RuleRun,
+  rule: HeuristicRule,
+  stickyPattern: RegExp,
+  found: { positions: ArrayLike<number>; count: number },
+  maxFindings: number,
+): void {
+  const { positions, count: total } = found;
+  const text = run.view.text;
+  const offsets = run.view.offsets;
+  let count = 0;
+  let from = 0;
+  let previous = -1;
+  for (let next = 0; next < total; next++) {
+    const position = positions[next]!;
+    if (position === previous) continue;
+    previous = position;
+    // The first view character at or after `position`, then every one that came from it.
+    let low = from;
+    let high = text.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (offsets[middle]! < position) low = middle + 1;
+      else high = middle;
+    }
+    let matched = false;
+    for (let at = low; at < text.length && offsets[at] === position; at++) {
+      stickyPattern.lastIndex = at;
+      const match = stickyPattern.exec(text);
+      if (match === null || match[0].length === 0) continue;
+      recordMatch(run, rule, at, match[0].length);
+      count += 1;
+      from = at + match[0].length;
+      matched = true;
+      break;
+    }
+    if (!matched) from = Math.max(from, low);
+    if (count >= maxFindings) break;
+  }
+}
+
+/**
+ * What only the outer text shows (not a decoded segment): invisible tag characters, zero-width
+ * characters inside words, and words mixing Latin with Cyrillic or Greek look-alikes.
+ */
+function surfaceFindings(
+  text: string,
+  normalized: NormalizedText,
+  place: (start: number, end: number) => [number, number],
+  maxFindings: number,
+  findings: ScanFinding[],
+): void {
+  if (normalized.tagCharacters > 0) {
+    findings.push({
+      rule: "invisible_text",
+      start: 0,
+      end: text.length,
+      weight: weights.invisibleText,
+      detail: `${normalized.tagCharacters} invisible Unicode tag characters`,
+    });
+  } else if (
+    normalized.invisible >= 3 &&
+    /[\p{L}][\u200b-\u200d\u2060\ufeff\u00ad][\p{L}]/u.test(text)
+  ) {
+    findings.push({
+      rule: "invisible_text",
+      start: 0,
+      end: text.length,
+      weight: weights.zeroWidth,
+      detail: `${normalized.invisible} zero-width characters inside words`,
+    });
+  }
+  for (const [start, end] of normalized.mixedScript.slice(0, maxFindings)) {
+    const [from, to] = place(normalized.offsets[start]!, normalized.offsets[end]!);
+    findings.push({
+      rule: "mixed_script",
+      start: from,
+      end: to,
+      weight: weights.mixedScript,
+      detail: "a word mixing Latin with Cyrillic or Greek look-alikes",
+    });
+  }
 }

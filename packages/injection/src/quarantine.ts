@@ -187,50 +187,8 @@ export function quarantine(options: QuarantineOptions = {}): QuarantineEnvelope 
     return out + text.slice(copied);
   };
 
-  /**
-   * The flagged regions of the text, in original offsets: each finding widened to the segments
-   * it touches and one on each side. A finding outside the text or empty flags everything
-   * (fail closed).
-   */
-  const flaggedRegions = (text: string, scan: ScanResult | undefined): Array<[number, number]> => {
-    if (!markSpans || !scan || scan.verdict === "clean") return [];
-    const findings = Array.isArray(scan.findings) ? scan.findings : [];
-    if (findings.length === 0) return [[0, text.length]];
-    const view = detectorView(text);
-    const segments = segmentText(view.text, view.offsets);
-    const hot = new Uint8Array(segments.length);
-    for (const finding of findings) {
-      const { start, end } = finding ?? ({} as { start?: number; end?: number });
-      if (
-        !Number.isInteger(start) ||
-        !Number.isInteger(end) ||
-        start! < 0 ||
-        end! > text.length ||
-        start! >= end!
-      )
-        return [[0, text.length]];
-      for (let index = 0; index < segments.length; index++) {
-        const segment = segments[index]!;
-        if (segment.start < end! && segment.end > start!) {
-          hot[index] = 1;
-          if (index > 0) hot[index - 1] = 1;
-          if (index + 1 < segments.length) hot[index + 1] = 1;
-        }
-      }
-    }
-    const regions: Array<[number, number]> = [];
-    for (let index = 0; index < segments.length; index++) {
-      if (!hot[index]) continue;
-      const start = segments[index]!.start;
-      let end = segments[index]!.end;
-      while (index + 1 < segments.length && hot[index + 1]) end = segments[++index]!.end;
-      regions.push([start, end]);
-    }
-    return regions.length > 0 ? regions : [[0, text.length]];
-  };
-
   const body = (text: string, scan: ScanResult | undefined): { text: string; marked: number } => {
-    const regions = flaggedRegions(text, scan);
+    const regions = markSpans ? flaggedRegions(text, scan) : [];
     if (regions.length === 0) return { text: neutralise(text), marked: 0 };
     let out = "";
     let copied = 0;
@@ -292,4 +250,46 @@ export function quarantine(options: QuarantineOptions = {}): QuarantineEnvelope 
     },
   });
   return envelope;
+}
+
+/**
+ * The flagged regions of the text, in original offsets: each finding widened to the segments
+ * it touches and one on each side. A finding outside the text or empty flags everything
+ * (fail closed).
+ */
+function flaggedRegions(text: string, scan: ScanResult | undefined): Array<[number, number]> {
+  if (!scan || scan.verdict === "clean") return [];
+  const findings = Array.isArray(scan.findings) ? scan.findings : [];
+  if (findings.length === 0) return [[0, text.length]];
+  const view = detectorView(text);
+  const segments = segmentText(view.text, view.offsets);
+  const hot = new Uint8Array(segments.length);
+  for (const finding of findings) {
+    const { start, end } = finding ?? ({} as { start?: number; end?: number });
+    if (
+      !Number.isInteger(start) ||
+      !Number.isInteger(end) ||
+      start! < 0 ||
+      end! > text.length ||
+      start! >= end!
+    )
+      return [[0, text.length]];
+    for (let index = 0; index < segments.length; index++) {
+      const segment = segments[index]!;
+      if (segment.start < end! && segment.end > start!) {
+        hot[index] = 1;
+        if (index > 0) hot[index - 1] = 1;
+        if (index + 1 < segments.length) hot[index + 1] = 1;
+      }
+    }
+  }
+  const regions: Array<[number, number]> = [];
+  for (let index = 0; index < segments.length; index++) {
+    if (!hot[index]) continue;
+    const start = segments[index]!.start;
+    let end = segments[index]!.end;
+    while (index + 1 < segments.length && hot[index + 1]) end = segments[++index]!.end;
+    regions.push([start, end]);
+  }
+  return regions.length > 0 ? regions : [[0, text.length]];
 }

@@ -300,111 +300,34 @@ export function compilePrefilter(
   anchorsOfRules: readonly (readonly RuleAnchor[] | undefined)[],
   startsOfRules: readonly (readonly string[] | undefined)[] = [],
 ): RulePrefilter {
-  const ruleGroups: number[][] = [];
-  const groupScripts: number[] = [];
-  const groupSubstrings: (readonly string[])[] = [];
-  const charGroups = new Map<number, number[]>();
-  const wordGroups = new Map<string, number[]>();
-  let groupCount = 0;
-  for (const anchors of anchorsOfRules) {
-    const groups: number[] = [];
-    for (const anchor of anchors ?? []) {
-      const group = groupCount++;
-      groups.push(group);
-      for (const word of anchor.words ?? [])
-        wordGroups.set(word, [...(wordGroups.get(word) ?? []), group]);
-      const substrings = [...(anchor.substrings ?? [])];
-      for (const char of anchor.chars ?? "") {
-        const code = char.charCodeAt(0);
-        // The pass below records only characters outside words; letters, digits and
-        // non-ASCII characters are looked for as substrings.
-        if (code < 128 && wordCode[code] === 0)
-          charGroups.set(code, [...(charGroups.get(code) ?? []), group]);
-        else substrings.push(char);
-      }
-      let scripts = 0;
-      for (const script of anchor.scripts ?? []) scripts |= scriptBits[script];
-      groupScripts.push(scripts);
-      groupSubstrings.push(substrings);
-    }
-    ruleGroups.push(groups);
-  }
-  // Start groups: the words one of which begins every match of a rule; their positions are kept.
-  const startGroupOfRule = new Int32Array(anchorsOfRules.length).fill(-1);
-  const startGroups: number[] = [];
-  startsOfRules.forEach((starts, rule) => {
-    if (starts === undefined || rule >= anchorsOfRules.length) return;
-    const group = groupCount++;
-    startGroupOfRule[rule] = group;
-    startGroups.push(group);
-    groupScripts.push(0);
-    groupSubstrings.push([]);
-    for (const word of new Set(starts))
-      wordGroups.set(word, [...(wordGroups.get(word) ?? []), group]);
-  });
-  // Word prefixes by the key of their first two (table2) or three (table3) characters; each
-  // slot points at a run of entries in flat arrays, so a word start costs a few typed-array reads.
-  const slots1 = new Map<number, [string, number[]][]>();
-  const slots2 = new Map<number, [string, number[]][]>();
-  const slots3 = new Map<number, [string, number[]][]>();
-  for (const [word, groups] of wordGroups) {
-    if (word.length === 1) {
-      const key = wordCode[word.charCodeAt(0)]!;
-      slots1.set(key, [...(slots1.get(key) ?? []), [word, groups]]);
-      continue;
-    }
-    const key2 = wordCode[word.charCodeAt(0)]! * base + wordCode[word.charCodeAt(1)]!;
-    const slots = word.length === 2 ? slots2 : slots3;
-    const key = word.length === 2 ? key2 : key2 * base + wordCode[word.charCodeAt(2)]!;
-    slots.set(key, [...(slots.get(key) ?? []), [word, groups]]);
-  }
-  const table1 = new Int32Array(base).fill(-1);
-  const table2 = new Int32Array(base * base).fill(-1);
-  // table3 is large (100 KB): it is read only for words whose first two characters begin a
-  // longer anchor (has3, 1.4 KB, stays in the first-level cache).
-  const table3 = new Int16Array(base * base * base).fill(-1);
-  const has3 = new Uint8Array(base * base);
-  const entryWords: string[] = [];
-  const entryGroupStart: number[] = [];
-  const flatGroups: number[] = [];
-  const slotStart: number[] = [];
-  for (const [slots, table] of [
-    [slots1, table1],
-    [slots2, table2],
-    [slots3, table3],
-  ] as const) {
-    for (const [key, list] of slots) {
-      table[key] = slotStart.length;
-      slotStart.push(entryWords.length);
-      for (const [word, groups] of list) {
-        entryWords.push(word);
-        entryGroupStart.push(flatGroups.length);
-        flatGroups.push(...groups);
-      }
-    }
-  }
-  for (const key of slots3.keys()) has3[Math.floor(key / base)] = 1;
-  slotStart.push(entryWords.length);
-  entryGroupStart.push(flatGroups.length);
-  const slotStarts = Int32Array.from(slotStart);
-  const groupStarts = Int32Array.from(entryGroupStart);
-  const groupsFlat = Int32Array.from(flatGroups);
+  const {
+    ruleGroups,
+    groupScripts,
+    groupSubstrings,
+    charGroups,
+    wordGroups,
+    startGroupOfRule,
+    startGroups,
+    groupCount,
+  } = anchorGroups(anchorsOfRules, startsOfRules);
+  const {
+    table1,
+    table2,
+    table3,
+    has3,
+    entryWords,
+    slotStarts,
+    groupStarts,
+    groupsFlat,
+    entryStarts,
+    wordBytes,
+  } = wordTables(wordGroups);
   const charIndex = new Int32Array(128).fill(-1);
   const charList: number[][] = [];
   for (const [code, groups] of charGroups) {
     charIndex[code] = charList.length;
     charList.push(groups);
   }
-
-  // Entry words as bytes, for the comparison of their fourth character onwards.
-  const entryStarts = new Int32Array(entryWords.length + 1);
-  const wordBytes = new Uint8Array(entryWords.reduce((sum, word) => sum + word.length, 0));
-  entryWords.forEach((word, entry) => {
-    const start = entryStarts[entry]!;
-    for (let offset = 0; offset < word.length; offset++)
-      wordBytes[start + offset] = word.charCodeAt(offset);
-    entryStarts[entry + 1] = start + word.length;
-  });
 
   const hit = new Uint8Array(groupCount);
   const result = new Uint8Array(anchorsOfRules.length);
@@ -432,28 +355,8 @@ export function compilePrefilter(
     tables.counts.fill(0);
   };
 
-  /**
-   * Marks the groups of the entries of a slot whose word starts `text` at `index`: the string
-   * path, deliberately the same steps as `markAt` (the byte path; see there why they are two).
-   */
-  const mark = (text: string, index: number, slot: number) => {
-    for (let entry = slotStarts[slot]!; entry < slotStarts[slot + 1]!; entry++) {
-      const word = entryWords[entry]!;
-      let matches = true;
-      for (let offset = 3; offset < word.length; offset++) {
-        if (text.charCodeAt(index + offset) !== word.charCodeAt(offset)) {
-          matches = false;
-          break;
-        }
-      }
-      if (!matches) continue;
-      for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
-        const group = groupsFlat[at]!;
-        hit[group] = 1;
-        if (tables.isStart[group] === 1) addPosition(tables, group, index);
-      }
-    }
-  };
+  const mark = (text: string, index: number, slot: number) =>
+    markString(tables, entryWords, text, index, slot);
 
   /** The loop over any text; returns the scripts seen. */
   const scanString = (text: string): number => {
@@ -573,4 +476,173 @@ function includesAny(text: string, substrings: readonly string[]): boolean {
   for (let index = 0; index < substrings.length; index++)
     if (text.includes(substrings[index]!)) return true;
   return false;
+}
+
+/**
+ * Numbers the anchor groups of every rule (a rule is active when each of its groups is hit) and
+ * the start groups (the words one of which begins every match of a rule), and indexes them by
+ * word, by character outside words, by script and by substring.
+ */
+function anchorGroups(
+  anchorsOfRules: readonly (readonly RuleAnchor[] | undefined)[],
+  startsOfRules: readonly (readonly string[] | undefined)[],
+) {
+  const ruleGroups: number[][] = [];
+  const groupScripts: number[] = [];
+  const groupSubstrings: (readonly string[])[] = [];
+  const charGroups = new Map<number, number[]>();
+  const wordGroups = new Map<string, number[]>();
+  let groupCount = 0;
+  for (const anchors of anchorsOfRules) {
+    const groups: number[] = [];
+    for (const anchor of anchors ?? []) {
+      const group = groupCount++;
+      groups.push(group);
+      for (const word of anchor.words ?? [])
+        wordGroups.set(word, [...(wordGroups.get(word) ?? []), group]);
+      const substrings = [...(anchor.substrings ?? [])];
+      for (const char of anchor.chars ?? "") {
+        const code = char.charCodeAt(0);
+        // The pass below records only characters outside words; letters, digits and
+        // non-ASCII characters are looked for as substrings.
+        if (code < 128 && wordCode[code] === 0)
+          charGroups.set(code, [...(charGroups.get(code) ?? []), group]);
+        else substrings.push(char);
+      }
+      let scripts = 0;
+      for (const script of anchor.scripts ?? []) scripts |= scriptBits[script];
+      groupScripts.push(scripts);
+      groupSubstrings.push(substrings);
+    }
+    ruleGroups.push(groups);
+  }
+  // Start groups: the words one of which begins every match of a rule; their positions are kept.
+  const startGroupOfRule = new Int32Array(anchorsOfRules.length).fill(-1);
+  const startGroups: number[] = [];
+  startsOfRules.forEach((starts, rule) => {
+    if (starts === undefined || rule >= anchorsOfRules.length) return;
+    const group = groupCount++;
+    startGroupOfRule[rule] = group;
+    startGroups.push(group);
+    groupScripts.push(0);
+    groupSubstrings.push([]);
+    for (const word of new Set(starts))
+      wordGroups.set(word, [...(wordGroups.get(word) ?? []), group]);
+  });
+  return {
+    ruleGroups,
+    groupScripts,
+    groupSubstrings,
+    charGroups,
+    wordGroups,
+    startGroupOfRule,
+    startGroups,
+    groupCount,
+  };
+}
+
+/**
+ * The word-prefix tables: prefixes keyed by their first one, two or three characters, each slot
+ * a run of entries in flat arrays, and the entry words as bytes.
+ */
+function wordTables(wordGroups: ReadonlyMap<string, number[]>) {
+  // Word prefixes by the key of their first two (table2) or three (table3) characters; each
+  // slot points at a run of entries in flat arrays, so a word start costs a few typed-array reads.
+  const slots1 = new Map<number, [string, number[]][]>();
+  const slots2 = new Map<number, [string, number[]][]>();
+  const slots3 = new Map<number, [string, number[]][]>();
+  for (const [word, groups] of wordGroups) {
+    if (word.length === 1) {
+      const key = wordCode[word.charCodeAt(0)]!;
+      slots1.set(key, [...(slots1.get(key) ?? []), [word, groups]]);
+      continue;
+    }
+    const key2 = wordCode[word.charCodeAt(0)]! * base + wordCode[word.charCodeAt(1)]!;
+    const slots = word.length === 2 ? slots2 : slots3;
+    const key = word.length === 2 ? key2 : key2 * base + wordCode[word.charCodeAt(2)]!;
+    slots.set(key, [...(slots.get(key) ?? []), [word, groups]]);
+  }
+  const table1 = new Int32Array(base).fill(-1);
+  const table2 = new Int32Array(base * base).fill(-1);
+  // table3 is large (100 KB): it is read only for words whose first two characters begin a
+  // longer anchor (has3, 1.4 KB, stays in the first-level cache).
+  const table3 = new Int16Array(base * base * base).fill(-1);
+  const has3 = new Uint8Array(base * base);
+  const entryWords: string[] = [];
+  const entryGroupStart: number[] = [];
+  const flatGroups: number[] = [];
+  const slotStart: number[] = [];
+  for (const [slots, table] of [
+    [slots1, table1],
+    [slots2, table2],
+    [slots3, table3],
+  ] as const) {
+    for (const [key, list] of slots) {
+      table[key] = slotStart.length;
+      slotStart.push(entryWords.length);
+      for (const [word, groups] of list) {
+        entryWords.push(word);
+        entryGroupStart.push(flatGroups.length);
+        flatGroups.push(...groups);
+      }
+    }
+  }
+  for (const key of slots3.keys()) has3[Math.floor(key / base)] = 1;
+  slotStart.push(entryWords.length);
+  entryGroupStart.push(flatGroups.length);
+  const slotStarts = Int32Array.from(slotStart);
+  const groupStarts = Int32Array.from(entryGroupStart);
+  const groupsFlat = Int32Array.from(flatGroups);
+
+  // Entry words as bytes, for the comparison of their fourth character onwards.
+  const entryStarts = new Int32Array(entryWords.length + 1);
+  const wordBytes = new Uint8Array(entryWords.reduce((sum, word) => sum + word.length, 0));
+  entryWords.forEach((word, entry) => {
+    const start = entryStarts[entry]!;
+    for (let offset = 0; offset < word.length; offset++)
+      wordBytes[start + offset] = word.charCodeAt(offset);
+    entryStarts[entry + 1] = start + word.length;
+  });
+  return {
+    table1,
+    table2,
+    table3,
+    has3,
+    entryWords,
+    slotStarts,
+    groupStarts,
+    groupsFlat,
+    entryStarts,
+    wordBytes,
+  };
+}
+
+/**
+ * Marks the groups of the entries of a slot whose word starts `text` at `index`: the string
+ * path, deliberately the same steps as `markAt` (the byte path; see there why they are two).
+ */
+function markString(
+  tables: Tables,
+  entryWords: readonly string[],
+  text: string,
+  index: number,
+  slot: number,
+): void {
+  const { slotStarts, groupStarts, groupsFlat, hit } = tables;
+  for (let entry = slotStarts[slot]!; entry < slotStarts[slot + 1]!; entry++) {
+    const word = entryWords[entry]!;
+    let matches = true;
+    for (let offset = 3; offset < word.length; offset++) {
+      if (text.charCodeAt(index + offset) !== word.charCodeAt(offset)) {
+        matches = false;
+        break;
+      }
+    }
+    if (!matches) continue;
+    for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
+      const group = groupsFlat[at]!;
+      hit[group] = 1;
+      if (tables.isStart[group] === 1) addPosition(tables, group, index);
+    }
+  }
 }
