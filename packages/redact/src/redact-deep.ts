@@ -81,23 +81,7 @@ export interface DeepRedactor {
 export function compileDeepRedactor(options: unknown, name: string): DeepRedactor {
   const engine = engineFor(options, name, DEEP_KEYS);
   const { sensitiveKeys, maxDepth } = (options ?? {}) as RedactDeepOptions;
-  const exactKeys = new Set<string>();
-  const keyPatterns: RegExp[] = [];
-  if (sensitiveKeys !== undefined) {
-    if (!Array.isArray(sensitiveKeys)) {
-      throw new RedactOptionsError(
-        `[redact] ${name}: sensitiveKeys must be an array of strings or regular expressions.`,
-      );
-    }
-    for (const key of sensitiveKeys) {
-      if (typeof key === "string") exactKeys.add(key.toLowerCase());
-      else if (key instanceof RegExp) keyPatterns.push(key);
-      else
-        throw new RedactOptionsError(
-          `[redact] ${name}: each sensitive key must be a string or a RegExp.`,
-        );
-    }
-  }
+  const sensitive = sensitiveKeyMatcher(sensitiveKeys, name);
   if (
     maxDepth !== undefined &&
     !(Number.isInteger(maxDepth) && maxDepth >= 1 && maxDepth <= 10_000)
@@ -107,7 +91,6 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
     );
   }
   const depthLimit = maxDepth ?? 64;
-  const keyCache = new Map<string, boolean>();
   // Span attributes, tool names, reasons and object keys repeat from one call to the next.
   // Only "type" placeholders with the built-in detectors are a pure function of the text; an
   // indexed placeholder must reach its scope (a vault records the value), and a custom
@@ -127,8 +110,41 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
     }
     return redacted;
   };
+  const redactDeepValue = ((root: unknown, givenScope?: RedactionScope): unknown => {
+    const scope =
+      givenScope ??
+      engine.scope ??
+      (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
+    return new DeepWalk(engine, scope, redactText, sensitive, depthLimit).walk(root, 0);
+  }) as DeepRedactor;
+  Object.defineProperty(redactDeepValue, "engine", { value: engine });
+  return redactDeepValue;
+}
 
-  function sensitive(key: string): boolean {
+/**
+ * Whether a key marks its value as secret: the built-in list, plus `sensitiveKeys` (exact
+ * names, case-insensitive, or regular expressions). Answers are cached (keys repeat).
+ */
+function sensitiveKeyMatcher(sensitiveKeys: unknown, name: string): (key: string) => boolean {
+  const exactKeys = new Set<string>();
+  const keyPatterns: RegExp[] = [];
+  if (sensitiveKeys !== undefined) {
+    if (!Array.isArray(sensitiveKeys)) {
+      throw new RedactOptionsError(
+        `[redact] ${name}: sensitiveKeys must be an array of strings or regular expressions.`,
+      );
+    }
+    for (const key of sensitiveKeys) {
+      if (typeof key === "string") exactKeys.add(key.toLowerCase());
+      else if (key instanceof RegExp) keyPatterns.push(key);
+      else
+        throw new RedactOptionsError(
+          `[redact] ${name}: each sensitive key must be a string or a RegExp.`,
+        );
+    }
+  }
+  const keyCache = new Map<string, boolean>();
+  return (key: string): boolean => {
     let known = keyCache.get(key);
     if (known === undefined) {
       known =
@@ -142,192 +158,208 @@ export function compileDeepRedactor(options: unknown, name: string): DeepRedacto
       keyCache.set(key, known);
     }
     return known;
+  };
+}
+
+/**
+ * One deep redaction: walks a value and returns a redacted copy. Cycles stay cycles (`seen`
+ * maps each object to its copy); one scope numbers indexed placeholders across the value.
+ */
+class DeepWalk {
+  readonly #seen = new Map<object, unknown>();
+
+  constructor(
+    readonly engine: RedactionEngine,
+    readonly scope: RedactionScope | undefined,
+    readonly redactText: (value: string, scope: RedactionScope | undefined) => string,
+    readonly sensitive: (key: string) => boolean,
+    readonly depthLimit: number,
+  ) {}
+
+  text(value: string): string {
+    return this.redactText(value, this.scope);
   }
 
-  const redactDeepValue = ((root: unknown, givenScope?: RedactionScope): unknown => {
-    const scope =
-      givenScope ??
-      engine.scope ??
-      (engine.placeholder === "indexed" ? createRedactionScope() : undefined);
-    const seen = new Map<object, unknown>();
-    const text = (value: string): string => redactText(value, scope);
-
-    const secretValue = (value: unknown): unknown => {
-      if (value === null || value === undefined || typeof value === "boolean" || value === "")
-        return value;
-      const finding = { type: "SECRET", start: 0, end: 0, rule: "sensitive-key", score: 1 };
-      if (engine.placeholder === "type") return "[SECRET]";
-      if (engine.placeholder === "indexed")
-        return (scope ?? createRedactionScope()).token("SECRET", value);
-      return engine.placeholder(finding, typeof value === "string" ? value : String(value));
-    };
-
-    const placeholderOf = (type: string, value: unknown): unknown => {
-      const written = typeof value === "string" ? value : String(value);
-      if (engine.placeholder === "type") return `[${type}]`;
-      if (engine.placeholder === "indexed")
-        return (scope ?? createRedactionScope()).token(type, value);
-      return engine.placeholder(
-        { type, start: 0, end: written.length, rule: "deep", score: 1 },
-        written,
-      );
-    };
-
-    // Numbers and BigInts: a card number stored as a number is still a card number.
-    const number = (value: number | bigint, key: string | undefined): unknown => {
-      if (typeof value === "number") {
-        // Most numbers in spans are counts, sizes and times: no string is made for them.
-        if (!Number.isInteger(value)) return value;
-        const magnitude = Math.abs(value);
-        if (magnitude < 1000) return value;
-        if (magnitude < 1e11) {
-          if (key === undefined) return value;
-          const keyType = numericKeyType(key);
-          return keyType === undefined ? value : placeholderOf(keyType, value);
-        }
-      }
-      const digits = digitsOf(value.toString());
-      if (digits.length >= 12 && digits.length <= 19 && isCardNumber(digits))
-        return placeholderOf("CREDIT_CARD", value);
-      if (digits.length < 4 || key === undefined) return value;
-      const keyType = numericKeyType(key);
-      if (keyType !== undefined) return placeholderOf(keyType, value);
+  /** What a value under a sensitive key becomes, whatever it holds. */
+  secretValue(value: unknown): unknown {
+    if (value === null || value === undefined || typeof value === "boolean" || value === "")
       return value;
-    };
+    const engine = this.engine;
+    const finding = { type: "SECRET", start: 0, end: 0, rule: "sensitive-key", score: 1 };
+    if (engine.placeholder === "type") return "[SECRET]";
+    if (engine.placeholder === "indexed")
+      return (this.scope ?? createRedactionScope()).token("SECRET", value);
+    return engine.placeholder(finding, typeof value === "string" ? value : String(value));
+  }
 
-    // Bytes: decoded as UTF-8 and redacted as text when valid (same type back, re-encoded);
-    // bytes that are not UTF-8 are read as Latin-1, and replaced whole if that holds PII.
-    const bytes = (value: Uint8Array): unknown => {
-      const decoded = decodeUtf8(value);
-      const isBuffer = typeof Buffer !== "undefined" && Buffer.isBuffer(value);
-      if (decoded !== undefined) {
-        const redactedText = text(decoded);
-        if (redactedText === decoded) return isBuffer ? Buffer.from(value) : value.slice();
-        const encoded = ENCODER.encode(redactedText);
-        return isBuffer ? Buffer.from(encoded) : encoded;
-      }
-      let latin1 = "";
-      for (let index = 0; index < value.length; index += 8192)
-        latin1 += String.fromCharCode(...value.subarray(index, index + 8192));
-      if (engine.find(latin1).length === 0) return isBuffer ? Buffer.from(value) : value.slice();
-      return `[BINARY ${value.length} bytes with personal data]`;
-    };
+  placeholderOf(type: string, value: unknown): unknown {
+    const engine = this.engine;
+    const written = typeof value === "string" ? value : String(value);
+    if (engine.placeholder === "type") return `[${type}]`;
+    if (engine.placeholder === "indexed")
+      return (this.scope ?? createRedactionScope()).token(type, value);
+    return engine.placeholder(
+      { type, start: 0, end: written.length, rule: "deep", score: 1 },
+      written,
+    );
+  }
 
-    const walk = (value: unknown, depth: number, key?: string): unknown => {
-      if (typeof value === "string") return text(value);
-      if (typeof value === "number" || typeof value === "bigint") return number(value, key);
-      if (typeof value !== "object" || value === null) return value;
-      if (seen.has(value)) return seen.get(value);
-      if (depth >= depthLimit) return "[TRUNCATED]";
-      if (Array.isArray(value)) {
-        const copy: unknown[] = [];
-        seen.set(value, copy);
-        for (const item of value) copy.push(walk(item, depth + 1));
-        return copy;
+  /** Numbers and BigInts: a card number stored as a number is still a card number. */
+  number(value: number | bigint, key: string | undefined): unknown {
+    if (typeof value === "number") {
+      // Most numbers in spans are counts, sizes and times: no string is made for them.
+      if (!Number.isInteger(value)) return value;
+      const magnitude = Math.abs(value);
+      if (magnitude < 1000) return value;
+      if (magnitude < 1e11) {
+        if (key === undefined) return value;
+        const keyType = numericKeyType(key);
+        return keyType === undefined ? value : this.placeholderOf(keyType, value);
       }
-      if (value instanceof Date) return new Date(value.getTime());
-      if (value instanceof Uint8Array) return bytes(value);
-      if (value instanceof ArrayBuffer) {
-        const copy = bytes(new Uint8Array(value));
-        return copy instanceof Uint8Array ? copy.buffer : copy;
-      }
-      if (value instanceof DataView) {
-        const copy = bytes(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
-        return copy instanceof Uint8Array ? new DataView(copy.buffer) : copy;
-      }
-      if (ArrayBuffer.isView(value)) {
-        // Numeric arrays (Int32Array, Float64Array, BigInt64Array): each number as above.
-        const items = Array.from(value as unknown as ArrayLike<number | bigint>);
-        const redacted = items.map((item) => number(item, key));
-        return redacted.every((item, index) => item === items[index])
-          ? (value as unknown as { slice(): unknown }).slice()
-          : redacted;
-      }
-      if (value instanceof Map) {
-        const copy = new Map<unknown, unknown>();
-        seen.set(value, copy);
-        for (const [key, item] of value) {
-          const isSecret = typeof key === "string" && sensitive(key);
-          copy.set(
-            walk(key, depth + 1),
-            isSecret
-              ? secretValue(item)
-              : walk(item, depth + 1, typeof key === "string" ? key : undefined),
-          );
-        }
-        return copy;
-      }
-      if (value instanceof Set) {
-        const copy = new Set<unknown>();
-        seen.set(value, copy);
-        for (const item of value) copy.add(walk(item, depth + 1));
-        return copy;
-      }
-      if (value instanceof Error) {
-        const copy = Object.create(Object.getPrototypeOf(value) as object) as Record<
-          string,
-          unknown
-        >;
-        seen.set(value, copy);
-        for (const key of ["name", "message", "stack", "errors"] as const) {
-          const field = (value as unknown as Record<string, unknown>)[key];
-          if (field !== undefined) {
-            Object.defineProperty(copy, key, {
-              value: walk(field, depth + 1),
-              writable: true,
-              configurable: true,
-              enumerable: false,
-            });
-          }
-        }
-        if ("cause" in value) {
-          Object.defineProperty(copy, "cause", {
-            value: walk(value.cause, depth + 1),
-            writable: true,
-            configurable: true,
-            enumerable: false,
-          });
-        }
-        copyProperties(value as unknown as Record<string, unknown>, copy, depth);
-        return copy;
-      }
-      const prototype = Object.getPrototypeOf(value) as object | null;
-      const plain = prototype === Object.prototype || prototype === null;
-      const record = value as Record<string, unknown>;
-      if (!plain && typeof record.toJSON === "function") {
-        // What a logger would write for it (URL, Decimal, Buffer-like wrappers).
-        const json = (record.toJSON as () => unknown)();
-        const copy = walk(json, depth + 1);
-        seen.set(value, copy);
-        return copy;
-      }
-      const copy: Record<string, unknown> = prototype === null ? Object.create(null) : {};
-      seen.set(value, copy);
-      copyProperties(record, copy, depth);
+    }
+    const digits = digitsOf(value.toString());
+    if (digits.length >= 12 && digits.length <= 19 && isCardNumber(digits))
+      return this.placeholderOf("CREDIT_CARD", value);
+    if (digits.length < 4 || key === undefined) return value;
+    const keyType = numericKeyType(key);
+    if (keyType !== undefined) return this.placeholderOf(keyType, value);
+    return value;
+  }
+
+  /**
+   * Bytes: decoded as UTF-8 and redacted as text when valid (same type back, re-encoded);
+   * bytes that are not UTF-8 are read as Latin-1, and replaced whole if that holds PII.
+   */
+  bytes(value: Uint8Array): unknown {
+    const decoded = decodeUtf8(value);
+    const isBuffer = typeof Buffer !== "undefined" && Buffer.isBuffer(value);
+    if (decoded !== undefined) {
+      const redactedText = this.text(decoded);
+      if (redactedText === decoded) return isBuffer ? Buffer.from(value) : value.slice();
+      const encoded = ENCODER.encode(redactedText);
+      return isBuffer ? Buffer.from(encoded) : encoded;
+    }
+    let latin1 = "";
+    for (let index = 0; index < value.length; index += 8192)
+      latin1 += String.fromCharCode(...value.subarray(index, index + 8192));
+    if (this.engine.find(latin1).length === 0) return isBuffer ? Buffer.from(value) : value.slice();
+    return `[BINARY ${value.length} bytes with personal data]`;
+  }
+
+  walk(value: unknown, depth: number, key?: string): unknown {
+    if (typeof value === "string") return this.text(value);
+    if (typeof value === "number" || typeof value === "bigint") return this.number(value, key);
+    if (typeof value !== "object" || value === null) return value;
+    if (this.#seen.has(value)) return this.#seen.get(value);
+    if (depth >= this.depthLimit) return "[TRUNCATED]";
+    if (Array.isArray(value)) {
+      const copy: unknown[] = [];
+      this.#seen.set(value, copy);
+      for (const item of value) copy.push(this.walk(item, depth + 1));
       return copy;
-    };
+    }
+    if (value instanceof Date) return new Date(value.getTime());
+    if (value instanceof Uint8Array) return this.bytes(value);
+    if (value instanceof ArrayBuffer) {
+      const copy = this.bytes(new Uint8Array(value));
+      return copy instanceof Uint8Array ? copy.buffer : copy;
+    }
+    if (value instanceof DataView) {
+      const copy = this.bytes(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+      return copy instanceof Uint8Array ? new DataView(copy.buffer) : copy;
+    }
+    if (ArrayBuffer.isView(value)) {
+      // Numeric arrays (Int32Array, Float64Array, BigInt64Array): each number as above.
+      const items = Array.from(value as unknown as ArrayLike<number | bigint>);
+      const redacted = items.map((item) => this.number(item, key));
+      return redacted.every((item, index) => item === items[index])
+        ? (value as unknown as { slice(): unknown }).slice()
+        : redacted;
+    }
+    if (value instanceof Map) return this.map(value, depth);
+    if (value instanceof Set) {
+      const copy = new Set<unknown>();
+      this.#seen.set(value, copy);
+      for (const item of value) copy.add(this.walk(item, depth + 1));
+      return copy;
+    }
+    if (value instanceof Error) return this.error(value, depth);
+    const prototype = Object.getPrototypeOf(value) as object | null;
+    const plain = prototype === Object.prototype || prototype === null;
+    const record = value as Record<string, unknown>;
+    if (!plain && typeof record.toJSON === "function") {
+      // What a logger would write for it (URL, Decimal, Buffer-like wrappers).
+      const json = (record.toJSON as () => unknown)();
+      const copy = this.walk(json, depth + 1);
+      this.#seen.set(value, copy);
+      return copy;
+    }
+    const copy: Record<string, unknown> = prototype === null ? Object.create(null) : {};
+    this.#seen.set(value, copy);
+    this.copyProperties(record, copy, depth);
+    return copy;
+  }
 
-    const copyProperties = (
-      source: Record<string, unknown>,
-      target: Record<string, unknown>,
-      depth: number,
-    ): void => {
-      for (const key of Object.keys(source)) {
-        let item: unknown;
-        try {
-          item = source[key];
-        } catch {
-          item = "[UNREADABLE]";
-        }
-        const redactedKey = text(key);
-        target[redactedKey] = sensitive(key) ? secretValue(item) : walk(item, depth + 1, key);
+  map(value: Map<unknown, unknown>, depth: number): Map<unknown, unknown> {
+    const copy = new Map<unknown, unknown>();
+    this.#seen.set(value, copy);
+    for (const [key, item] of value) {
+      const isSecret = typeof key === "string" && this.sensitive(key);
+      copy.set(
+        this.walk(key, depth + 1),
+        isSecret
+          ? this.secretValue(item)
+          : this.walk(item, depth + 1, typeof key === "string" ? key : undefined),
+      );
+    }
+    return copy;
+  }
+
+  /** An Error's copy: same prototype; name, message, stack, errors and cause kept non-enumerable. */
+  error(value: Error, depth: number): unknown {
+    const copy = Object.create(Object.getPrototypeOf(value) as object) as Record<string, unknown>;
+    this.#seen.set(value, copy);
+    for (const key of ["name", "message", "stack", "errors"] as const) {
+      const field = (value as unknown as Record<string, unknown>)[key];
+      if (field !== undefined) {
+        Object.defineProperty(copy, key, {
+          value: this.walk(field, depth + 1),
+          writable: true,
+          configurable: true,
+          enumerable: false,
+        });
       }
-    };
+    }
+    if ("cause" in value) {
+      Object.defineProperty(copy, "cause", {
+        value: this.walk(value.cause, depth + 1),
+        writable: true,
+        configurable: true,
+        enumerable: false,
+      });
+    }
+    this.copyProperties(value as unknown as Record<string, unknown>, copy, depth);
+    return copy;
+  }
 
-    return walk(root, 0);
-  }) as DeepRedactor;
-  Object.defineProperty(redactDeepValue, "engine", { value: engine });
-  return redactDeepValue;
+  copyProperties(
+    source: Record<string, unknown>,
+    target: Record<string, unknown>,
+    depth: number,
+  ): void {
+    for (const key of Object.keys(source)) {
+      let item: unknown;
+      try {
+        item = source[key];
+      } catch {
+        item = "[UNREADABLE]";
+      }
+      const redactedKey = this.text(key);
+      target[redactedKey] = this.sensitive(key)
+        ? this.secretValue(item)
+        : this.walk(item, depth + 1, key);
+    }
+  }
 }
 
 /**
