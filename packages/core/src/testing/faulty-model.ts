@@ -137,54 +137,8 @@ export function faultyModel(model: Model, options: FaultyModelOptions = {}): Fau
     throw new InvalidArgumentError(
       "[core] faultyModel(model, options): model must implement the Model contract",
     );
+  checkFaultyModelOptions(options);
   const errors = options.errors ?? {};
-  for (const [call, fault] of Object.entries(errors)) {
-    if (!/^[1-9]\d*$/.test(call))
-      throw new InvalidArgumentError(
-        `[core] faultyModel: errors keys are 1-based call numbers, got ${JSON.stringify(call)}`,
-      );
-    if (!faults.includes(fault))
-      throw new InvalidArgumentError(
-        `[core] faultyModel: errors[${call}] must be one of ${faults.join(", ")}, got ${JSON.stringify(fault)}`,
-      );
-  }
-  for (const [name, table] of Object.entries({
-    streamErrors: options.streamErrors,
-    stalls: options.stalls,
-    cuts: options.cuts,
-  })) {
-    for (const [call, value] of Object.entries(table ?? {})) {
-      const after =
-        name === "streamErrors" ? (value as { afterEvents?: unknown })?.afterEvents : value;
-      if (!/^[1-9]\d*$/.test(call) || !Number.isInteger(after) || (after as number) < 0) {
-        throw new InvalidArgumentError(
-          `[core] faultyModel: ${name} maps 1-based call numbers to ${name === "streamErrors" ? "{ afterEvents: n }" : "an event count"} (n >= 0), got ${JSON.stringify(call)}: ${JSON.stringify(value)}`,
-        );
-      }
-    }
-  }
-  const lists = {
-    invalidToolJson: options.invalidToolJson,
-    malformedToolInput: options.malformedToolInput,
-    maxTokens: options.maxTokens,
-    pauseTurn: options.pauseTurn,
-    refusal: options.refusal,
-  };
-  for (const [name, list] of Object.entries(lists)) {
-    if (
-      list !== undefined &&
-      (!Array.isArray(list) || !list.every((call) => Number.isInteger(call) && call >= 1))
-    ) {
-      throw new InvalidArgumentError(
-        `[core] faultyModel: ${name} must be an array of 1-based call numbers`,
-      );
-    }
-  }
-  for (const key of ["retryAfterMs", "retryAfter"] as const) {
-    const value = options[key];
-    if (value !== undefined && (!Number.isFinite(value) || value < 0))
-      throw new InvalidArgumentError(`[core] faultyModel: ${key} must be a non-negative number`);
-  }
   let calls = 0;
   let innerCalls = 0;
   const injected: InjectedFault[] = [];
@@ -409,4 +363,56 @@ function truncated(response: ModelResponse, request: ModelRequest): ModelRespons
     stop_reason: "max_tokens",
     usage: { ...response.usage, output_tokens: request.max_tokens },
   };
+}
+
+/** Refuses options that name no call (not 1-based) or a fault this wrapper cannot inject. */
+function checkFaultyModelOptions(options: FaultyModelOptions): void {
+  const errors = options.errors ?? {};
+  for (const [call, fault] of Object.entries(errors)) {
+    if (!/^[1-9]\d*$/.test(call))
+      throw new InvalidArgumentError(
+        `[core] faultyModel: errors keys are 1-based call numbers, got ${JSON.stringify(call)}`,
+      );
+    if (!faults.includes(fault))
+      throw new InvalidArgumentError(
+        `[core] faultyModel: errors[${call}] must be one of ${faults.join(", ")}, got ${JSON.stringify(fault)}`,
+      );
+  }
+  for (const [name, table] of Object.entries({
+    streamErrors: options.streamErrors,
+    stalls: options.stalls,
+    cuts: options.cuts,
+  })) {
+    for (const [call, value] of Object.entries(table ?? {})) {
+      const after =
+        name === "streamErrors" ? (value as { afterEvents?: unknown })?.afterEvents : value;
+      if (!/^[1-9]\d*$/.test(call) || !Number.isInteger(after) || (after as number) < 0) {
+        throw new InvalidArgumentError(
+          `[core] faultyModel: ${name} maps 1-based call numbers to ${name === "streamErrors" ? "{ afterEvents: n }" : "an event count"} (n >= 0), got ${JSON.stringify(call)}: ${JSON.stringify(value)}`,
+        );
+      }
+    }
+  }
+  const lists = {
+    invalidToolJson: options.invalidToolJson,
+    malformedToolInput: options.malformedToolInput,
+    maxTokens: options.maxTokens,
+    pauseTurn: options.pauseTurn,
+    refusal: options.refusal,
+  };
+  for (const [name, list] of Object.entries(lists)) {
+    if (
+      list !== undefined &&
+      (!Array.isArray(list) || !list.every((call) => Number.isInteger(call) && call >= 1))
+    ) {
+      throw new InvalidArgumentError(
+        `[core] faultyModel: ${name} must be an array of 1-based call numbers`,
+      );
+    }
+  }
+  for (const key of ["retryAfterMs", "retryAfter"] as const) {
+    const value = options[key];
+    if (value !== undefined && (!Number.isFinite(value) || value < 0))
+      throw new InvalidArgumentError(`[core] faultyModel: ${key} must be a non-negative number`);
+  }
 }
