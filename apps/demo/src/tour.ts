@@ -177,33 +177,7 @@ export async function tour(options: TourOptions): Promise<number> {
     }
   }
 
-  out("");
-  out(colors.bold("What the tour showed"));
-  for (const line of recap) {
-    // Hanging indent: "  ✓ what: ..." and the rest under the text.
-    const [first, ...more] = wrapText(line, width, "    ");
-    out(`  ${first!.trimStart()}`);
-    for (const part of more) out(part);
-  }
-  out("");
-  out(colors.bold("Try next"));
-  const cli = invocation();
-  const next: Array<[string, string]> = [
-    [`${cli} runs${dirFlag}`, "every run above, with status and cost"],
-    [`${cli} trace <runId>${dirFlag}`, "a run's spans as trace.json and a single-file trace.html"],
-    [`${cli} eval`, "the scorecard: each defence switched off must fail a scenario"],
-    [`${cli} <command> --help`, "what each command does"],
-  ];
-  // A command is never cut (it is to be copied): its explanation goes under it when both do
-  // not fit on one line.
-  const column = Math.max(...next.map(([command]) => command.length)) + 3;
-  for (const [command, what] of next) {
-    if (2 + column + what.length <= width) out(`  ${command.padEnd(column)}${colors.dim(what)}`);
-    else {
-      out(`  ${command}`);
-      for (const line of wrapText(what, width, "      ")) out(colors.dim(line));
-    }
-  }
+  closing({ out, colors, width, recap, dirFlag });
   return ok ? 0 : 1;
 }
 
@@ -271,4 +245,42 @@ function crashInChild(
       resolve(/▶ run (run_[0-9a-f]{16})/.exec(plain)?.[1]);
     });
   });
+}
+
+/** The tour's last words: what each chapter showed, and the commands to try next. */
+function closing(parts: {
+  out: (line: string) => void;
+  colors: Colors;
+  width: number;
+  recap: readonly string[];
+  dirFlag: string;
+}): void {
+  const { out, colors, width, recap, dirFlag } = parts;
+  out("");
+  out(colors.bold("What the tour showed"));
+  for (const line of recap) {
+    // Hanging indent: "  ✓ what: ..." and the rest under the text.
+    const [first, ...more] = wrapText(line, width, "    ");
+    out(`  ${first!.trimStart()}`);
+    for (const part of more) out(part);
+  }
+  out("");
+  out(colors.bold("Try next"));
+  const cli = invocation();
+  const next: Array<[string, string]> = [
+    [`${cli} runs${dirFlag}`, "every run above, with status and cost"],
+    [`${cli} trace <runId>${dirFlag}`, "a run's spans as trace.json and a single-file trace.html"],
+    [`${cli} eval`, "the scorecard: each defence switched off must fail a scenario"],
+    [`${cli} <command> --help`, "what each command does"],
+  ];
+  // A command is never cut (it is to be copied): its explanation goes under it when both do
+  // not fit on one line.
+  const column = Math.max(...next.map(([command]) => command.length)) + 3;
+  for (const [command, what] of next) {
+    if (2 + column + what.length <= width) out(`  ${command.padEnd(column)}${colors.dim(what)}`);
+    else {
+      out(`  ${command}`);
+      for (const line of wrapText(what, width, "      ")) out(colors.dim(line));
+    }
+  }
 }
