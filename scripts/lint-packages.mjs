@@ -11,7 +11,8 @@
 //      field pointing at a made-up host;
 //   3. every source map in the tarball names sources that are in the tarball too;
 //   4. `publint --strict` and `attw --profile esm-only` on the tarball (no network);
-//   0. before all of it, scripts/import-circles.mjs: no import circle in any package's sources.
+//   0. before all of it, scripts/import-circles.mjs: no import circle in any package's sources;
+//      scripts/no-outside-pointers.mjs; scripts/function-length.mjs: no function over 150 lines.
 //
 // Exits 1 naming each problem as `[lint:packages] <package>: <what> (<fix>)`.
 import { spawnSync } from "node:child_process";
@@ -91,6 +92,15 @@ const pointers = spawnSync(process.execPath, [join(root, "scripts/no-outside-poi
 if (pointers.status !== 0)
   problems.push(
     "sources: pointers out of the repository (see [outside-pointers] above; name the path or the decision record)",
+  );
+// 0c. No function over 150 lines in packages/*/src and apps/demo/src (tests excluded).
+const lengths = spawnSync(process.execPath, [join(root, "scripts/function-length.mjs")], {
+  cwd: root,
+  stdio: "inherit",
+});
+if (lengths.status !== 0)
+  problems.push(
+    "sources: functions over 150 lines (see [function-length] above; split them by concern)",
   );
 try {
   for (const { dir, manifest } of ordered) {
