@@ -68,6 +68,25 @@ export async function manageContext(
     );
 }
 
+/**
+ * After the API refused a request as too long ("prompt is too long: N tokens > M maximum": the
+ * estimate was wrong), clears every tool result but the last so the step can be sent again.
+ * Returns `false` when the error is another one or there is nothing left to clear.
+ */
+export async function recoverFromOverflow(
+  loop: LoopContext,
+  window: ResolvedContextWindow,
+  writer: RunWriter,
+  error: unknown,
+): Promise<boolean> {
+  const message = String((error as Error)?.message ?? "");
+  const match = /prompt is too long: (\d+) tokens/i.exec(message);
+  if (!match) return false;
+  const before = writer.fold.clearedResults.size;
+  await clearResults(loop, window, writer, 1, "over_limit", Number(match[1]), true);
+  return writer.fold.clearedResults.size > before;
+}
+
 /** Clears tool results older than the last `keepLast`; writes nothing when none is worth clearing. */
 async function clearResults(
   loop: LoopContext,

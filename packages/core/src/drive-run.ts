@@ -1,10 +1,10 @@
 import type { AgentStreamSink } from "./agent-stream.js";
-import { manageContext } from "./context-manager.js";
+import { manageContext, recoverFromOverflow } from "./context-manager.js";
 import { AppendConflictError, LoopguardError } from "./errors.js";
 import type { LoopContext } from "./loop-context.js";
 import { endIfFinal, modelStep } from "./model-step.js";
 import { RunBudgetStop, RunBudgetUnavailableError } from "./run-budgets.js";
-import { type RunResult, resultOf } from "./run-result.js";
+import { type RunResult, resultOf, storeFailedResult } from "./run-result.js";
 import type { RunWriter } from "./run-writer.js";
 import { StopRun } from "./stop-run.js";
 import { runToolTurn } from "./tool-turn.js";
@@ -69,7 +69,13 @@ export async function drive(
       }
       const window = loop.config.contextWindow;
       if (window) await manageContext(loop, window, writer, runSignal);
-      await modelStep(loop, writer, runSignal, sink);
+      try {
+        await modelStep(loop, writer, runSignal, sink);
+      } catch (error) {
+        // Refused as too long despite the estimate: clear and send the step again.
+        if (window && (await recoverFromOverflow(loop, window, writer, error))) continue;
+        throw error;
+      }
     }
   } catch (error) {
     // A run budget that cannot be checked pauses the run (fails closed, the run is not lost).
@@ -104,10 +110,11 @@ async function endAfterError(
   const fold = writer.fold;
   if (writer.broken) {
     const broken = writer.broken;
-    const message = AppendConflictError.isInstance(broken)
-      ? `${(broken as Error).message} (this process stopped advancing the run)`
-      : `[core] the event store failed, so the run stopped before acting: ${(broken as Error)?.message ?? String(broken)}`;
-    return resultOf(fold, loop.vault, { error: message });
+    if (AppendConflictError.isInstance(broken))
+      return resultOf(fold, loop.vault, {
+        error: `${(broken as Error).message} (this process stopped advancing the run)`,
+      });
+    return storeFailedResult(fold, loop.vault, broken);
   }
   const stop =
     error instanceof StopRun
@@ -139,6 +146,8 @@ async function endAfterError(
       });
     }
   } catch {
+    if (writer.broken && !AppendConflictError.isInstance(writer.broken))
+      return storeFailedResult(fold, loop.vault, writer.broken);
     return resultOf(fold, loop.vault, {
       error: String((writer.broken as Error)?.message ?? error),
     });

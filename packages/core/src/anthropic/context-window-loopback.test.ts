@@ -147,6 +147,29 @@ describe("context window against the loopback API (real SDK, limit enforced)", (
     expect(edits[0]!.tokensBefore).toBeGreaterThan(60_000);
   });
 
+  it("a request the API refuses as too long (the estimate was wrong) is cleared and sent again", async () => {
+    // The API's window is smaller than the one the agent was told.
+    const server = await serve(24, 50_000);
+    const store = memoryEventStore();
+    const agent = createAgent({
+      model: claudeModel({ baseURL: server.url, apiKey: fakeKey, model: "claude-sonnet-5-5" }),
+      tools: [fetchPage],
+      store,
+      contextWindow: { maxInputTokens: 90_000 },
+    });
+    const result = await agent.run("Read the whole report", { runId: "run_refused" });
+    expect(result.error ?? result.status).toBe("completed");
+    expect(server.refusedTooLong).toBeGreaterThan(0);
+    const events = await store.read("run_refused");
+    const errors = events.filter((event) => event.type === "model-error");
+    expect(errors).toHaveLength(server.refusedTooLong);
+    for (const error of errors) {
+      const next = events[events.indexOf(error) + 1]!;
+      expect(next.type).toBe("context-edited");
+      expect(next.type === "context-edited" && next.reason).toBe("over_limit");
+    }
+  });
+
   it("a run crashed right after a compaction resumes to the same next request bytes", async () => {
     const options = {
       tools: [fetchPage],
