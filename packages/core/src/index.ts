@@ -13,6 +13,7 @@ export type {
   RunResult,
 } from "./agent.js";
 export { createAgent } from "./agent.js";
+export type { UncertainCall } from "./run-result.js";
 export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
 export { ContextWindowError } from "./context-manager.js";

@@ -11,13 +11,24 @@ export interface BlockedCall {
   decision: DecisionRecord;
 }
 
+/** A tool call that may have acted though its result never reached the log. */
+export interface UncertainCall {
+  tool: string;
+  toolUseId: string;
+  idempotencyKey: string;
+}
+
 /** What a run ended with (or parked with). */
 export interface RunResult {
   runId: string;
   status: RunStatus;
   /** The final answer, or the partial answer of a stopped run. */
   answer: string;
-  /** Why it ended: `end_turn`, `max_tokens`, `refusal`, `budget`, `wall_clock`, `cancelled`, `halted`, `error`. */
+  /**
+   * Why it ended: `end_turn`, `max_tokens`, `refusal`, `budget`, `wall_clock`, `cancelled`,
+   * `halted`, `error`; `not_started` when the store could not record its `run-start` (nothing
+   * ran, nothing to resume).
+   */
   why: string;
   /** The budget limit that stopped it. */
   limit?: "maxSteps" | "maxTokens" | "maxUsd" | "wallClockMs";
@@ -27,6 +38,12 @@ export interface RunResult {
   blocked: BlockedCall[];
   haltReason?: string;
   error?: string;
+  /**
+   * Set when the event store failed after these calls were admitted (their intent is in the
+   * log, their result is not): each may have acted. `resume(runId)` runs them again with the
+   * same `idempotencyKey`, so a tool that hands the key to its side effect acts once.
+   */
+  uncertainCalls?: UncertainCall[];
   /** Set when the run waits on a person. */
   pendingApprovals?: Array<{
     requestId: string;
@@ -104,11 +121,46 @@ export function failedStartResult(runId: string, error: unknown): RunResult {
     runId,
     status: "failed",
     answer: "",
-    why: "error",
+    why: "not_started",
     steps: 0,
     tokens: { input: 0, output: 0 },
     costUsd: 0,
     blocked: [],
-    error: `[core] run ${runId} could not start: the event store did not record its run-start (${message}); nothing was executed, start it again once the store works`,
+    error: `[core] run ${runId} could not start: the event store did not record its run-start (${message}); it was not started, nothing was executed and there is nothing to resume: start it again once the store works`,
+  };
+}
+
+/**
+ * The result of a run whose event store failed mid-run (`broken`: the write that failed). Says
+ * truthfully what may have happened: when calls were admitted and their results never reached
+ * the log, their effects may have happened and `resume` will run them again with the same
+ * idempotency keys; otherwise the run stopped before acting.
+ */
+export function storeFailedResult(
+  fold: RunFold,
+  vault: Vault | undefined,
+  broken: unknown,
+): RunResult {
+  const cause = (broken as Error)?.message ?? String(broken);
+  const runId = fold.start.runId;
+  const uncertain: UncertainCall[] = [...(fold.pendingTurn?.intents.values() ?? [])].map(
+    (intent) => ({
+      tool: intent.tool,
+      toolUseId: intent.toolUseId,
+      idempotencyKey: intent.idempotencyKey,
+    }),
+  );
+  if (uncertain.length === 0)
+    return resultOf(fold, vault, {
+      error: `[core] the event store failed, so the run stopped before acting: ${cause}`,
+    });
+  const calls = uncertain
+    .map((call) => `${call.tool} (${call.toolUseId}, idempotency key ${call.idempotencyKey})`)
+    .join(", ");
+  return {
+    ...resultOf(fold, vault, {
+      error: `[core] the event store failed after ${calls} was admitted, so its result is not in the log: its effect may have happened. resume("${runId}") runs it again with the same idempotency key once the store works; a tool that passes ctx.idempotencyKey to its side effect acts once. Store error: ${cause}`,
+    }),
+    uncertainCalls: uncertain,
   };
 }
