@@ -52,26 +52,14 @@ export interface HookSessionParts {
  * permission callback that read them.
  */
 export class HookSession {
-  readonly #options: LoopguardHooksOptions;
-  readonly #gates: readonly Gate[];
-  readonly #haltOn: readonly string[];
-  readonly #sensitive: ReadonlySet<string>;
-  readonly #run: RunHandle;
-  readonly #enter: EnterRun;
-  readonly #onError: (error: unknown, where: string) => void;
+  readonly #parts: HookSessionParts;
   readonly #verdicts = new Map<string, Promise<Verdict>>();
   readonly #tracked = new Map<string, TrackedCall>();
   readonly #guardedTools = new Map<string, GuardedTool<Record<string, unknown>, unknown>>();
   readonly #timeoutMs: number;
 
   constructor(parts: HookSessionParts) {
-    this.#options = parts.options;
-    this.#gates = parts.gates;
-    this.#haltOn = parts.haltOn;
-    this.#sensitive = parts.sensitive;
-    this.#run = parts.run;
-    this.#enter = parts.enter;
-    this.#onError = parts.onError;
+    this.#parts = parts;
     this.#timeoutMs = parts.options.timeoutMs ?? 600_000;
   }
 
@@ -168,7 +156,7 @@ export class HookSession {
     return {
       behavior: "deny",
       message: verdict.text,
-      ...(this.#run.halted ? { interrupt: true } : {}),
+      ...(this.#parts.run.halted ? { interrupt: true } : {}),
     };
   };
 
@@ -197,16 +185,16 @@ export class HookSession {
       call.admitted.promise.then(() => false),
     ]);
     if (!asked) return { behavior: "allow", updatedInput: input };
-    const halted = () => (this.#run.halted ? { interrupt: true } : {});
-    if (this.#options.canUseTool) {
+    const halted = () => (this.#parts.run.halted ? { interrupt: true } : {});
+    if (this.#parts.options.canUseTool) {
       let answer: PermissionResult;
       try {
-        answer = (await this.#options.canUseTool(toolName, input, callOptions)) ?? {
+        answer = (await this.#parts.options.canUseTool(toolName, input, callOptions)) ?? {
           behavior: "deny",
           message: "[claude-agent-sdk] the permission callback gave no answer",
         };
       } catch (error) {
-        this.#onError(error, "canUseTool");
+        this.#parts.onError(error, "canUseTool");
         answer = {
           behavior: "deny",
           message: "[claude-agent-sdk] the permission callback failed",
@@ -238,7 +226,7 @@ export class HookSession {
   ): Promise<Verdict> {
     const known = this.#verdicts.get(toolUseId);
     if (known) return known;
-    const verdict = this.#enter(() => this.#judgeOnce(toolName, input, toolUseId, deferAsks));
+    const verdict = this.#parts.enter(() => this.#judgeOnce(toolName, input, toolUseId, deferAsks));
     this.#verdicts.set(toolUseId, verdict);
     // Keep the map small: a decision is read at most twice (the hook, then canUseTool).
     if (this.#verdicts.size > 1_000) this.#verdicts.delete(this.#verdicts.keys().next().value!);
@@ -251,8 +239,8 @@ export class HookSession {
     toolUseId: string,
     deferAsks: boolean,
   ): Promise<Verdict> {
-    const theRun = this.#run;
-    const options = this.#options;
+    const theRun = this.#parts.run;
+    const options = this.#parts.options;
     const args =
       input !== null && typeof input === "object" && !Array.isArray(input)
         ? (input as Record<string, unknown>)
@@ -262,7 +250,7 @@ export class HookSession {
       args,
       toolUseId,
       idempotencyKey: `${theRun.runId}:${toolUseId}`,
-      sensitive: this.#sensitive.has(toolName),
+      sensitive: this.#parts.sensitive.has(toolName),
       idempotent: false,
       run: theRun,
     };
@@ -270,18 +258,18 @@ export class HookSession {
     const judgement = await judgeCall({
       call,
       tool: passThroughTool(toolName, call.sensitive),
-      gates: this.#gates,
-      haltOn: this.#haltOn,
+      gates: this.#parts.gates,
+      haltOn: this.#parts.haltOn,
       approve: async (ask) => {
         if (options.approver)
-          return askApprover(options, call, ask.reason, ask.message, this.#onError);
+          return askApprover(options, call, ask.reason, ask.message, this.#parts.onError);
         if (deferAsks) {
           deferred = ask.message;
           return { type: "park" };
         }
         return { type: "deny", why: "no_approver" };
       },
-      onError: this.#onError,
+      onError: this.#parts.onError,
     });
     if (judgement.type === "allow") {
       theRun.calls.push({ tool: toolName, argsDigest: digestOf(judgement.args), toolUseId });
@@ -315,18 +303,18 @@ export class HookSession {
    * output is scanned on the way back.
    */
   #guardedOf(toolName: string): GuardedTool<Record<string, unknown>, unknown> {
-    const options = this.#options;
+    const options = this.#parts.options;
     let guarded = this.#guardedTools.get(toolName);
     if (!guarded) {
       const tool = sdkExecutedTool(
         toolName,
-        this.#sensitive.has(toolName),
+        this.#parts.sensitive.has(toolName),
         this.#timeoutMs,
         this.#tracked,
       );
       guarded = guardTool(tool, {
-        gates: this.#gates,
-        haltOn: this.#haltOn,
+        gates: this.#parts.gates,
+        haltOn: this.#parts.haltOn,
         ...(options.scanner ? { scanner: options.scanner } : {}),
         ...(options.envelope ? { envelope: options.envelope } : {}),
         approval: { timeoutMs: options.approvalTimeoutMs ?? 300_000 },
@@ -340,7 +328,7 @@ export class HookSession {
             call.asked.resolve(request.message);
             return call.permission.promise;
           }),
-        onError: this.#onError,
+        onError: this.#parts.onError,
       });
       this.#guardedTools.set(toolName, guarded);
     }
@@ -361,7 +349,7 @@ export class HookSession {
         ? (input as Record<string, unknown>)
         : {};
     const guarded = this.#guardedOf(toolName);
-    call.outcome = this.#enter(() => guarded(args, { toolUseId }));
+    call.outcome = this.#parts.enter(() => guarded(args, { toolUseId }));
     void call.outcome.finally(() => {
       this.#tracked.delete(toolUseId);
     });
@@ -376,11 +364,11 @@ export class HookSession {
         permissionDecisionReason: text,
       },
     };
-    return this.#run.halted
+    return this.#parts.run.halted
       ? {
           ...output,
           continue: false,
-          stopReason: `loopguard halted the run (${this.#run.haltReason})`,
+          stopReason: `loopguard halted the run (${this.#parts.run.haltReason})`,
         }
       : output;
   }
@@ -399,20 +387,20 @@ export class HookSession {
   }
 
   async #scanAlone(toolName: string, id: string, response: unknown): Promise<HookJSONOutput> {
-    const options = this.#options;
+    const options = this.#parts.options;
     const text = formatToolOutput(response);
     const provenance = {
       source: "tool_output" as const,
       tool: toolName,
       toolUseId: id,
-      runId: this.#run.runId,
+      runId: this.#parts.run.runId,
     };
     let scan: ScanResult | undefined;
     if (options.scanner) {
       try {
         scan = await options.scanner.scan(text, provenance);
       } catch (error) {
-        this.#onError(error, `scanner ${options.scanner.name}`);
+        this.#parts.onError(error, `scanner ${options.scanner.name}`);
         scan = {
           verdict: "suspicious",
           score: 0.5,
@@ -421,7 +409,7 @@ export class HookSession {
       }
     }
     const shown = options.envelope ? options.envelope(text, provenance, scan) : text;
-    this.#run.outputs.push({
+    this.#parts.run.outputs.push({
       tool: toolName,
       toolUseId: id,
       text: shown,

@@ -300,28 +300,11 @@ export function compilePrefilter(
   anchorsOfRules: readonly (readonly RuleAnchor[] | undefined)[],
   startsOfRules: readonly (readonly string[] | undefined)[] = [],
 ): RulePrefilter {
-  const {
-    ruleGroups,
-    groupScripts,
-    groupSubstrings,
-    charGroups,
-    wordGroups,
-    startGroupOfRule,
-    startGroups,
-    groupCount,
-  } = anchorGroups(anchorsOfRules, startsOfRules);
-  const {
-    table1,
-    table2,
-    table3,
-    has3,
-    entryWords,
-    slotStarts,
-    groupStarts,
-    groupsFlat,
-    entryStarts,
-    wordBytes,
-  } = wordTables(wordGroups);
+  const groups = anchorGroups(anchorsOfRules, startsOfRules);
+  const { ruleGroups, groupScripts, groupSubstrings, charGroups, wordGroups } = groups;
+  const { startGroupOfRule, startGroups, groupCount } = groups;
+  const words = wordTables(wordGroups);
+  const { table1, table2, table3, has3, entryWords } = words;
   const charIndex = new Int32Array(128).fill(-1);
   const charList: number[][] = [];
   for (const [code, groups] of charGroups) {
@@ -335,17 +318,9 @@ export function compilePrefilter(
   const readAscii = createAsciiReader();
   const readUnits = createUnitReader();
   const tables: Tables = {
-    table2,
-    table3,
-    has3,
-    slotStarts,
-    entryStarts,
-    wordBytes,
-    groupStarts,
-    groupsFlat,
+    ...words,
     hit,
     seenChar,
-    table1,
     isStart: new Uint8Array(groupCount),
     positions: Array.from({ length: groupCount }, () => new Int32Array(16)),
     counts: new Int32Array(groupCount),
