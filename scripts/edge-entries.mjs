@@ -22,6 +22,7 @@ export const edgeEntries = [
   ["@loopguard/injection", "."],
   ["@loopguard/redact", "."],
   ["@loopguard/ai-sdk", "."],
+  ["@loopguard/cloudflare", "."],
 ];
 const allowed = new Set(["node:async_hooks"]);
 const conditions = ["import", "default", "module"];
