@@ -9,6 +9,13 @@ import type { LoopContext } from "./loop-context.js";
 import { revealThinking } from "./model-step.js";
 import type { RunWriter } from "./run-writer.js";
 
+/**
+ * Clearing that leaves the conversation above this share of its own threshold left too little
+ * room: it would run again within a few steps, moving the cache each time, so compaction
+ * (when configured) runs now.
+ */
+const clearingHeadroom = 0.5;
+
 /** The estimate within this share of the window is checked with the model's count-tokens endpoint. */
 const countMargin = 0.05;
 
@@ -23,7 +30,8 @@ export class ContextWindowError extends LoopguardError {
 /**
  * Keeps the next request inside the context window, before each model step: finishes a
  * compaction a crashed process left open, clears older tool results past
- * `clearToolResults.atFraction`, compacts past `compact.atFraction` (clearing when that fails),
+ * `clearToolResults.atFraction`, compacts past `compact.atFraction` or when clearing left the
+ * conversation past its threshold (clearing when compaction fails),
  * and, when the estimate is within 5% of the window, counts exactly (where the model can) and
  * clears all but the last result rather than send a request over it. Every edit is an event,
  * so a resumed run rebuilds the same conversation. Throws `ContextWindowError` when even that
@@ -44,9 +52,15 @@ export async function manageContext(
     if (!done)
       await clearResults(loop, window, writer, fallbackKeep, "compaction_failed", estimate());
   }
-  if (window.clear && estimate() >= window.clear.atFraction * limit)
+  // Clearing that leaves little room under its own threshold (stubs and turns have piled up:
+  // clearing would run again within a few steps and move the cache each time) hands over to
+  // compaction.
+  let clearingFellShort = false;
+  if (window.clear && estimate() >= window.clear.atFraction * limit) {
     await clearResults(loop, window, writer, window.clear.keepLast, "threshold", estimate());
-  if (window.compact && estimate() >= window.compact.atFraction * limit) {
+    clearingFellShort = estimate() >= clearingHeadroom * window.clear.atFraction * limit;
+  }
+  if (window.compact && (clearingFellShort || estimate() >= window.compact.atFraction * limit)) {
     const done = await compactContext(loop, window.compact, writer, signal);
     if (!done)
       await clearResults(loop, window, writer, fallbackKeep, "compaction_failed", estimate());

@@ -218,6 +218,30 @@ describe("compaction", () => {
     expect(result.costUsd).toBeCloseTo(stepCosts + compactionCosts, 10);
   });
 
+  it("compacts when clearing leaves too little room under its threshold, before the compaction threshold", async () => {
+    const model = pagesModel(20);
+    const store = memoryEventStore();
+    const agent = createAgent({
+      model,
+      tools: [fetchPage],
+      store,
+      // Three kept results (about 15 000 tokens) stay above half of the clearing threshold.
+      contextWindow: {
+        maxInputTokens: 40_000,
+        clearToolResults: { keepLast: 3, atFraction: 0.5 },
+        compact: { atFraction: 0.95 },
+      },
+    });
+    const result = await agent.run("Read the report", { runId: "run_short" });
+    expect(result.status).toBe("completed");
+    const events = await store.read("run_short");
+    const compacted = ofType(events, "context-compacted");
+    expect(compacted.length).toBeGreaterThan(0);
+    for (const event of compacted) expect(event.tokensBefore).toBeLessThan(0.95 * 40_000);
+    const at = events.indexOf(compacted[0]!);
+    expect(events.slice(0, at).some((event) => event.type === "context-edited")).toBe(true);
+  });
+
   for (const [name, reply, reason] of [
     ["an empty summary", { content: "  " }, "empty_summary"],
     [
