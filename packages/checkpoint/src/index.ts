@@ -44,6 +44,8 @@ export {
   StoreClosedError,
   StoreWriteError,
 } from "./store-errors.js";
+export type { SubmitRetryOptions } from "./submit-connections.js";
+export { closeSubmitConnections } from "./submit-connections.js";
 export { verifyRun } from "./verify-run.js";
 export type {
   AgentFactory,

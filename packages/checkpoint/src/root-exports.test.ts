@@ -14,6 +14,7 @@ describe("@loopguard/checkpoint's root exports", () => {
       "StoreClosedError",
       "StoreWriteError",
       "approveQueuedRun",
+      "closeSubmitConnections",
       "createWorker",
       "isValidRunId",
       "jsonlEventStore",

@@ -50,6 +50,7 @@ export interface QueueClient {
   getQueue?(name: string): Promise<{ expireInSeconds?: number | null } | null>;
   updateQueue(name: string, options?: Record<string, unknown>): Promise<void>;
   send(name: string, data: object, options: Record<string, unknown>): Promise<string | null>;
+  getJobById?(name: string, id: string): Promise<unknown>;
   fetch(name: string, options?: Record<string, unknown>): Promise<QueueJob[]>;
   complete(name: string, id: string, data?: object, options?: { db?: QueueDb }): Promise<unknown>;
   fail(name: string, id: string, data?: object, options?: { db?: QueueDb }): Promise<unknown>;

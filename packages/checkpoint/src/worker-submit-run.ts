@@ -1,11 +1,18 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import {
   type ApprovalAnswer,
   InvalidArgumentError,
   type JsonValue,
   type RunResult,
 } from "@loopguard/core";
-import { type PostgresEventStore, postgresEventStore } from "./postgres-event-store.js";
+import type { PostgresEventStore } from "./postgres-event-store.js";
+import {
+  resolveSubmitRetry,
+  type SubmitRetryOptions,
+  submitConnection,
+  unreachableSubmitError,
+  withConnectionRetry,
+} from "./submit-connections.js";
 import {
   ensureQueue,
   openQueue,
@@ -24,8 +31,19 @@ export interface RunQueueTarget extends RunQueueOptions {
   boss?: QueueClient;
   /** The event store (needed by `approveQueuedRun`; its pool carries the queue when `boss` is absent). */
   store?: PostgresEventStore;
-  /** Opens a store on this database for the call (closed after it). */
+  /**
+   * Reaches this database through a small pool, store and pg-boss made on the first call and
+   * reused by later ones with the same string, schema and queue (`closeSubmitConnections()`
+   * closes them; an idle one never keeps the process alive).
+   */
   connectionString?: string;
+  /**
+   * How `submitRun` retries a connection error (refused, reset, the server shutting down or
+   * starting): up to `maxAttempts` (8) with a doubling wait from `baseDelayMs` (100) to
+   * `maxDelayMs` (2 000); `false` tries once. A retry reuses the job's id, so a submission
+   * whose answer was lost is never queued twice.
+   */
+  retry?: SubmitRetryOptions | false;
   /** The store's schema. Default `loopguard`. */
   schema?: string;
 }
@@ -98,12 +116,26 @@ export async function submitRun(
     ...(tenant !== undefined ? { tenant } : {}),
     ...(priority !== undefined ? { priority } : {}),
   };
-  const jobId = await withQueue(target, where, false, async (boss, settings) =>
-    boss.send(settings.queue, data, {
-      ...submitJobSettings(settings),
-      singletonKey: runId,
-      ...(priority !== undefined ? { priority } : {}),
-    }),
+  const retry = resolveSubmitRetry(target?.retry, where);
+  // One id for every attempt: pg-boss inserts a job id once (ON CONFLICT DO NOTHING).
+  const id = randomUUID();
+  const jobId = await withConnectionRetry(
+    retry,
+    (attempt) =>
+      withQueue(target, where, false, async (boss, settings) => {
+        const sent = await boss.send(settings.queue, data, {
+          ...submitJobSettings(settings),
+          id,
+          singletonKey: runId,
+          ...(priority !== undefined ? { priority } : {}),
+        });
+        // A retry after a lost answer: the first attempt may have queued it after all.
+        if (sent === null && attempt > 1 && (await boss.getJobById?.(settings.queue, id)))
+          return id;
+        return sent;
+      }),
+    (error, attempts) =>
+      unreachableSubmitError(error, attempts, target.connectionString, runId, where),
   );
   return { runId, jobId };
 }
@@ -196,21 +228,19 @@ async function withQueue<T>(
     throw new InvalidArgumentError(
       `[checkpoint] ${where}: pass store or connectionString: the answer is written to the run's log`,
     );
-  const ownsStore = !target.store && target.connectionString !== undefined;
-  const store =
-    target.store ??
-    (target.connectionString !== undefined
-      ? postgresEventStore({
-          connectionString: target.connectionString,
-          schema: target.schema ?? "loopguard",
-          max: 2,
-        })
-      : undefined);
-  const settings = resolveQueueOptions(
-    target,
-    store?.schema ?? target.schema ?? "loopguard",
-    where,
-  );
+  const schema = target.store?.schema ?? target.schema ?? "loopguard";
+  const settings = resolveQueueOptions(target, schema, where);
+  if (!target.store && target.connectionString !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(target.connectionString))
+      throw new InvalidArgumentError(
+        `[checkpoint] ${where}: connectionString must start with postgres:// or postgresql://`,
+      );
+    // Reused across calls: the pool, the store (migrated once) and a started pg-boss.
+    const cached = await submitConnection(target.connectionString, schema, settings, where);
+    if (target.boss) await ensureQueue(target.boss, settings);
+    return work(target.boss ?? cached.boss, settings, cached.store);
+  }
+  const store = target.store;
   let boss = target.boss;
   const ownsBoss = boss === undefined;
   try {
@@ -220,7 +250,6 @@ async function withQueue<T>(
   } finally {
     if (ownsBoss)
       await boss?.stop({ graceful: false, close: false, wait: true }).catch(() => undefined);
-    if (ownsStore) await store?.close();
   }
 }
 
