@@ -13,7 +13,6 @@ export type {
   RunResult,
 } from "./agent.js";
 export { createAgent } from "./agent.js";
-export type { UncertainCall } from "./run-result.js";
 export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
 export { ContextWindowError } from "./context-manager.js";
@@ -44,8 +43,11 @@ export type {
   ToolCall,
 } from "./contracts/gate.js";
 export type {
+  BatchResult,
   BucketSpec,
   CounterSpec,
+  LimitOperation,
+  LimitOperationResult,
   LimitStore,
   ReserveResult,
   TakeResult,
@@ -148,6 +150,7 @@ export type { ModelPrice } from "./pricing.js";
 export { claudePrices, costOf, priceOf, priceTableDate } from "./pricing.js";
 export type { RetryOptions } from "./retry.js";
 export { RunBudgetUnavailableError } from "./run-budgets.js";
+export type { UncertainCall } from "./run-result.js";
 export type { AdmittedCall, RefusedCall, RunContextInput, SeenOutput, Spend } from "./run-state.js";
 export type { ExporterShutdownReport, ShutdownReport } from "./run-telemetry.js";
 export { shutdownExporters } from "./run-telemetry.js";

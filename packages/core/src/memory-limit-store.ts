@@ -1,11 +1,15 @@
 import type {
+  BatchResult,
   BucketSpec,
   CounterSpec,
+  LimitOperation,
+  LimitOperationResult,
   LimitStore,
   ReserveResult,
   TakeResult,
 } from "./contracts/limit-store.js";
 import { InvalidArgumentError } from "./errors.js";
+import { checkLimitOperations } from "./limit-batch.js";
 import { limitSpecs } from "./limit-specs.js";
 
 interface Bucket {
@@ -26,16 +30,89 @@ const maxBuckets = 10_000;
 /**
  * A LimitStore in this process's memory: the limits hold for one process only (use
  * `postgresLimitStore` from `@loopguard/checkpoint` for a fleet). JavaScript runs one callback
- * at a time, so every operation is atomic. Counters are dropped once their window has passed.
+ * at a time, so every operation (and every `batch`) is atomic. Counters are dropped once their
+ * window has passed.
  *
  * @example
  * const gate = rateLimit({ tool: "send_email", capacity: 5, refillPerSecond: 0.1 }, { store: memoryLimitStore() });
  */
 export function memoryLimitStore(): LimitStore {
-  const buckets = new Map<string, Bucket>();
-  const counters = new Map<string, Counter>();
-  const owners = new Map<string, string>();
+  const buckets = bucketState();
+  const counters = counterState();
+  const apply = (operation: LimitOperation, now: number): LimitOperationResult => {
+    switch (operation.type) {
+      case "take":
+        return {
+          type: "take",
+          ...buckets.take(operation.key, operation.bucket, now, countOf(operation.count)),
+        };
+      case "reserve":
+        return {
+          type: "reserve",
+          ...counters.reserve(
+            operation.key,
+            operation.counter,
+            operation.amount,
+            operation.id,
+            now,
+          ),
+        };
+      default:
+        counters.settle(operation.key, operation.id, operation.actual, now);
+        return { type: "settle", ok: true };
+    }
+  };
+  return {
+    name: "memory",
+    async take(key, spec, options): Promise<TakeResult> {
+      return buckets.take(key, spec, nowOf(options.now), countOf(options.count));
+    },
+    async refund(key, spec, options) {
+      buckets.refund(key, spec, nowOf(options.now), countOf(options.count));
+    },
+    async reserve(key, spec, amount, options): Promise<ReserveResult> {
+      checkKey(key);
+      checkCounter(spec);
+      if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0)
+        throw new InvalidArgumentError(
+          `[core] limit store reserve: amount must be a finite number >= 0, got ${String(amount)}`,
+        );
+      if (typeof options?.id !== "string" || options.id === "")
+        throw new InvalidArgumentError(
+          "[core] limit store reserve: options.id must be a non-empty string",
+        );
+      return counters.reserve(key, spec, amount, options.id, nowOf(options.now));
+    },
+    async settle(key, id, actual, options) {
+      checkKey(key);
+      if (typeof actual !== "number" || !Number.isFinite(actual) || actual < 0)
+        throw new InvalidArgumentError(
+          `[core] limit store settle: actual must be a finite number >= 0, got ${String(actual)}`,
+        );
+      counters.settle(key, id, actual, nowOf(options.now));
+    },
+    // One callback: atomic in JavaScript. A refused batch puts the state back, then settles.
+    async batch(operations, options): Promise<BatchResult> {
+      checkLimitOperations(operations, "[core] limit store");
+      const now = nowOf(options?.now);
+      // Whole-state copies: a batch on a store with many keys costs their copy, once.
+      const saved = { buckets: buckets.snapshot(), counters: counters.snapshot() };
+      const results = operations.map((operation) => apply(operation, now));
+      const ok = results.every((result) => result.ok);
+      if (!ok) {
+        buckets.restore(saved.buckets);
+        counters.restore(saved.counters);
+        for (const operation of operations) if (operation.type === "settle") apply(operation, now);
+      }
+      return { ok, results };
+    },
+    async close() {},
+  };
+}
 
+/** The token buckets of a memory store. */
+function bucketState() {
+  let buckets = new Map<string, Bucket>();
   const refill = (bucket: Bucket, spec: BucketSpec, now: number) => {
     if (now > bucket.updatedMs) {
       bucket.tokens = Math.min(
@@ -65,25 +142,9 @@ export function memoryLimitStore(): LimitStore {
     refill(bucket, spec, now);
     return bucket;
   };
-  const expire = (now: number) => {
-    for (const [name, counter] of counters) {
-      if (counter.windowEnd <= now) {
-        counters.delete(name);
-        for (const id of counter.reservations.keys()) owners.delete(`${name}\u0000${id}`);
-      }
-    }
-  };
-  const used = (counter: Counter): number => {
-    let total = counter.settled;
-    for (const amount of counter.reservations.values()) total += amount;
-    return total;
-  };
-
   return {
-    name: "memory",
-    async take(key, spec, options): Promise<TakeResult> {
-      const count = countOf(options.count);
-      const bucket = bucketOf(key, spec, nowOf(options.now));
+    take(key: string, spec: BucketSpec, now: number, count: number): TakeResult {
+      const bucket = bucketOf(key, spec, now);
       if (bucket.tokens >= count) {
         bucket.tokens -= count;
         return { ok: true, remaining: bucket.tokens, retryAfterMs: 0 };
@@ -94,23 +155,44 @@ export function memoryLimitStore(): LimitStore {
         retryAfterMs: Math.ceil(((count - bucket.tokens) / spec.refillPerSecond) * 1000),
       };
     },
-    async refund(key, spec, options) {
-      const count = countOf(options.count);
-      const bucket = bucketOf(key, spec, nowOf(options.now));
+    refund(key: string, spec: BucketSpec, now: number, count: number): void {
+      const bucket = bucketOf(key, spec, now);
       bucket.tokens = Math.min(spec.capacity, bucket.tokens + count);
     },
-    async reserve(key, spec, amount, options): Promise<ReserveResult> {
-      checkKey(key);
-      checkCounter(spec);
-      if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0)
-        throw new InvalidArgumentError(
-          `[core] limit store reserve: amount must be a finite number >= 0, got ${String(amount)}`,
-        );
-      if (typeof options?.id !== "string" || options.id === "")
-        throw new InvalidArgumentError(
-          "[core] limit store reserve: options.id must be a non-empty string",
-        );
-      const now = nowOf(options.now);
+    snapshot: () => new Map([...buckets].map(([key, bucket]) => [key, { ...bucket }])),
+    restore(saved: Map<string, Bucket>): void {
+      buckets = saved;
+    },
+  };
+}
+
+/** The windowed counters of a memory store, and which counter holds each reservation. */
+function counterState() {
+  let counters = new Map<string, Counter>();
+  let owners = new Map<string, string>();
+  const expire = (now: number) => {
+    for (const [name, counter] of counters) {
+      if (counter.windowEnd <= now) {
+        counters.delete(name);
+        // Owners are keyed by the counter's key (its name without the window start).
+        const key = name.slice(0, name.lastIndexOf("\u0000"));
+        for (const id of counter.reservations.keys()) owners.delete(`${key}\u0000${id}`);
+      }
+    }
+  };
+  const used = (counter: Counter): number => {
+    let total = counter.settled;
+    for (const amount of counter.reservations.values()) total += amount;
+    return total;
+  };
+  return {
+    reserve(
+      key: string,
+      spec: CounterSpec,
+      amount: number,
+      id: string,
+      now: number,
+    ): ReserveResult {
       expire(now);
       const name = `${key}\u0000${spec.windowStart}`;
       let counter = counters.get(name);
@@ -122,20 +204,15 @@ export function memoryLimitStore(): LimitStore {
         };
         counters.set(name, counter);
       }
-      if (counter.reservations.has(options.id)) return { ok: true, used: used(counter) };
+      if (counter.reservations.has(id)) return { ok: true, used: used(counter) };
       const before = used(counter);
       if (before + amount > spec.cap) return { ok: false, used: before };
-      counter.reservations.set(options.id, amount);
-      owners.set(`${key}\u0000${options.id}`, name);
+      counter.reservations.set(id, amount);
+      owners.set(`${key}\u0000${id}`, name);
       return { ok: true, used: before + amount };
     },
-    async settle(key, id, actual, options) {
-      checkKey(key);
-      if (typeof actual !== "number" || !Number.isFinite(actual) || actual < 0)
-        throw new InvalidArgumentError(
-          `[core] limit store settle: actual must be a finite number >= 0, got ${String(actual)}`,
-        );
-      expire(nowOf(options.now));
+    settle(key: string, id: string, actual: number, now: number): void {
+      expire(now);
       const name = owners.get(`${key}\u0000${id}`);
       const counter = name === undefined ? undefined : counters.get(name);
       if (!counter?.reservations.has(id)) return;
@@ -143,7 +220,19 @@ export function memoryLimitStore(): LimitStore {
       owners.delete(`${key}\u0000${id}`);
       counter.settled += actual;
     },
-    async close() {},
+    snapshot: () => ({
+      counters: new Map(
+        [...counters].map(([name, counter]) => [
+          name,
+          { ...counter, reservations: new Map(counter.reservations) },
+        ]),
+      ),
+      owners: new Map(owners),
+    }),
+    restore(saved: { counters: Map<string, Counter>; owners: Map<string, string> }): void {
+      counters = saved.counters;
+      owners = saved.owners;
+    },
   };
 }
 

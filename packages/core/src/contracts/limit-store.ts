@@ -46,6 +46,29 @@ export interface ReserveResult {
   used: number;
 }
 
+/** One operation of a `batch`. */
+export type LimitOperation =
+  | { type: "take"; key: string; bucket: BucketSpec; count?: number }
+  | { type: "reserve"; key: string; counter: CounterSpec; amount: number; id: string }
+  | { type: "settle"; key: string; id: string; actual: number };
+
+/** What one operation of a `batch` found, in the order given. */
+export type LimitOperationResult =
+  | ({ type: "take" } & TakeResult)
+  | ({ type: "reserve" } & ReserveResult)
+  | { type: "settle"; ok: true };
+
+/** What a `batch` did. */
+export interface BatchResult {
+  /** Whether every take and reserve was admitted (and so applied). */
+  ok: boolean;
+  /**
+   * One result per operation, in the order given. When `ok` is false, no take or reserve was
+   * applied, even those whose own `ok` is true (they were rolled back); settles always are.
+   */
+  results: LimitOperationResult[];
+}
+
 /** A limit store. */
 export interface LimitStore {
   /** A name for diagnostics, e.g. `memory`, `postgres`. */
@@ -77,6 +100,14 @@ export interface LimitStore {
    * 0 releases it). Settling an unknown or settled id does nothing.
    */
   settle(key: string, id: string, actual: number, options: { now: number }): Promise<void>;
+  /**
+   * Optional: several operations in one round trip, e.g. a tool call's rate limits on a few
+   * buckets, or the settle of one step and the reservation of the next. Settles are always
+   * applied. Takes and reserves are all or nothing: when any is refused, none of them is
+   * applied. Operations on one key apply in the order given. Callers without it fall back to
+   * the single calls (`limitBatch` from `@loopguard/core/plugin` does both).
+   */
+  batch?(operations: readonly LimitOperation[], options: { now: number }): Promise<BatchResult>;
   /** Releases resources; safe to call twice. */
   close?(): Promise<void>;
 }

@@ -15,6 +15,7 @@ export { formatToolOutput } from "../execute.js";
 export type { PendingTurn } from "../fold.js";
 export { foldRun, RunFold, textOf } from "../fold.js";
 export { canonicalJson } from "../json.js";
+export { checkLimitOperations, limitBatch } from "../limit-batch.js";
 export { limitSpecs } from "../limit-specs.js";
 export { latinLookAlikes } from "../look-alikes.js";
 export { filterSummaries } from "../memory-event-store.js";

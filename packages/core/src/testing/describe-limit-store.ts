@@ -21,7 +21,9 @@ const keyOf = (label: string) =>
  * Registers the LimitStore conformance cases: buckets start full, take never overdraws (also
  * under concurrent takes), refill follows the clock, refunds cap at capacity, reservations
  * hold under concurrency, are idempotent by id, settle to the actual amount, and counters of
- * another window are other counters.
+ * another window are other counters. A store with `batch` also gets its cases: several takes
+ * and a reserve in one call, all or nothing (settles always applied), also under concurrency;
+ * `limitBatch` (the fallback for stores without it) is checked by core's own tests.
  *
  * @example
  * await describeLimitStore({ name: "memoryLimitStore", create: () => memoryLimitStore() });
@@ -43,6 +45,7 @@ export async function describeLimitStore(options: LimitStoreSuiteOptions): Promi
   describe(`${options.name} (LimitStore conformance)`, () => {
     bucketCases(vitest, create);
     counterCases(vitest, create);
+    batchCases(vitest, create);
   });
 }
 
@@ -215,5 +218,143 @@ function counterCases(vitest: Vitest, create: () => Promise<LimitStore>): void {
     const store = await create();
     await store.close?.();
     await store.close?.();
+  });
+}
+
+/** `batch`: all or nothing for takes and reserves, settles always applied, atomic under concurrency. */
+function batchCases(vitest: Vitest, create: () => Promise<LimitStore>): void {
+  const { expect, it } = vitest;
+  const day = { cap: 10, windowStart: t0, windowMs: 86_400_000 };
+  it("batch: several takes and a reserve in one call, applied together when all fit", async () => {
+    const store = await create();
+    if (!store.batch) return;
+    const [a, b, budget] = [keyOf("batch-a"), keyOf("batch-b"), keyOf("batch-usd")];
+    const result = await store.batch(
+      [
+        { type: "take", key: a, bucket },
+        { type: "take", key: b, bucket, count: 2 },
+        { type: "reserve", key: budget, counter: day, amount: 4, id: "s1" },
+      ],
+      { now: t0 },
+    );
+    expect(result.ok).toBe(true);
+    expect(result.results.map((item) => [item.type, item.ok])).toEqual([
+      ["take", true],
+      ["take", true],
+      ["reserve", true],
+    ]);
+    expect(result.results[1]).toMatchObject({ remaining: expect.closeTo(1, 6) });
+    expect(result.results[2]).toMatchObject({ used: 4 });
+    expect((await store.take(a, bucket, { now: t0 })).remaining).toBeCloseTo(1, 6);
+    expect((await store.take(b, bucket, { now: t0, count: 2 })).ok).toBe(false);
+    expect(await store.reserve(budget, day, 7, { id: "s2", now: t0 })).toEqual({
+      ok: false,
+      used: 4,
+    });
+  });
+
+  it("batch: one refusal applies none of the takes and reserves, and says which was refused", async () => {
+    const store = await create();
+    if (!store.batch) return;
+    const [a, empty, budget] = [keyOf("batch-a"), keyOf("batch-empty"), keyOf("batch-usd")];
+    await store.take(empty, bucket, { now: t0, count: 3 });
+    const result = await store.batch(
+      [
+        { type: "take", key: a, bucket, count: 2 },
+        { type: "reserve", key: budget, counter: day, amount: 5, id: "s1" },
+        { type: "take", key: empty, bucket },
+      ],
+      { now: t0 },
+    );
+    expect(result.ok).toBe(false);
+    expect(result.results.map((item) => item.ok)).toEqual([true, true, false]);
+    expect(result.results[2]).toMatchObject({ type: "take", retryAfterMs: 1000 });
+    // Nothing was applied: bucket a is full, the counter holds nothing.
+    expect((await store.take(a, bucket, { now: t0, count: 3 })).ok).toBe(true);
+    expect(await store.reserve(budget, day, 10, { id: "s9", now: t0 })).toEqual({
+      ok: true,
+      used: 10,
+    });
+  });
+
+  it("batch: a settle applies even when the reserve after it is refused; settle then reserve on one key sees the settle", async () => {
+    const store = await create();
+    if (!store.batch) return;
+    const budget = keyOf("batch-usd");
+    await store.reserve(budget, day, 8, { id: "step1", now: t0 });
+    // The settle frees 6 (8 held, 2 spent): the next step's 7 fits only after it.
+    const fits = await store.batch(
+      [
+        { type: "settle", key: budget, id: "step1", actual: 2 },
+        { type: "reserve", key: budget, counter: day, amount: 7, id: "step2" },
+      ],
+      { now: t0 },
+    );
+    expect(fits).toEqual({
+      ok: true,
+      results: [
+        { type: "settle", ok: true },
+        { type: "reserve", ok: true, used: 9 },
+      ],
+    });
+    const refused = await store.batch(
+      [
+        { type: "settle", key: budget, id: "step2", actual: 7 },
+        { type: "reserve", key: budget, counter: day, amount: 2, id: "step3" },
+      ],
+      { now: t0 },
+    );
+    expect(refused.ok).toBe(false);
+    expect(refused.results[1]).toEqual({ type: "reserve", ok: false, used: 9 });
+    // The settle stayed: 9 spent, nothing held.
+    expect(await store.reserve(budget, day, 1, { id: "step4", now: t0 })).toEqual({
+      ok: true,
+      used: 10,
+    });
+  });
+
+  it("batch: concurrent batches never overdraw a bucket or cross a cap, and each is all or nothing", async () => {
+    const store = await create();
+    if (!store.batch) return;
+    const [tokens, budget] = [keyOf("batch-race"), keyOf("batch-race-usd")];
+    const spec = { capacity: 8, refillPerSecond: 0.001 };
+    const cap = { cap: 5, windowStart: t0, windowMs: 86_400_000 };
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_unused, index) =>
+        store.batch!(
+          [
+            { type: "take", key: tokens, bucket: spec },
+            { type: "reserve", key: budget, counter: cap, amount: 1, id: `r${index}` },
+          ],
+          { now: t0 },
+        ),
+      ),
+    );
+    const admitted = results.filter((result) => result.ok).length;
+    expect(admitted).toBe(5);
+    // Each admitted batch took one token; refused ones took none.
+    const left = await store.take(tokens, spec, { now: t0, count: 3 });
+    expect(left.ok).toBe(true);
+    expect(left.remaining).toBeCloseTo(0, 3);
+  });
+
+  it("batch: bad operations are refused before anything is applied", async () => {
+    const store = await create();
+    if (!store.batch) return;
+    const a = keyOf("batch-bad");
+    await expect(store.batch([], { now: t0 })).rejects.toThrow(/non-empty array/);
+    await expect(
+      store.batch(
+        [
+          { type: "take", key: a, bucket },
+          { type: "drop" as "take", key: a, bucket },
+        ],
+        { now: t0 },
+      ),
+    ).rejects.toThrow(/operations\[1\]: type must be "take", "reserve" or "settle"/);
+    await expect(
+      store.batch([{ type: "reserve", key: a, counter: day, amount: -1, id: "x" }], { now: t0 }),
+    ).rejects.toThrow(/operations\[0\]: amount must be a finite number >= 0/);
+    expect((await store.take(a, bucket, { now: t0, count: 3 })).ok).toBe(true);
   });
 }
