@@ -1,6 +1,7 @@
 import { planClearing } from "./context-clearing.js";
 import { compactContext } from "./context-compaction.js";
-import { estimatePromptTokens, tokensPerByte } from "./context-estimate.js";
+import { compactionCut } from "./context-edits.js";
+import { estimatePromptTokens, messagesBytes, tokensPerByte } from "./context-estimate.js";
 import type { ResolvedContextWindow } from "./context-window-options.js";
 import type { ModelRequest, ToolSpec } from "./contracts/model.js";
 import { LoopguardError } from "./errors.js";
@@ -10,11 +11,12 @@ import { revealThinking } from "./model-step.js";
 import type { RunWriter } from "./run-writer.js";
 
 /**
- * Clearing that leaves the conversation above this share of its own threshold left too little
- * room: it would run again within a few steps, moving the cache each time, so compaction
- * (when configured) runs now.
+ * When a clearing finds that the turns a compaction would replace (stubs and older turns,
+ * which clearing cannot shrink) hold this share of the clearing threshold or more, compaction
+ * (when configured) runs now: otherwise clearing would run again within fewer and fewer
+ * steps, moving the cache each time.
  */
-const clearingHeadroom = 0.5;
+const compactableShare = 0.25;
 
 /** The estimate within this share of the window is checked with the model's count-tokens endpoint. */
 const countMargin = 0.05;
@@ -30,8 +32,8 @@ export class ContextWindowError extends LoopguardError {
 /**
  * Keeps the next request inside the context window, before each model step: finishes a
  * compaction a crashed process left open, clears older tool results past
- * `clearToolResults.atFraction`, compacts past `compact.atFraction` or when clearing left the
- * conversation past its threshold (clearing when compaction fails),
+ * `clearToolResults.atFraction`, compacts past `compact.atFraction` or when the turns it would
+ * replace hold a quarter of the clearing threshold (clearing when compaction fails),
  * and, when the estimate is within 5% of the window, counts exactly (where the model can) and
  * clears all but the last result rather than send a request over it. Every edit is an event,
  * so a resumed run rebuilds the same conversation. Throws `ContextWindowError` when even that
@@ -52,13 +54,14 @@ export async function manageContext(
     if (!done)
       await clearResults(loop, window, writer, fallbackKeep, "compaction_failed", estimate());
   }
-  // Clearing that leaves little room under its own threshold (stubs and turns have piled up:
-  // clearing would run again within a few steps and move the cache each time) hands over to
-  // compaction.
+  // A clearing that finds stubs and old turns piled up hands over to compaction.
   let clearingFellShort = false;
   if (window.clear && estimate() >= window.clear.atFraction * limit) {
     await clearResults(loop, window, writer, window.clear.keepLast, "threshold", estimate());
-    clearingFellShort = estimate() >= clearingHeadroom * window.clear.atFraction * limit;
+    clearingFellShort =
+      window.compact !== undefined &&
+      compactableTokens(loop, window.compact.keepTurns, writer) >=
+        compactableShare * window.clear.atFraction * limit;
   }
   if (window.compact && (clearingFellShort || estimate() >= window.compact.atFraction * limit)) {
     const done = await compactContext(loop, window.compact, writer, signal);
@@ -132,6 +135,14 @@ async function clearResults(
   const rate = tokensPerByte(loop.fixedBytes, fold);
   event.tokensAfter = Math.max(0, tokensBefore - Math.floor(saved * rate));
   await writer.write(event);
+}
+
+/** Estimated tokens of the turns a compaction would replace now. */
+function compactableTokens(loop: LoopContext, keepTurns: number, writer: RunWriter): number {
+  const fold = writer.fold;
+  const cut = compactionCut(fold.messages, keepTurns);
+  if (cut < 1) return 0;
+  return messagesBytes(fold.messages.slice(1, 1 + cut)) * tokensPerByte(loop.fixedBytes, fold);
 }
 
 /** The exact prompt tokens of the next request, when the model can count; `undefined` otherwise. */
