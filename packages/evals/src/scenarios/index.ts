@@ -1,4 +1,5 @@
 import type { Scenario } from "../scenario.js";
+import { compactionCrashSameRequest, longRunUnderWindow } from "./context-window-scenarios.js";
 import {
   flakyTools,
   modelOutputEdgeCases,
@@ -41,6 +42,8 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   flakyTools,
   modelOutputEdgeCases,
   crashResumeExactlyOnce,
+  longRunUnderWindow,
+  compactionCrashSameRequest,
   noPiiInObservability,
   humanApprovalGate,
   durableApprovalAcrossRestart,
