@@ -83,6 +83,13 @@ export function runBudgetHooks(
   if (budgets.length === 0) return undefined;
   // Steps reserved and not yet settled in this process: runId -> step and spend before it.
   const open = new Map<string, { step: number; spentBefore: number }>();
+  // New runs whose `start` is asked with their first reservation (`startAndReserve`).
+  const startsDeferred = new Map<string, Set<RunBudget>>();
+  const deferStart = (runId: string, budget: RunBudget) => {
+    const set = startsDeferred.get(runId) ?? new Set<RunBudget>();
+    set.add(budget);
+    startsDeferred.set(runId, set);
+  };
   const settledOf = (budget: RunBudget): Map<string, number> => {
     let settled = settledByBudget.get(budget);
     if (!settled) {
@@ -92,20 +99,6 @@ export function runBudgetHooks(
     return settled;
   };
 
-  const ask = async <T>(budget: RunBudget, what: string, call: () => Promise<T>): Promise<T> => {
-    try {
-      return await call();
-    } catch (error) {
-      if (InvalidArgumentError.isInstance(error)) throw error;
-      throw new RunBudgetUnavailableError(
-        `[core] run budget ${budget.name} could not be checked (${what}): ${(error as Error)?.message ?? String(error)}; no model step was taken and the run is paused (resume it once the budget's store answers)`,
-        { cause: error },
-      );
-    }
-  };
-  const refuse = (verdict: Exclude<RunBudgetVerdict, { ok: true }>): never => {
-    throw new RunBudgetStop(verdict.reason, verdict.message);
-  };
   const settleStep = async (run: RunBudgetRun, step: number, usd: number) => {
     for (const budget of budgets) {
       await ask(budget, `settle step ${step}`, () =>
@@ -123,6 +116,11 @@ export function runBudgetHooks(
       if (fold.steps === 0 && !fold.orphanRequest) {
         for (const budget of budgets) {
           if (!budget.start) continue;
+          // Asked with the first step's reservation instead: one round trip for both.
+          if (budget.startAndReserve) {
+            deferStart(run.runId, budget);
+            continue;
+          }
           const verdict = await ask(budget, "run start", () => budget.start!(run, { now: now() }));
           if (!verdict.ok) refuse(verdict);
         }
@@ -151,9 +149,14 @@ export function runBudgetHooks(
             budget.settle(run, { step, usd: 0, now: now() }),
           );
       };
+      const deferred = startsDeferred.get(run.runId);
+      startsDeferred.delete(run.runId);
       for (const budget of budgets) {
         let usd = worstCaseCost(promptBound, maxTokens, price);
-        let verdict = await ask(budget, `reserve step ${step}`, () =>
+        let verdict = deferred?.has(budget)
+          ? await startAndReserve(budget, run, { step, usd, now }, release)
+          : undefined;
+        verdict ??= await ask(budget, `reserve step ${step}`, () =>
           budget.reserve(run, { step, usd, now: now() }),
         );
         if (!verdict.ok && verdict.availableUsd !== undefined) {
@@ -194,6 +197,7 @@ export function runBudgetHooks(
       await settleStep(runOf(fold), step, fold.state.spend.usd - entry.spentBefore);
     },
     async afterDrive(writer) {
+      startsDeferred.delete(writer.runId);
       const fold = writer.fold;
       if (fold.end) for (const budget of budgets) settledOf(budget).delete(writer.runId);
       const entry = open.get(writer.runId);
@@ -238,4 +242,45 @@ function stepCost(events: readonly StoredEvent[], step: number): number {
       usd += event.costUsd;
   }
   return usd;
+}
+
+/** Asks a budget; a failure (its store down) pauses the run, never admits the step. */
+async function ask<T>(budget: RunBudget, what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (InvalidArgumentError.isInstance(error)) throw error;
+    throw new RunBudgetUnavailableError(
+      `[core] run budget ${budget.name} could not be checked (${what}): ${(error as Error)?.message ?? String(error)}; no model step was taken and the run is paused (resume it once the budget's store answers)`,
+      { cause: error },
+    );
+  }
+}
+
+/** Stops the run with a budget's refusal. */
+function refuse(verdict: Exclude<RunBudgetVerdict, { ok: true }>): never {
+  throw new RunBudgetStop(verdict.reason, verdict.message);
+}
+
+/**
+ * A new run's start and first reservation in one call. On a refusal nothing was taken: the
+ * start is asked alone (a refused start stops the run) and `undefined` says "now reserve as
+ * usual" (which may shrink the step to fit, and names the limit).
+ */
+async function startAndReserve(
+  budget: RunBudget,
+  run: RunBudgetRun,
+  step: { step: number; usd: number; now: () => number },
+  release: () => Promise<void>,
+): Promise<RunBudgetVerdict | undefined> {
+  const verdict = await ask(budget, `start and reserve step ${step.step}`, () =>
+    budget.startAndReserve!(run, { step: step.step, usd: step.usd, now: step.now() }),
+  );
+  if (verdict.ok) return verdict;
+  const started = await ask(budget, "run start", () => budget.start!(run, { now: step.now() }));
+  if (!started.ok) {
+    await release();
+    refuse(started);
+  }
+  return undefined;
 }

@@ -1,4 +1,4 @@
-import { createAgent, InvalidArgumentError } from "@loopguard/core";
+import { createAgent, InvalidArgumentError, type LimitStore } from "@loopguard/core";
 import { lookupOrderTool, memoryLimitStore, toolLoopModel } from "@loopguard/core/testing";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -108,6 +108,35 @@ describe("tenantBudget", () => {
     expect(result.error).toMatch(/spend for 2026-12-02 \(UTC\) would cross/);
   });
 
+  it("a one-step run costs the store 2 round trips (its start and first step in one batch, then the settle), and the caps still hold", async () => {
+    const inner = memoryLimitStore();
+    const calls: string[] = [];
+    const counting =
+      <A extends unknown[], R>(name: string, call: (...args: A) => R) =>
+      (...args: A): R => {
+        calls.push(name);
+        return call(...args);
+      };
+    const counted: LimitStore = {
+      name: "counted",
+      take: counting("take", inner.take),
+      refund: counting("refund", inner.refund),
+      reserve: counting("reserve", inner.reserve),
+      settle: counting("settle", inner.settle),
+      batch: counting("batch", inner.batch!),
+    };
+    const budget = tenantBudget({ store: counted, perDay: { maxUsd: 5, maxRuns: 1 } });
+    const agent = createAgent({ model: model(0), tools: [lookup], budgets: [budget] });
+    expect((await agent.run("a", as("acme"))).status).toBe("completed");
+    expect(calls).toEqual(["batch", "settle"]);
+    // The batch was all or nothing: the second run's start is refused, and says why.
+    calls.length = 0;
+    const second = await agent.run("b", as("acme"));
+    expect(second.status).toBe("stopped");
+    expect(second.error).toMatch(/tenant acme has started its 1 runs/);
+    expect(calls).toEqual(["batch", "reserve"]);
+  });
+
   it("a run without a tenant is refused (the budget cannot tell whose day it is)", async () => {
     const budget = tenantBudget({ store: memoryLimitStore(), perDay: { maxUsd: 1 } });
     const result = await createAgent({ model: model(0), tools: [lookup], budgets: [budget] }).run(
@@ -127,6 +156,11 @@ describe("tenantBudget", () => {
         down
           ? Promise.reject(new Error("[checkpoint] cannot reach PostgreSQL"))
           : store.reserve(...args),
+      // Down is down for every call (a run's start and first step go in one batch).
+      batch: (...args: Parameters<NonNullable<typeof store.batch>>) =>
+        down
+          ? Promise.reject(new Error("[checkpoint] cannot reach PostgreSQL"))
+          : store.batch!(...args),
     };
     const scripted = model(0);
     const agent = createAgent({

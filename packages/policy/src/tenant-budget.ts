@@ -1,10 +1,12 @@
 import {
   InvalidArgumentError,
+  type LimitOperation,
   type LimitStore,
   type RunBudget,
   type RunBudgetRun,
   type RunBudgetVerdict,
 } from "@loopguard/core";
+import { limitBatch } from "@loopguard/core/plugin";
 
 /** Options of `tenantBudget`. */
 export interface TenantBudgetOptions {
@@ -219,6 +221,48 @@ export function tenantBudget(options: TenantBudgetOptions): TenantBudget {
         reason: "tenant_budget",
         message: `${where}: tenant ${found.tenant}'s spend for ${day.day} (${timeZone}) would cross its ${usd(maxUsd)} a day (${usd(result.used)} spent or held by runs in progress; step ${step.step} could cost up to ${usd(step.usd)}), so the run stopped before the step`,
         availableUsd: Math.max(0, maxUsd - result.used),
+      };
+    },
+    // The run's start and its first step in one round trip (one statement on PostgreSQL): all
+    // or nothing, so on a refusal the loop asks start and reserve apart for the exact message.
+    async startAndReserve(run, step) {
+      const found = who(run);
+      if (!("tenant" in found)) return found;
+      const keys = keysOf(found.tenant);
+      const runsDay = dayOf(run.startedAt);
+      const stepDay = dayOf(step.now);
+      const operations: LimitOperation[] = [];
+      if (maxRuns !== undefined)
+        operations.push({
+          type: "reserve",
+          key: keys.runs,
+          counter: {
+            cap: maxRuns,
+            windowStart: runsDay.start,
+            windowMs: runsDay.end - runsDay.start,
+          },
+          amount: 1,
+          id: run.runId,
+        });
+      if (maxUsd !== undefined)
+        operations.push({
+          type: "reserve",
+          key: keys.usd,
+          counter: {
+            cap: maxUsd,
+            windowStart: stepDay.start,
+            windowMs: stepDay.end - stepDay.start,
+          },
+          amount: step.usd,
+          id: `${run.runId}:${step.step}`,
+        });
+      if (operations.length === 0) return { ok: true };
+      const result = await limitBatch(store, operations, { now: step.now });
+      if (result.ok) return { ok: true };
+      return {
+        ok: false,
+        reason: "tenant_budget",
+        message: `${where}: tenant ${found.tenant}'s day (${runsDay.day}, ${timeZone}) has no room for this run's start and first step`,
       };
     },
     async settle(run, step) {

@@ -52,6 +52,16 @@ export interface RunBudget {
     run: RunBudgetRun,
     step: { step: number; usd: number; now: number },
   ): Promise<RunBudgetVerdict>;
+  /**
+   * Optional: `start` and the first step's `reserve` in one call (one round trip on a store with
+   * `batch`), all or nothing. The loop uses it for a new run's first step when the budget has
+   * `start`; on a refusal it asks `start` and `reserve` one at a time (so a smaller step may
+   * still fit, and the refusal says which limit was reached).
+   */
+  startAndReserve?(
+    run: RunBudgetRun,
+    step: { step: number; usd: number; now: number },
+  ): Promise<RunBudgetVerdict>;
   /** Settles the step at what it really cost (`usd`, 0 releases it); settling twice does nothing. */
   settle(run: RunBudgetRun, step: { step: number; usd: number; now: number }): Promise<void>;
 }
