@@ -4,7 +4,7 @@
  * touching any package's `dist` (other builds may be running in this working tree).
  */
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -21,7 +21,11 @@ export function buildForChild(): string {
   // Another engineer's core file may not typecheck mid-edit: emit anyway (exit code ignored),
   // and let the child fail loudly if something it needs is missing.
   run(tsc, ["-p", join(packages, "core/tsconfig.build.json"), "--outDir", join(core, "dist")]);
-  for (const name of ["valibot", "@valibot/to-json-schema"]) {
+  // Every runtime dependency core declares (read from its package.json, so a new one is never missed).
+  const coreManifest = JSON.parse(readFileSync(join(packages, "core/package.json"), "utf8")) as {
+    dependencies?: Record<string, string>;
+  };
+  for (const name of Object.keys(coreManifest.dependencies ?? {}).filter((name) => !name.startsWith("@loopguard/"))) {
     mkdirSync(join(root, "node_modules", name, ".."), { recursive: true });
     symlinkSync(realpathSync(join(packages, "core/node_modules", name)), join(root, "node_modules", name));
   }
