@@ -14,7 +14,7 @@ export interface McpProxyOptions extends Omit<GuardMcpToolsOptions, "onInvalidSc
   cwd?: string;
   /** Flags every tool gets unless `tools` names it (e.g. a timeout for all). */
   toolDefaults?: McpToolFlags;
-  /** The policy gate (e.g. `loadPolicyFile("policy.json")` from `@loopguard/policy`); runs before `gates`. */
+  /** The policy gate (e.g. `loadPolicyFile("policy.json")` from `@loopguard/policy/node`); runs before `gates`. */
   policy?: Gate;
   /**
    * The run this proxy process is, as `withRun` takes it: `runId`, `agentId` (default
