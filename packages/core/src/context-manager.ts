@@ -49,8 +49,19 @@ export async function manageContext(
   const limit = window.maxInputTokens;
   const estimate = () => estimatePromptTokens(loop.fixedBytes, fold);
   const fallbackKeep = window.clear?.keepLast ?? 1;
-  if (fold.orphanCompaction && window.compact) {
-    const done = await compactContext(loop, window.compact, writer, signal, fold.orphanCompaction);
+  const orphan = fold.orphanCompaction;
+  if (orphan && !window.compact)
+    // Resumed by an agent without compaction: the call left open is given up, not re-issued.
+    await writer.write({
+      type: "context-compaction-failed",
+      step: orphan.step,
+      model: orphan.model,
+      reason: "model_error",
+      message:
+        "[core] the run was resumed by an agent without contextWindow.compact; the compaction call left open by the previous process was not re-issued",
+    });
+  if (orphan && window.compact) {
+    const done = await compactContext(loop, window.compact, writer, signal, orphan);
     if (!done)
       await clearResults(loop, window, writer, fallbackKeep, "compaction_failed", estimate());
   }

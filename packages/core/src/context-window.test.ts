@@ -338,6 +338,33 @@ describe("traces, stream and budget", () => {
 });
 
 describe("resume", () => {
+  it("a compaction left open is given up, not re-issued, by an agent resumed without compact", async () => {
+    const options = { tools: [fetchPage], store: memoryEventStore() };
+    const reference = pagesModel(20);
+    await createAgent({
+      ...options,
+      model: reference,
+      contextWindow: { maxInputTokens: 40_000, compact: { atFraction: 0.6 } },
+    }).run("Read the report", { runId: "run_open" });
+    const events = await options.store.read("run_open");
+    const at = events.findIndex((event) => event.type === "context-compaction-request");
+    expect(at).toBeGreaterThan(0);
+    const partial = memoryEventStore();
+    await partial.append("run_open", events.slice(0, at + 1), { expectedSeq: 0 });
+    const model = pagesModel(20);
+    const resumed = await createAgent({
+      tools: [fetchPage],
+      store: partial,
+      model,
+      contextWindow: { maxInputTokens: 40_000, clearToolResults: { keepLast: 2, atFraction: 0.5 } },
+    }).resume("run_open");
+    expect(resumed.error ?? resumed.status).toBe("completed");
+    expect(model.requests.some(isCompaction)).toBe(false);
+    const after = (await partial.read("run_open")).slice(at + 1);
+    expect(after[1]?.type).toBe("context-compaction-failed");
+    expect(after.some((event) => event.type === "context-edited")).toBe(true);
+  });
+
   it("a run crashed anywhere around a compaction resumes to the same requests, byte for byte", async () => {
     const options = {
       tools: [fetchPage],

@@ -216,9 +216,11 @@ export class RunFold {
 
   /** A context event: only between a model response's tool turn and the next request. */
   #applyContext(event: StoredEvent): void {
-    if (this.pendingTurn || this.orphanRequest)
+    // A request with no response (the process died during the call) may be followed by an
+    // edit: the next request supersedes it. A tool turn must be complete first.
+    if (this.pendingTurn)
       throw new CorruptLogError(
-        `[core] ${this.#label(event)} (${event.type}) edits the conversation while a model request or tool turn is open`,
+        `[core] ${this.#label(event)} (${event.type}) edits the conversation while tool calls of step ${this.pendingTurn.step} have no result`,
       );
     switch (event.type) {
       case "context-edited": {

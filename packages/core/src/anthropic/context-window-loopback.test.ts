@@ -185,6 +185,13 @@ describe("context window against the loopback API (real SDK, limit enforced)", (
       store: memoryEventStore(),
     }).run("Read the whole report", { runId: "run_same" });
     expect(whole.status).toBe("completed");
+    // The compaction call reads the prefix the steps before it cached (same system, tools, turns).
+    const compactions = messagesCalls(reference).filter(
+      (request) => (request.body as ModelRequest).tool_choice?.type === "none",
+    );
+    expect(compactions.length).toBeGreaterThan(0);
+    for (const request of compactions)
+      expect(request.usage!.cache_read_input_tokens ?? 0).toBeGreaterThan(0);
 
     const crashing = await serve(30, 60_000);
     const durable = memoryEventStore();
