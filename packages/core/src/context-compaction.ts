@@ -58,11 +58,20 @@ export async function compactContext(
       request.messages.length,
     );
     const estimateUsd = worstCaseCost(bound, request.max_tokens, compact.price);
-    const maxUsd = fold.start.budget.maxUsd;
+    const { maxUsd, maxTokens } = fold.start.budget;
     if (maxUsd !== undefined && fold.committedUsd + estimateUsd > maxUsd)
       return fail(
         "budget",
         `[core] the run's budget (maxUsd ${maxUsd}) cannot afford a compaction call (worst case $${estimateUsd.toFixed(4)})`,
+      );
+    const spend = fold.state.spend;
+    if (
+      maxTokens !== undefined &&
+      spend.inputTokens + spend.outputTokens + bound + request.max_tokens > maxTokens
+    )
+      return fail(
+        "budget",
+        `[core] the run's budget (maxTokens ${maxTokens}) cannot afford a compaction call (worst case ${bound + request.max_tokens} tokens)`,
       );
     await writer.write({
       type: "context-compaction-request",
@@ -75,7 +84,7 @@ export async function compactContext(
       idempotencyKey: `${writer.runId}:compaction:${step}:${fold.nextSeq}`,
     });
   }
-  const called = await callSummariser(loop, compact, request, signal);
+  const called = await callSummariser(loop, compact, request, signal, writer, step);
   if ("error" in called) return fail("model_error", called.error);
   const { response, attempts, latencyMs } = called;
   const billed = { usage: response.usage, costUsd: costOf(response.usage, compact.price) };
@@ -179,6 +188,8 @@ async function callSummariser(
   compact: Compact,
   request: ModelRequest,
   signal: AbortSignal,
+  writer: RunWriter,
+  step: number,
 ): Promise<{ response: ModelResponse; attempts: number; latencyMs: number } | { error: string }> {
   const model = compact.model;
   for (let attempt = 1; ; attempt += 1) {
@@ -207,6 +218,17 @@ async function callSummariser(
       return {
         error: `[core] the compaction call failed after ${attempt} attempt${attempt === 1 ? "" : "s"} (${classification.kind}): ${shortMessage(error)}`,
       };
-    await sleep(backoffDelay(attempt, classification, loop.retry), signal);
+    const waitMs = backoffDelay(attempt, classification, loop.retry);
+    // Logged like a step's retry (the log shows every attempt the run paid for or waited on).
+    await writer.write({
+      type: "model-retry",
+      step,
+      attempt,
+      kind: classification.kind,
+      ...(classification.status ? { status: classification.status } : {}),
+      waitMs,
+      message: `compaction: ${shortMessage(error)}`,
+    });
+    await sleep(waitMs, signal);
   }
 }

@@ -242,6 +242,33 @@ describe("compaction", () => {
     expect(events.slice(0, at).some((event) => event.type === "context-edited")).toBe(true);
   });
 
+  it("retries an overloaded summariser, logs the retry, and uses the summary", async () => {
+    let failures = 0;
+    const model = pagesModel(16, (request) => {
+      if (failures < 1) {
+        failures += 1;
+        return { error: Object.assign(new Error("Overloaded"), { status: 529 }) };
+      }
+      return { content: `Fetched pages 1 to ${lastCall(request)}.` };
+    });
+    const store = memoryEventStore();
+    const result = await createAgent({
+      model,
+      tools: [fetchPage],
+      store,
+      retry: { baseDelayMs: 1, maxDelayMs: 2 },
+      contextWindow: { maxInputTokens: 40_000, compact: { atFraction: 0.6 } },
+    }).run("Read the report", { runId: "run_retry" });
+    expect(result.status).toBe("completed");
+    const events = await store.read("run_retry");
+    const retry = ofType(events, "model-retry")[0];
+    expect(retry?.message).toMatch(/^compaction: /);
+    expect(retry?.kind).toBe("overloaded");
+    const compacted = ofType(events, "context-compacted")[0];
+    expect(compacted?.attempts).toBe(2);
+    expect(events.indexOf(retry!)).toBeLessThan(events.indexOf(compacted!));
+  });
+
   for (const [name, reply, reason] of [
     ["an empty summary", { content: "  " }, "empty_summary"],
     [
