@@ -3,8 +3,8 @@ import { constants } from "node:fs";
 import { mkdir, open, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { InvalidArgumentError } from "@loopguard/core";
-import * as v from "valibot";
 import { FreezeStoreError } from "./errors.js";
+import { type FreezeFile, parseFreezeFile } from "./freeze-file.js";
 import type { FreezeRequest, FreezeStatus, FreezeStore } from "./freeze-store.js";
 import { describeValue } from "./predicate.js";
 
@@ -17,22 +17,6 @@ export interface FileFreezeStoreOptions {
   /** The clock (epoch ms), for the cache and `at`. Default `Date.now`. */
   now?: () => number;
 }
-
-/**
- * The freeze file, version 1. Other tools may write it directly (atomically: write a temporary
- * file beside it, then rename): `{ "version": 1, "frozen": true, "reason": "...", "by": "alice",
- * "at": "2026-11-30T15:00:00.000Z" }`.
- */
-export const freezeFileSchema = v.strictObject({
-  version: v.literal(1),
-  frozen: v.boolean(),
-  reason: v.optional(v.string()),
-  by: v.optional(v.string()),
-  at: v.optional(v.pipe(v.string(), v.isoTimestamp())),
-});
-
-/** The freeze file's content. */
-export type FreezeFile = v.InferOutput<typeof freezeFileSchema>;
 
 /**
  * A freeze store in one JSON file, for the processes of one machine. Reads are cached for
@@ -168,34 +152,6 @@ export function fileFreezeStore(
         at: new Date(now()).toISOString(),
       });
     },
-  };
-}
-
-/** Parses a freeze file; throws `FreezeStoreError` when it is not valid. */
-export function parseFreezeFile(text: string, path: string): FreezeStatus {
-  let data: unknown;
-  try {
-    data = JSON.parse(text);
-  } catch (error) {
-    throw new FreezeStoreError(
-      `[policy] the freeze file ${path} is not valid JSON; rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`,
-      { cause: error },
-    );
-  }
-  const parsed = v.safeParse(freezeFileSchema, data);
-  if (!parsed.success) {
-    const issue = parsed.issues[0];
-    const where = issue.path?.map((item) => String(item.key)).join(".") ?? "(root)";
-    throw new FreezeStoreError(
-      `[policy] the freeze file ${path} is not a version 1 freeze file (${where}: ${issue.message}); rewrite it with \`loopguard freeze\` or \`loopguard unfreeze\` (calls are refused until then)`,
-    );
-  }
-  const file = parsed.output;
-  return {
-    frozen: file.frozen,
-    ...(file.reason !== undefined ? { reason: file.reason } : {}),
-    ...(file.by !== undefined ? { by: file.by } : {}),
-    ...(file.at !== undefined ? { at: Date.parse(file.at) } : {}),
   };
 }
 

@@ -4,7 +4,7 @@
  * may change in any release.
  */
 
-export { parseFreezeFile } from "../file-freeze-store.js";
+export { parseFreezeFile } from "../freeze-file.js";
 export type { GlobMatcher } from "../glob.js";
 export { compileGlob } from "../glob.js";
 export { normalizeValue } from "../normalize-value.js";

@@ -4,6 +4,7 @@
  * else is in the root entry, which imports no `node:` module and runs on Workers too.
  */
 
-export type { FileFreezeStoreOptions, FreezeFile } from "../file-freeze-store.js";
-export { fileFreezeStore, freezeFileSchema } from "../file-freeze-store.js";
+export type { FileFreezeStoreOptions } from "../file-freeze-store.js";
+export { fileFreezeStore } from "../file-freeze-store.js";
+export { type FreezeFile, freezeFileSchema } from "../freeze-file.js";
 export { loadPolicyFile } from "../load-policy-file.js";
