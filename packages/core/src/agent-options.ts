@@ -135,6 +135,13 @@ export interface AgentOptions {
    * `() => createRedactionStream({ holdBack: 256 })` from `@loopguard/redact`; one per block.
    */
   redactStream?: () => TransformStream<string, string>;
+  /**
+   * The most runs this agent advances at once (`run`, `stream`, `resume`, `approve`); the
+   * others wait in a queue, by `priority`, then first come first served, and report their wait
+   * (`result.queueWaitMs`, the run span's `loopguard.queue_wait_ms`). Default: 64 per CPU the
+   * runtime reports (`navigator.hardwareConcurrency`, 4 assumed without it), at least 64.
+   */
+  maxConcurrentRuns?: number;
   /** Receives errors of exporters, observers and hooks; they never break a run. */
   onError?: (error: unknown, where: string) => void;
   /** Roles and attributes of runs by default. */
@@ -155,6 +162,11 @@ export interface RunOptions {
    */
   pauseSignal?: AbortSignal;
   context?: Omit<RunContextInput, "runId">;
+  /**
+   * Where the run waits when the agent already advances `maxConcurrentRuns` runs: higher first
+   * (an integer from -1,000,000 to 1,000,000), first come first served within one. Default 0.
+   */
+  priority?: number;
 }
 
 /** Agent options checked, with their defaults filled in. */

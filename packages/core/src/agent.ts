@@ -15,6 +15,7 @@ import { noticeVolatileStore } from "./memory-event-store.js";
 import { randomHex } from "./random-hex.js";
 import { type ApprovalAnswer, recordAnswer } from "./record-answer.js";
 import { withRunLease } from "./run-lease.js";
+import { admitted, RunQueue, resolveMaxConcurrentRuns } from "./run-queue.js";
 import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
 import { checkDeadline, type ShutdownReport } from "./run-telemetry.js";
 import { RunWriter } from "./run-writer.js";
@@ -84,6 +85,8 @@ export interface Agent {
 export function createAgent(options: AgentOptions): Agent {
   const loop = loopContext(validateAgentOptions(options));
   if (options.store === undefined) noticeVolatileStore(options.onError);
+  // Admission control: runs past maxConcurrentRuns wait their turn (priority, then arrival).
+  const queue = new RunQueue(resolveMaxConcurrentRuns(options.maxConcurrentRuns));
   return {
     store: loop.store,
     tools: loop.tools,
@@ -93,16 +96,18 @@ export function createAgent(options: AgentOptions): Agent {
         ...runOptions,
         runId: runOptions.runId ?? `run_${randomHex(8)}`,
       };
-      let writer: RunWriter;
-      try {
-        writer = await startRun(loop, task, options);
-      } catch (error) {
-        if (InvalidArgumentError.isInstance(error)) throw error;
-        // The store could not record the run-start: the run never started (no log is left
-        // `running`); a result, not a throw, like every other way a run can fail.
-        return failedStartResult(options.runId, error);
-      }
-      return drive(loop, writer, runOptions.signal, runOptions.pauseSignal);
+      return admitted(queue, runOptions, options.runId, async (queueWaitMs) => {
+        let writer: RunWriter;
+        try {
+          writer = await startRun(loop, task, { ...options, queueWaitMs });
+        } catch (error) {
+          if (InvalidArgumentError.isInstance(error)) throw error;
+          // The store could not record the run-start: the run never started (no log is left
+          // `running`); a result, not a throw, like every other way a run can fail.
+          return failedStartResult(options.runId, error);
+        }
+        return drive(loop, writer, runOptions.signal, runOptions.pauseSignal);
+      });
     },
     stream(task, streamOptions = {}) {
       const options = {
@@ -110,65 +115,70 @@ export function createAgent(options: AgentOptions): Agent {
         runId: streamOptions.runId ?? `run_${randomHex(8)}`,
       };
       return createAgentStream(
-        async (sink) => {
-          let writer: RunWriter;
-          try {
-            writer = await startRun(loop, task, options, sink);
-          } catch (error) {
-            if (InvalidArgumentError.isInstance(error)) throw error;
-            return failedStartResult(options.runId, error);
-          }
-          const result = await drive(loop, writer, options.signal, options.pauseSignal, sink);
-          endStream(loop, writer, result, sink);
-          return result;
-        },
+        (sink) =>
+          admitted(queue, options, options.runId, async (queueWaitMs) => {
+            let writer: RunWriter;
+            try {
+              writer = await startRun(loop, task, { ...options, queueWaitMs }, sink);
+            } catch (error) {
+              if (InvalidArgumentError.isInstance(error)) throw error;
+              return failedStartResult(options.runId, error);
+            }
+            const result = await drive(loop, writer, options.signal, options.pauseSignal, sink);
+            endStream(loop, writer, result, sink);
+            return result;
+          }),
         { thinking: streamOptions.thinking === true },
       );
     },
     resumeStream(runId, resumeOptions = {}) {
       return createAgentStream(
         (sink) =>
-          withRunLease(
-            loop.store,
-            runId,
-            async () => {
-              const writer = await open(loop, runId, sink);
-              const fold = writer.fold;
-              if (fold.end || fold.status === "awaiting_approval") {
-                // Nothing to run: the host still gets its run-end.
-                const result = resultOf(fold, loop.vault);
-                endStream(loop, writer, result, sink, true);
+          admitted(queue, resumeOptions, runId, () =>
+            withRunLease(
+              loop.store,
+              runId,
+              async () => {
+                const writer = await open(loop, runId, sink);
+                const fold = writer.fold;
+                if (fold.end || fold.status === "awaiting_approval") {
+                  // Nothing to run: the host still gets its run-end.
+                  const result = resultOf(fold, loop.vault);
+                  endStream(loop, writer, result, sink, true);
+                  return result;
+                }
+                await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
+                const result = await drive(
+                  loop,
+                  writer,
+                  resumeOptions.signal,
+                  resumeOptions.pauseSignal,
+                  sink,
+                );
+                endStream(loop, writer, result, sink);
                 return result;
-              }
-              await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-              const result = await drive(
-                loop,
-                writer,
-                resumeOptions.signal,
-                resumeOptions.pauseSignal,
-                sink,
-              );
-              endStream(loop, writer, result, sink);
-              return result;
-            },
-            loop.reportError,
+              },
+              loop.reportError,
+            ),
           ),
         { thinking: resumeOptions.thinking === true },
       );
     },
     resume(runId, resumeOptions = {}) {
       // One owner per resume: the store's lease (where it has one) is held throughout.
-      return withRunLease(
-        loop.store,
-        runId,
-        async () => {
-          const writer = await open(loop, runId);
-          const fold = writer.fold;
-          if (fold.end || fold.status === "awaiting_approval") return resultOf(fold, loop.vault);
-          await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-          return drive(loop, writer, resumeOptions.signal, resumeOptions.pauseSignal);
-        },
-        loop.reportError,
+      return admitted(queue, resumeOptions, runId, () =>
+        withRunLease(
+          loop.store,
+          runId,
+          async () => {
+            const writer = await open(loop, runId);
+            const fold = writer.fold;
+            if (fold.end || fold.status === "awaiting_approval") return resultOf(fold, loop.vault);
+            await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
+            return drive(loop, writer, resumeOptions.signal, resumeOptions.pauseSignal);
+          },
+          loop.reportError,
+        ),
       );
     },
     async approve(runId, answer, approveOptions = {}) {
@@ -233,7 +243,7 @@ function endStream(
 async function startRun(
   loop: LoopContext,
   task: string,
-  runOptions: RunOptions,
+  runOptions: RunOptions & { queueWaitMs?: number },
   sink?: AgentStreamSink,
 ): Promise<RunWriter> {
   const { config } = loop;
@@ -258,6 +268,7 @@ async function startRun(
     task: loop.vault ? loop.vault.tokenize(task) : task,
     model: loop.model.model,
     ...(config.system ? { system: config.system } : {}),
+    ...(runOptions.queueWaitMs ? { queueWaitMs: runOptions.queueWaitMs } : {}),
     maxTokens: loop.maxTokensDefault,
     budget: config.budget,
     policyDigest: loop.policyDigest,

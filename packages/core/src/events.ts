@@ -61,6 +61,8 @@ export interface RunStartEvent {
   toolDigest: string;
   /** Agent roles and other host context. */
   context?: Record<string, JsonValue>;
+  /** How long the run waited for a slot (`maxConcurrentRuns`) before it started, in ms; absent when it did not wait. */
+  queueWaitMs?: number;
 }
 
 export interface ModelRequestEvent {

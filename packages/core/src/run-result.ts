@@ -44,6 +44,8 @@ export interface RunResult {
    * same `idempotencyKey`, so a tool that hands the key to its side effect acts once.
    */
   uncertainCalls?: UncertainCall[];
+  /** How long the run waited for a slot (`maxConcurrentRuns`) before it started or resumed, in ms. */
+  queueWaitMs?: number;
   /** Set when the run waits on a person. */
   pendingApprovals?: Array<{
     requestId: string;
@@ -162,5 +164,20 @@ export function storeFailedResult(
       error: `[core] the event store failed after ${calls} was admitted, so its result is not in the log: its effect may have happened. resume("${runId}") runs it again with the same idempotency key once the store works; a tool that passes ctx.idempotencyKey to its side effect acts once. Store error: ${cause}`,
     }),
     uncertainCalls: uncertain,
+  };
+}
+
+/** The result of a run that ended before it started (cancelled while it waited to be admitted). */
+export function notStartedResult(runId: string, why: string, error: string): RunResult {
+  return {
+    runId,
+    status: "stopped",
+    answer: "",
+    why,
+    steps: 0,
+    tokens: { input: 0, output: 0 },
+    costUsd: 0,
+    blocked: [],
+    error,
   };
 }

@@ -201,6 +201,8 @@ export class SpanBuilder {
       run.attributes["loopguard.budget.max_usd"] = event.budget.maxUsd;
     if (event.budget.maxSteps !== undefined)
       run.attributes["loopguard.budget.max_steps"] = event.budget.maxSteps;
+    if (event.queueWaitMs !== undefined)
+      run.attributes["loopguard.queue_wait_ms"] = event.queueWaitMs;
     run.content = { input: event.task };
     this.#run = run;
   }
