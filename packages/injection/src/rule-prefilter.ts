@@ -133,13 +133,14 @@ interface Tables {
  * characters already match). `fold` is 0x20 when the bytes are not lower-cased yet: `| 0x20`
  * lower-cases a letter and keeps a digit.
  *
- * Deliberately the same steps as `mark` (the string path, below): this is the byte path, for
- * ASCII text read into a Uint8Array, and each loop reads its own kind of input directly (a
+ * Deliberately the same steps as `markString` (the string path, below): this is the byte path,
+ * for ASCII text read into a Uint8Array, and each loop reads its own kind of input directly (a
  * shared helper taking a reader callback per character costs a call per compared character in
- * the scanner's hottest loop). A change to one must be made to the other.
+ * the scanner's hottest loop). A change to one must be made to the other; what a match marks
+ * is `markGroups`, shared.
  */
 function markAt(tables: Tables, bytes: Uint8Array, index: number, slot: number, fold: number) {
-  const { slotStarts, entryStarts, wordBytes, groupStarts, groupsFlat, hit } = tables;
+  const { slotStarts, entryStarts, wordBytes } = tables;
   for (let entry = slotStarts[slot]!; entry < slotStarts[slot + 1]!; entry++) {
     const start = entryStarts[entry]!;
     const end = entryStarts[entry + 1]!;
@@ -151,12 +152,17 @@ function markAt(tables: Tables, bytes: Uint8Array, index: number, slot: number, 
         break;
       }
     }
-    if (!matches) continue;
-    for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
-      const group = groupsFlat[at]!;
-      hit[group] = 1;
-      if (tables.isStart[group] === 1) addPosition(tables, group, index);
-    }
+    if (matches) markGroups(tables, entry, index);
+  }
+}
+
+/** Marks the groups of a matched entry, and keeps the position of a start group's word. */
+function markGroups(tables: Tables, entry: number, index: number): void {
+  const { groupStarts, groupsFlat, hit } = tables;
+  for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
+    const group = groupsFlat[at]!;
+    hit[group] = 1;
+    if (tables.isStart[group] === 1) addPosition(tables, group, index);
   }
 }
 
@@ -603,7 +609,7 @@ function markString(
   index: number,
   slot: number,
 ): void {
-  const { slotStarts, groupStarts, groupsFlat, hit } = tables;
+  const { slotStarts } = tables;
   for (let entry = slotStarts[slot]!; entry < slotStarts[slot + 1]!; entry++) {
     const word = entryWords[entry]!;
     let matches = true;
@@ -613,11 +619,6 @@ function markString(
         break;
       }
     }
-    if (!matches) continue;
-    for (let at = groupStarts[entry]!; at < groupStarts[entry + 1]!; at++) {
-      const group = groupsFlat[at]!;
-      hit[group] = 1;
-      if (tables.isStart[group] === 1) addPosition(tables, group, index);
-    }
+    if (matches) markGroups(tables, entry, index);
   }
 }
