@@ -69,7 +69,7 @@ export type {
   DefenceConfig,
   SecurityRow,
   SecurityTableOptions,
-} from "./security/index.js";
+} from "./security/security-table.js";
 export {
   attackGoals,
   carriers,
@@ -77,7 +77,7 @@ export {
   formatSecurityTable,
   runSecurityTable,
   valueForms,
-} from "./security/index.js";
+} from "./security/security-table.js";
 export type { Customer, KbArticle, Order, SupportDeskFixtures } from "./support-desk/fixtures.js";
 export { supportDeskFixtures } from "./support-desk/fixtures.js";
 export type { GullibleModelOptions } from "./support-desk/gullible-model.js";
