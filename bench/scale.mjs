@@ -1,4 +1,5 @@
 // Scale in one process: `node --expose-gc scale.mjs [runs] [concurrency]`.
+// (`node scale.mjs admission [runs]`: admission control, see scale-admission.mjs.)
 //
 // Two rows, each in its own child process so one cannot hold the other's heap:
 // - `default`: an agent given no store (the bounded `memoryEventStore()`: logs of unfinished
@@ -16,6 +17,10 @@ import { createAgent, memoryEventStore, tool } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 
+if (process.argv[2] === "admission") {
+  await import("./scale-admission.mjs");
+  process.exit(0);
+}
 const runs = Number(process.argv[2] ?? 10_000);
 // A tool output of about 4 KB, like a real record lookup (the log keeps what the model saw).
 const recordChars = 4_000;
