@@ -1,10 +1,4 @@
-import {
-  type Gate,
-  InvalidArgumentError,
-  type JsonValue,
-  type LimitStore,
-  LoopguardError,
-} from "@loopguard/core";
+import { type Gate, type JsonValue, type LimitStore, LoopguardError } from "@loopguard/core";
 import * as v from "valibot";
 import { findDuplicateKey } from "./duplicate-keys.js";
 import { PolicyValidationError } from "./errors.js";
