@@ -20,7 +20,6 @@ const dataTables = [];
 // entry goes when its file passes; nothing may be added here.
 const temporary = [
   "packages/injection/src/taint-gate.ts", // taintGate (224 lines): to be split by stage
-  "packages/policy/src/tenant-budget.ts", // tenantBudget (175 lines)
 ];
 
 const targets = [

@@ -108,24 +108,7 @@ export function tenantBudget(options: TenantBudgetOptions): TenantBudget {
       `${where}: perDay.maxRuns must be a whole number >= 0, got ${String(maxRuns)}`,
     );
   const timeZone = options.timeZone ?? "UTC";
-  let format: Intl.DateTimeFormat;
-  try {
-    format = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "2-digit",
-      day: "2-digit",
-      hour: "2-digit",
-      minute: "2-digit",
-      second: "2-digit",
-    });
-  } catch (error) {
-    throw new InvalidArgumentError(
-      `${where}: timeZone ${JSON.stringify(timeZone)} is not an IANA time zone this runtime knows (e.g. "UTC", "Europe/Paris")`,
-      { cause: error },
-    );
-  }
+  const dayOf = calendarOf(timeZone, where);
   if (options.tenantOf !== undefined && typeof options.tenantOf !== "function")
     throw new InvalidArgumentError(`${where}: tenantOf must be a function (run) => tenant`);
   const tenantOf =
@@ -133,37 +116,6 @@ export function tenantBudget(options: TenantBudgetOptions): TenantBudget {
     ((run: RunBudgetRun) =>
       typeof run.context.tenant === "string" ? run.context.tenant : undefined);
 
-  // The UTC offset (ms) of the zone at instant `at`: the zone's wall clock read as if UTC, minus `at`.
-  const offsetAt = (at: number): number => {
-    const parts: Record<string, number> = {};
-    for (const part of format.formatToParts(at))
-      if (part.type !== "literal") parts[part.type] = Number(part.value);
-    const wall = Date.UTC(
-      parts.year!,
-      parts.month! - 1,
-      parts.day!,
-      parts.hour!,
-      parts.minute!,
-      parts.second!,
-    );
-    return wall - Math.floor(at / 1000) * 1000;
-  };
-  // The instant the zone's wall clock reads midnight of (year, month, day).
-  const midnight = (year: number, month: number, day: number): number => {
-    const wall = Date.UTC(year, month, day);
-    let at = wall - offsetAt(wall);
-    at = wall - offsetAt(at);
-    return at;
-  };
-  const dayOf = (at: number): TenantDay => {
-    const local = new Date(at + offsetAt(at));
-    const [year, month, day] = [local.getUTCFullYear(), local.getUTCMonth(), local.getUTCDate()];
-    return {
-      day: `${String(year).padStart(4, "0")}-${String(month + 1).padStart(2, "0")}-${String(day).padStart(2, "0")}`,
-      start: midnight(year, month, day),
-      end: midnight(year, month, day + 1),
-    };
-  };
   const keysOf = (tenant: string) => ({
     usd: `tenant:${tenant}:usd`,
     runs: `tenant:${tenant}:runs`,
@@ -274,4 +226,58 @@ export function tenantBudget(options: TenantBudgetOptions): TenantBudget {
       });
     },
   };
+}
+
+/** The calendar days of an IANA time zone: `dayOf(at)` is the day `at` falls on there. */
+function calendarOf(timeZone: string, where: string): (at: number) => TenantDay {
+  let format: Intl.DateTimeFormat;
+  try {
+    format = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+    });
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `${where}: timeZone ${JSON.stringify(timeZone)} is not an IANA time zone this runtime knows (e.g. "UTC", "Europe/Paris")`,
+      { cause: error },
+    );
+  }
+  // The UTC offset (ms) of the zone at instant `at`: the zone's wall clock read as if UTC, minus `at`.
+  const offsetAt = (at: number): number => {
+    const parts: Record<string, number> = {};
+    for (const part of format.formatToParts(at))
+      if (part.type !== "literal") parts[part.type] = Number(part.value);
+    const wall = Date.UTC(
+      parts.year!,
+      parts.month! - 1,
+      parts.day!,
+      parts.hour!,
+      parts.minute!,
+      parts.second!,
+    );
+    return wall - Math.floor(at / 1000) * 1000;
+  };
+  // The instant the zone's wall clock reads midnight of (year, month, day).
+  const midnight = (year: number, month: number, day: number): number => {
+    const wall = Date.UTC(year, month, day);
+    let at = wall - offsetAt(wall);
+    at = wall - offsetAt(at);
+    return at;
+  };
+  const dayOf = (at: number): TenantDay => {
+    const local = new Date(at + offsetAt(at));
+    const [year, month, day] = [local.getUTCFullYear(), local.getUTCMonth(), local.getUTCDate()];
+    return {
+      day: `${String(year).padStart(4, "0")}-${String(month + 1).padStart(2, "0")}-${String(day).padStart(2, "0")}`,
+      start: midnight(year, month, day),
+      end: midnight(year, month, day + 1),
+    };
+  };
+  return dayOf;
 }
