@@ -95,9 +95,7 @@ export async function answerTicket(runtime: string, store: EventStore): Promise<
       }),
     ],
   });
-  const result = await agent.run("Order A1001 (89.99) arrived broken: answer ticket T-1", {
-    runId: `desk_${runtime}_${Date.now()}`,
-  });
+  const result = await agent.run("Order A1001 (89.99) arrived broken: answer ticket T-1");
   return {
     runtime,
     runId: result.runId,
