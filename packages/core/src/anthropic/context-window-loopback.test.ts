@@ -237,3 +237,42 @@ describe("context window against the loopback API (real SDK, limit enforced)", (
     expect(after).toEqual(expected);
   });
 });
+
+describe("model windows", () => {
+  it("claudeModel knows Claude's windows, takes one for others, and refuses a bad one", async () => {
+    const { claudeContextWindow } = await import("./index.js");
+    expect(claudeContextWindow("claude-sonnet-5-5")).toBe(1_000_000);
+    expect(claudeContextWindow("claude-sonnet-5-5-20261001")).toBe(1_000_000);
+    expect(claudeContextWindow("claude-haiku-4-5")).toBe(200_000);
+    expect(claudeContextWindow("my-proxy-model[1m]")).toBe(1_000_000);
+    expect(claudeContextWindow("claude-unknown-9")).toBeUndefined();
+    expect(claudeModel({ model: "claude-sonnet-5-5", apiKey: fakeKey }).contextWindow).toBe(
+      1_000_000,
+    );
+    expect(claudeModel({ model: "my-model", apiKey: fakeKey }).contextWindow).toBeUndefined();
+    expect(
+      claudeModel({ model: "my-model", apiKey: fakeKey, contextWindow: 64_000 }).contextWindow,
+    ).toBe(64_000);
+    expect(() => claudeModel({ apiKey: fakeKey, contextWindow: 0 })).toThrow(
+      /\[core\] claudeModel: contextWindow must be a positive whole number/,
+    );
+    // An agent over a model with no known window must be told one.
+    expect(() =>
+      createAgent({
+        model: claudeModel({ model: "my-model", apiKey: fakeKey }),
+        tools: [fetchPage],
+        store: memoryEventStore(),
+        prices: {
+          "my-model": {
+            inputPerMTok: 1,
+            outputPerMTok: 1,
+            cacheWrite5mPerMTok: 1,
+            cacheWrite1hPerMTok: 1,
+            cacheReadPerMTok: 1,
+          },
+        },
+        contextWindow: { compact: { atFraction: 0.8 } },
+      }),
+    ).toThrow(/model "my-model" does not report its context window/);
+  });
+});
