@@ -217,6 +217,9 @@ describe("compaction", () => {
     const compactionCosts = compactions.reduce((sum, event) => sum + event.costUsd, 0);
     expect(compactionCosts).toBeGreaterThan(0);
     expect(result.costUsd).toBeCloseTo(stepCosts + compactionCosts, 10);
+    // The store's run list counts it too.
+    const [listed] = await store.list();
+    expect(listed!.costUsd).toBeCloseTo(result.costUsd, 10);
   });
 
   it("compacts when clearing leaves too little room under its threshold, before the compaction threshold", async () => {
@@ -356,6 +359,25 @@ describe("compaction", () => {
       for (const request of model.requests.filter((request) => !isCompaction(request)))
         expect(tokensOf(request)).toBeLessThanOrEqual(40_000);
     });
+});
+
+describe("a conversation that cannot fit", () => {
+  it("fails the run with ContextWindowError before sending a request over the window", async () => {
+    const model = pagesModel(3);
+    const result = await createAgent({
+      model,
+      tools: [fetchPage],
+      store: memoryEventStore(),
+      // One 20 KB result is about 5 000 tokens: more than the whole window.
+      contextWindow: { maxInputTokens: 2_000, clearToolResults: { keepLast: 1, atFraction: 0.5 } },
+    }).run("Read the report");
+    expect(result.status).toBe("failed");
+    expect(result.error).toMatch(
+      /^\[core\] the next request needs about \d+ prompt tokens, over the context window of 2000/,
+    );
+    for (const request of model.requests) expect(tokensOf(request)).toBeLessThanOrEqual(2_000);
+    expect(model.requests).toHaveLength(1);
+  });
 });
 
 describe("traces, stream and budget", () => {

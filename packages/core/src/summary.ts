@@ -42,6 +42,11 @@ export function summarizeInto(summary: RunSummary, events: readonly StoredEvent[
         summary.steps = event.step;
         summary.costUsd += event.costUsd;
         break;
+      case "context-compacted":
+      case "context-compaction-failed":
+        // A compaction call is spend like a step.
+        summary.costUsd += event.costUsd ?? 0;
+        break;
       case "approval-request":
         summary.status = "awaiting_approval";
         break;
