@@ -256,14 +256,20 @@ describe("compaction", () => {
       return { content: `Fetched pages 1 to ${lastCall(request)}.` };
     });
     const store = memoryEventStore();
-    const result = await createAgent({
+    const exporter = recordingExporter();
+    const agent = createAgent({
       model,
       tools: [fetchPage],
       store,
+      exporters: [exporter],
       retry: { baseDelayMs: 1, maxDelayMs: 2 },
       contextWindow: { maxInputTokens: 40_000, compact: { atFraction: 0.6 } },
-    }).run("Read the report", { runId: "run_retry" });
+    });
+    const result = await agent.run("Read the report", { runId: "run_retry" });
     expect(result.status).toBe("completed");
+    await agent.shutdown();
+    const span = exporter.spans.find((item) => item.attributes["loopguard.context.compaction"]);
+    expect(span?.attributes["loopguard.retries"]).toBe(1);
     const events = await store.read("run_retry");
     const retry = ofType(events, "model-retry")[0];
     expect(retry?.message).toMatch(/^compaction: /);

@@ -272,9 +272,11 @@ export class SpanBuilder {
   ): void {
     switch (event.type) {
       case "model-retry": {
-        if (this.#model) {
-          this.#model.attributes["loopguard.retries"] = event.attempt;
-          this.#model.events.push({
+        // A retry during a compaction call belongs to the compaction's span.
+        const retried = this.#compaction ?? this.#model;
+        if (retried) {
+          retried.attributes["loopguard.retries"] = event.attempt;
+          retried.events.push({
             name: "model.retry",
             time: at,
             attributes: {
