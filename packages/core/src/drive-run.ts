@@ -1,5 +1,5 @@
 import type { AgentStreamSink } from "./agent-stream.js";
-import { manageContext } from "./context-manager.js";
+import { manageContext, recoverFromOverflow } from "./context-manager.js";
 import { AppendConflictError, LoopguardError } from "./errors.js";
 import type { LoopContext } from "./loop-context.js";
 import { endIfFinal, modelStep } from "./model-step.js";
@@ -69,7 +69,13 @@ export async function drive(
       }
       const window = loop.config.contextWindow;
       if (window) await manageContext(loop, window, writer, runSignal);
-      await modelStep(loop, writer, runSignal, sink);
+      try {
+        await modelStep(loop, writer, runSignal, sink);
+      } catch (error) {
+        // Refused as too long despite the estimate: clear and send the step again.
+        if (window && (await recoverFromOverflow(loop, window, writer, error))) continue;
+        throw error;
+      }
     }
   } catch (error) {
     // A run budget that cannot be checked pauses the run (fails closed, the run is not lost).
