@@ -23,6 +23,12 @@ const core = await import(new URL("index.js", dist).href);
 const testing = await import(new URL("testing/index.js", dist).href);
 const anthropic = await import(new URL("anthropic/index.js", dist).href);
 const quick = process.argv.includes("--quick");
+// --only=long,cost,cpu runs some parts.
+const only = process.argv
+  .find((arg) => arg.startsWith("--only="))
+  ?.slice(7)
+  .split(",");
+const part = (name) => !only || only.includes(name);
 const key = "sk-ant-bench-not-a-real-key";
 const model = "claude-sonnet-5-5";
 const price = core.claudePrices[model];
@@ -141,21 +147,22 @@ const fmt = (usd) => `$${usd.toFixed(4)}`;
 let failed = false;
 
 // 1. The long run.
-{
+if (part("long")) {
   const steps = quick ? 200 : 1000;
   const run = await managedRun(steps, managed);
   const largest = Math.max(...run.calls.map((request) => testing.loopbackTokenCount(request.body)));
   console.log(
     `# ${steps}-step run, 20 KB tool results, ${window}-token window enforced (${model})\n`,
   );
+  const compactions = run.answered.filter((request) => request.body.tool_choice?.type === "none");
   console.log(
-    `status ${run.result.status}, ${run.result.steps} model steps, ${run.calls.length} requests (compactions included), ${run.refused} refused as too long, largest prompt ${largest} tokens, ${(run.ms / 1000).toFixed(1)} s wall, $${run.result.costUsd.toFixed(2)}`,
+    `${compactions.length} compactions; status ${run.result.status}, ${run.result.steps} model steps, ${run.calls.length} requests (compactions included), ${run.refused} refused as too long, largest prompt ${largest} tokens, ${(run.ms / 1000).toFixed(1)} s wall, $${run.result.costUsd.toFixed(2)}`,
   );
   if (run.result.status !== "completed" || run.refused > 0 || largest > window) failed = true;
 }
 
 // 2. Cost of a 200-step run.
-{
+if (part("cost")) {
   const steps = 200;
   console.log(
     `\n# USD of a ${steps}-step run, 20 KB results, ${model} prices (${core.priceTableDate})\n`,
@@ -219,7 +226,7 @@ let failed = false;
 }
 
 // 3. Loop CPU per step below the threshold.
-{
+if (part("cpu")) {
   const steps = quick ? 300 : 1000;
   const repeats = quick ? 5 : 9;
   const small = core.tool({
