@@ -199,7 +199,7 @@ describe("the vault at every boundary", () => {
         // reached the model (as tokens).
         expect(surfaces.requests).toContain("notify may not write to <EMAIL_1>");
         expect(surfaces.requests).toMatch(/mailbox <EMAIL_1> is full/);
-        expect(surfaces.requests).toMatch(/set_tier[^]*<EMAIL_1>/);
+        expect(surfaces.requests).toMatch(/set_tier[\s\S]*<EMAIL_1>/);
         expect(surfaces.log).toContain("Email to <EMAIL_1> needs a person");
       }),
       { numRuns: 25 },
