@@ -5,6 +5,7 @@ import {
   InvalidArgumentError,
   type ListFilter,
   LoopguardError,
+  type RunLease,
   type RunSummary,
   type StoredEvent,
 } from "@loopguard/core";
@@ -12,6 +13,7 @@ import { filterSummaries } from "@loopguard/core/plugin";
 import { appendEvents } from "./d1-append.js";
 import type { D1Database } from "./d1-database.js";
 import { readRows } from "./d1-log.js";
+import { D1RunLeases } from "./d1-run-leases.js";
 import { d1Schema } from "./d1-schema.js";
 import { listQuery } from "./list-query.js";
 
@@ -26,6 +28,15 @@ export interface D1EventStoreOptions {
   partChars?: number;
   /** Rows per INSERT statement (D1 allows 100 bound values per statement). Default 14. */
   rowsPerStatement?: number;
+  /** How long `acquireRun` waits for another resumer of the run, in ms. Default 10 000. */
+  leaseTimeoutMs?: number;
+  /**
+   * How long a run's lease lasts unless renewed (core renews it before each tool runs), in ms.
+   * Default 300 000: longer than any model call, so only a holder that died waits it out.
+   */
+  leaseTtlMs?: number;
+  /** The clock for leases (epoch ms). Default `Date.now`. */
+  now?: () => number;
 }
 
 /** The D1 event store. */
@@ -33,6 +44,14 @@ export interface D1EventStore extends EventStore {
   readonly name: "d1";
   /** Reads a run's log `batchSize` events at a time (default 1 000), a query per page. */
   readBatches(runId: string, options?: { batchSize?: number }): AsyncIterable<StoredEvent[]>;
+  /**
+   * Takes run `runId` while core resumes it: a row in `loopguard_leases` names this store until
+   * `release()`, so a second resumer waits up to `leaseTimeoutMs`, then gets `RunLockedError`,
+   * before it executes anything.
+   */
+  acquireRun(runId: string): Promise<RunLease>;
+  /** Renews this store's lease before a tool runs; `RunLeaseLostError` if it was taken over. */
+  confirmOwner(runId: string): Promise<void>;
   /** Stops using the binding (D1 has nothing to close); later calls throw. Safe twice. */
   close(): Promise<void>;
 }
@@ -82,16 +101,8 @@ export function d1EventStore(options: D1EventStoreOptions): D1EventStore {
     throw new InvalidArgumentError(
       "[cloudflare] d1EventStore(options): database must be a D1 binding (env.DB in a Worker, with [[d1_databases]] in wrangler.toml)",
     );
-  const partChars = options.partChars ?? 400_000;
-  const rowsPerStatement = options.rowsPerStatement ?? 14;
-  if (!Number.isSafeInteger(partChars) || partChars < 1)
-    throw new InvalidArgumentError(
-      `[cloudflare] d1EventStore: partChars must be a positive integer, got ${String(partChars)}`,
-    );
-  if (!Number.isSafeInteger(rowsPerStatement) || rowsPerStatement < 1 || rowsPerStatement > 16)
-    throw new InvalidArgumentError(
-      `[cloudflare] d1EventStore: rowsPerStatement must be an integer from 1 to 16 (D1 binds at most 100 values), got ${String(rowsPerStatement)}`,
-    );
+  const { partChars, rowsPerStatement, lease } = settingsOf(options);
+  const leases = new D1RunLeases(database, lease);
   let closed = false;
   let ready: Promise<void> | undefined;
   const open = async () => {
@@ -166,9 +177,49 @@ export function d1EventStore(options: D1EventStoreOptions): D1EventStore {
         filter,
       );
     },
+    async acquireRun(runId) {
+      assertRunId(runId, "acquireRun");
+      await open();
+      return leases.acquire(runId);
+    },
+    async confirmOwner(runId) {
+      assertRunId(runId, "confirmOwner");
+      await open();
+      await leases.confirm(runId);
+    },
     async close() {
       closed = true;
     },
   };
   return store;
+}
+
+/** The store's settings from its options, each checked (an `[cloudflare]` error names a bad one). */
+function settingsOf(options: D1EventStoreOptions) {
+  const partChars = options.partChars ?? 400_000;
+  const rowsPerStatement = options.rowsPerStatement ?? 14;
+  if (!Number.isSafeInteger(partChars) || partChars < 1)
+    throw new InvalidArgumentError(
+      `[cloudflare] d1EventStore: partChars must be a positive integer, got ${String(partChars)}`,
+    );
+  if (!Number.isSafeInteger(rowsPerStatement) || rowsPerStatement < 1 || rowsPerStatement > 16)
+    throw new InvalidArgumentError(
+      `[cloudflare] d1EventStore: rowsPerStatement must be an integer from 1 to 16 (D1 binds at most 100 values), got ${String(rowsPerStatement)}`,
+    );
+  const waitMs = options.leaseTimeoutMs ?? 10_000;
+  const ttlMs = options.leaseTtlMs ?? 300_000;
+  for (const [name, value] of [
+    ["leaseTimeoutMs", waitMs],
+    ["leaseTtlMs", ttlMs],
+  ] as const)
+    if (!Number.isSafeInteger(value) || value < 0)
+      throw new InvalidArgumentError(
+        `[cloudflare] d1EventStore: ${name} must be a non-negative integer of milliseconds, got ${String(value)}`,
+      );
+  const now = options.now ?? Date.now;
+  if (typeof now !== "function")
+    throw new InvalidArgumentError(
+      "[cloudflare] d1EventStore: now must be a function returning epoch ms",
+    );
+  return { partChars, rowsPerStatement, lease: { waitMs, ttlMs, now } };
 }

@@ -5,4 +5,5 @@ export {
   d1EventStore,
   StoreClosedError,
 } from "./d1-event-store.js";
+export { RunLeaseLostError, RunLockedError } from "./d1-run-leases.js";
 export { d1Schema } from "./d1-schema.js";
