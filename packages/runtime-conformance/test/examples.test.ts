@@ -109,6 +109,27 @@ describe("examples/runtimes", () => {
         }>;
         expect(listed.map((summary) => summary.status)).toEqual(["completed", "completed"]);
         expect(listed.map((summary) => summary.runId)).toContain(runId);
+        // A refund over the limit parks in D1, and a later request approves and finishes it.
+        const parked = (await (
+          await miniflare.dispatchFetch("http://localhost/refund", { method: "POST" })
+        ).json()) as { runId: string; status: string };
+        expect(parked.status).toBe("awaiting_approval");
+        const approved = (await (
+          await miniflare.dispatchFetch(
+            `http://localhost/approve/${encodeURIComponent(parked.runId)}`,
+            {
+              method: "POST",
+            },
+          )
+        ).json()) as { status: string; answer: string };
+        expect(approved).toMatchObject({ status: "completed", answer: "Refunded 900 for A1001." });
+        const after = (await (
+          await miniflare.dispatchFetch("http://localhost/runs")
+        ).json()) as Array<{
+          runId: string;
+          status: string;
+        }>;
+        expect(after.find((summary) => summary.runId === parked.runId)?.status).toBe("completed");
       } finally {
         await miniflare.dispose();
       }
