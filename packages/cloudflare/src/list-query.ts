@@ -1,50 +1,15 @@
-import { InvalidArgumentError, type ListFilter } from "@loopguard/core";
+import type { ListFilter } from "@loopguard/core";
+import { validateListFilter } from "@loopguard/core/plugin";
 
 /**
- * The SELECT over `loopguard_runs` for a `list` filter, checked first: each filter field must
- * be what `ListFilter` says, or an `[cloudflare]` error names it. The caller re-sorts with core's
- * `filterSummaries`, so ties order the same way in every store.
+ * The SELECT over `loopguard_runs` for a `list` filter, checked first (core's
+ * `validateListFilter`): each filter field must be what `ListFilter` says, or an `[cloudflare]`
+ * error names it. The caller re-sorts with core's `filterSummaries`, so ties order the same way
+ * in every store.
  */
 export function listQuery(filter: ListFilter): { sql: string; values: Array<string | number> } {
-  if (typeof filter !== "object" || filter === null)
-    throw new InvalidArgumentError("[cloudflare] list(filter): filter must be an object");
+  validateListFilter(filter, "cloudflare");
   const { status, agentId, updatedAfter, limit, order, after } = filter;
-  if (
-    status !== undefined &&
-    typeof status !== "string" &&
-    !(Array.isArray(status) && status.every((item) => typeof item === "string"))
-  )
-    throw new InvalidArgumentError(
-      "[cloudflare] list(filter): status must be a status or an array of statuses",
-    );
-  if (agentId !== undefined && typeof agentId !== "string")
-    throw new InvalidArgumentError("[cloudflare] list(filter): agentId must be a string");
-  if (
-    updatedAfter !== undefined &&
-    (typeof updatedAfter !== "number" || Number.isNaN(updatedAfter))
-  )
-    throw new InvalidArgumentError(
-      "[cloudflare] list(filter): updatedAfter must be milliseconds since the epoch",
-    );
-  if (order !== undefined && order !== "newest" && order !== "oldest")
-    throw new InvalidArgumentError(
-      `[cloudflare] list(filter): order must be "newest" or "oldest", got ${JSON.stringify(order)}`,
-    );
-  if (
-    after !== undefined &&
-    (typeof after !== "object" ||
-      after === null ||
-      typeof after.runId !== "string" ||
-      typeof after.updatedAt !== "number" ||
-      !Number.isFinite(after.updatedAt))
-  )
-    throw new InvalidArgumentError(
-      "[cloudflare] list(filter): after must be the last row of the previous page, { updatedAt, runId }",
-    );
-  if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 0))
-    throw new InvalidArgumentError(
-      "[cloudflare] list(filter): limit must be a non-negative integer",
-    );
   const clauses: string[] = [];
   const values: Array<string | number> = [];
   if (status !== undefined) {

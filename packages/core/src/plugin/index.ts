@@ -40,3 +40,4 @@ export { createDeltaFilter, defaultStreamHoldBack } from "../stream/delta-filter
 export type { StreamAttemptOptions, StreamAttemptOutcome } from "../stream/stream-attempt.js";
 export { streamAttempt } from "../stream/stream-attempt.js";
 export { summarize } from "../summary.js";
+export { validateListFilter } from "../validate-list-filter.js";
