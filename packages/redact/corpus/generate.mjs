@@ -15,25 +15,15 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { seededRandom } from "./seeded-random.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const OUT = join(here, "pii-corpus.jsonl");
 const SEED = 20261201;
 const ROWS_PER_TEMPLATE = 12;
 
-// ---- seeded random (mulberry32) ----
-let state = SEED >>> 0;
-function random() {
-  state = (state + 0x6d2b79f5) >>> 0;
-  let t = state;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const int = (low, high) => low + Math.floor(random() * (high - low + 1));
-const pick = (list) => list[Math.floor(random() * list.length)];
-const digits = (count) => Array.from({ length: count }, () => String(int(0, 9))).join("");
-const pad = (value, width) => String(value).padStart(width, "0");
+// ---- seeded random (mulberry32, seeded-random.mjs) ----
+const { random, int, pick, digits, pad } = seededRandom(SEED);
 
 // ---- check digits (written here independently of src/checksums.ts, so each checks the other) ----
 function luhnComplete(body) {

@@ -6,7 +6,8 @@ import {
   upcValid,
 } from "../checksums.js";
 import { keyBefore } from "../context.js";
-import type { Detector, DetectorMatch } from "../detector.js";
+import type { Detector } from "../detector.js";
+import { scanCandidates } from "./scan-candidates.js";
 
 // 12 to 19 digits, each optionally preceded by one separator (space, hyphen, dot, slash).
 // One digit per repetition keeps backtracking bounded; the lookbehind rejects starts inside
@@ -81,6 +82,41 @@ const CARD_GROUPING =
   /^(?:\d{4}(?:[ .\-/]\d{4}){2,3}(?:[ .\-/]\d{1,4})?|\d{4}[ .\-/]\d{6}[ .\-/]\d{4,5})$/;
 
 /**
+ * How long the card number at a candidate is, or `undefined`: the longest prefix, cut at the
+ * end or before a separator, that is a card number (issuer prefix, length, Luhn) and not
+ * written as something else.
+ */
+function cardLength(text: string, match: RegExpExecArray): number | undefined {
+  const candidate = match[0];
+  const ends: number[] = [];
+  let digits = "";
+  const prefixDigits: string[] = [];
+  for (let index = 0; index < candidate.length; index++) {
+    const code = candidate.charCodeAt(index);
+    if (code >= 48 && code <= 57) {
+      digits += candidate[index];
+      const next = candidate.charCodeAt(index + 1);
+      // A cut is allowed at the end or before a separator.
+      if (index === candidate.length - 1 || !(next >= 48 && next <= 57)) {
+        ends.push(index + 1);
+        prefixDigits.push(digits);
+      }
+    }
+  }
+  for (let cut = ends.length - 1; cut >= 0; cut--) {
+    if (isCardNumber(prefixDigits[cut]!)) {
+      if (notCard(text, match.index, prefixDigits[cut]!)) return undefined;
+      // Dots are how versions are written (40.15.86984.9996); a card written with dots
+      // is grouped as cards are (4111.1111.1111.1111).
+      const written = candidate.slice(0, ends[cut]!);
+      if (written.includes(".") && !CARD_GROUPING.test(written)) return undefined;
+      return ends[cut]!;
+    }
+  }
+  return undefined;
+}
+
+/**
  * Finds payment card numbers: 12 to 19 digits with any separators, a known issuer prefix
  * and a valid Luhn check digit. A run that is too long is tried again at each separator, so
  * `4111 1111 1111 1111 123` still yields the card.
@@ -92,38 +128,7 @@ export function creditCardDetector(): Detector {
     priority: 45,
     maxLength: 64,
     find(text) {
-      const matches: DetectorMatch[] = [];
-      CANDIDATE.lastIndex = 0;
-      for (let match = CANDIDATE.exec(text); match !== null; match = CANDIDATE.exec(text)) {
-        const candidate = match[0];
-        const ends: number[] = [];
-        let digits = "";
-        const prefixDigits: string[] = [];
-        for (let index = 0; index < candidate.length; index++) {
-          const code = candidate.charCodeAt(index);
-          if (code >= 48 && code <= 57) {
-            digits += candidate[index];
-            const next = candidate.charCodeAt(index + 1);
-            // A cut is allowed at the end or before a separator.
-            if (index === candidate.length - 1 || !(next >= 48 && next <= 57)) {
-              ends.push(index + 1);
-              prefixDigits.push(digits);
-            }
-          }
-        }
-        for (let cut = ends.length - 1; cut >= 0; cut--) {
-          if (isCardNumber(prefixDigits[cut]!)) {
-            if (notCard(text, match.index, prefixDigits[cut]!)) break;
-            // Dots are how versions are written (40.15.86984.9996); a card written with dots
-            // is grouped as cards are (4111.1111.1111.1111).
-            const written = candidate.slice(0, ends[cut]!);
-            if (written.includes(".") && !CARD_GROUPING.test(written)) break;
-            matches.push({ start: match.index, end: match.index + ends[cut]! });
-            break;
-          }
-        }
-      }
-      return matches;
+      return scanCandidates(text, CANDIDATE, (match) => cardLength(text, match));
     },
   };
 }

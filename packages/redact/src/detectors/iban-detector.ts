@@ -1,5 +1,6 @@
 import { ibanChecksumValid } from "../checksums.js";
-import type { Detector, DetectorMatch } from "../detector.js";
+import type { Detector } from "../detector.js";
+import { scanCandidates } from "./scan-candidates.js";
 
 /** IBAN length per country (SWIFT IBAN registry, plus the experimental countries in common use). */
 const IBAN_LENGTHS: Record<string, number> = {
@@ -106,6 +107,34 @@ export function isValidIban(iban: string): boolean {
 }
 
 /**
+ * How long the IBAN at a candidate is, written as it stands (with its spaces or hyphens), or
+ * `undefined`: its country's registered length of alphanumerics must end at a word boundary
+ * or a separator, and pass the mod-97 check.
+ */
+function ibanLength(text: string, match: RegExpExecArray): number | undefined {
+  const candidate = match[0];
+  const length = IBAN_LENGTHS[candidate.slice(0, 2).toUpperCase()];
+  // No such country: the next candidate may start inside this one ("xx IBAN DE89...").
+  if (length === undefined) return undefined;
+  let compact = "";
+  let end = -1;
+  for (let index = 0; index < candidate.length && compact.length < length; index++) {
+    const char = candidate[index]!;
+    if (char !== " " && char !== "-") {
+      compact += char;
+      if (compact.length === length) end = index + 1;
+    }
+  }
+  const next = candidate.charCodeAt(end);
+  const atBoundary =
+    end !== -1 &&
+    (end === candidate.length
+      ? !/[A-Za-z0-9]/.test(text[match.index + end] ?? "")
+      : next === 32 || next === 45);
+  return atBoundary && ibanChecksumValid(compact.toUpperCase()) ? end : undefined;
+}
+
+/**
  * Finds IBANs, compact or grouped, in any case: the country's registered length and the
  * ISO 7064 mod-97 check must both hold.
  */
@@ -116,40 +145,7 @@ export function ibanDetector(): Detector {
     priority: 50,
     maxLength: 48,
     find(text) {
-      const matches: DetectorMatch[] = [];
-      CANDIDATE.lastIndex = 0;
-      for (let match = CANDIDATE.exec(text); match !== null; match = CANDIDATE.exec(text)) {
-        const candidate = match[0];
-        const country = candidate.slice(0, 2).toUpperCase();
-        const length = IBAN_LENGTHS[country];
-        if (length === undefined) {
-          // Let the next candidate start inside this one ("xx IBAN DE89...").
-          CANDIDATE.lastIndex = match.index + 1;
-          continue;
-        }
-        let compact = "";
-        let end = -1;
-        for (let index = 0; index < candidate.length && compact.length < length; index++) {
-          const char = candidate[index]!;
-          if (char !== " " && char !== "-") {
-            compact += char;
-            if (compact.length === length) end = index + 1;
-          }
-        }
-        const next = candidate.charCodeAt(end);
-        const atBoundary =
-          end !== -1 &&
-          (end === candidate.length
-            ? !/[A-Za-z0-9]/.test(text[match.index + end] ?? "")
-            : next === 32 || next === 45);
-        if (atBoundary && ibanChecksumValid(compact.toUpperCase())) {
-          matches.push({ start: match.index, end: match.index + end });
-          CANDIDATE.lastIndex = match.index + end;
-        } else {
-          CANDIDATE.lastIndex = match.index + 1;
-        }
-      }
-      return matches;
+      return scanCandidates(text, CANDIDATE, (match) => ibanLength(text, match), true);
     },
   };
 }

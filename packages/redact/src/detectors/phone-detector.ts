@@ -1,7 +1,8 @@
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { isbn10Valid, isbn13Valid } from "../checksums.js";
 import { identifierContext } from "../context.js";
-import type { Detector, DetectorMatch } from "../detector.js";
+import type { Detector } from "../detector.js";
+import { scanCandidates } from "./scan-candidates.js";
 
 // Digits with up to three separators between them (space, dot, hyphen, slash, parentheses),
 // an optional leading "+" or "(", and an optional extension. Separators and digits are
@@ -91,6 +92,26 @@ function notPhone(text: string, start: number, body: string): boolean {
   return identifierContext(text, start);
 }
 
+/** Whether the candidate at a match is a phone number (its extension, `x565`, aside). */
+function acceptedPhone(text: string, match: RegExpExecArray): boolean {
+  const candidate = match[0];
+  let body = candidate;
+  const extension = /[ ]?(?:x|ext\.?|#)[ ]?\d{1,6}$/.exec(candidate);
+  if (extension !== null) body = candidate.slice(0, extension.index);
+  let accepted: boolean;
+  if (body.startsWith("+") || body.startsWith("(+")) {
+    const parsed = parsePhoneNumberFromString(body.replace(/[()]/g, " "));
+    accepted = parsed?.isPossible() === true;
+    if (!accepted) {
+      const international = parsePhoneNumberFromString(body);
+      accepted = international?.isPossible() === true;
+    }
+  } else {
+    accepted = /^\d+$/.test(body) ? validBareNumber(body) : phoneShaped(body);
+  }
+  return accepted && !notPhone(text, match.index, body);
+}
+
 /**
  * Finds phone numbers. International numbers (`+` and a country code) are checked with
  * libphonenumber's metadata; bare runs of ten or eleven digits must be valid US or Chinese
@@ -105,28 +126,9 @@ export function phoneDetector(): Detector {
     priority: 20,
     maxLength: 48,
     find(text) {
-      const matches: DetectorMatch[] = [];
-      CANDIDATE.lastIndex = 0;
-      for (let match = CANDIDATE.exec(text); match !== null; match = CANDIDATE.exec(text)) {
-        const candidate = match[0];
-        let body = candidate;
-        const extension = /[ ]?(?:x|ext\.?|#)[ ]?\d{1,6}$/.exec(candidate);
-        if (extension !== null) body = candidate.slice(0, extension.index);
-        let accepted: boolean;
-        if (body.startsWith("+") || body.startsWith("(+")) {
-          const parsed = parsePhoneNumberFromString(body.replace(/[()]/g, " "));
-          accepted = parsed?.isPossible() === true;
-          if (!accepted) {
-            const international = parsePhoneNumberFromString(body);
-            accepted = international?.isPossible() === true;
-          }
-        } else {
-          accepted = /^\d+$/.test(body) ? validBareNumber(body) : phoneShaped(body);
-        }
-        if (accepted && notPhone(text, match.index, body)) accepted = false;
-        if (accepted) matches.push({ start: match.index, end: match.index + candidate.length });
-      }
-      return matches;
+      return scanCandidates(text, CANDIDATE, (match) =>
+        acceptedPhone(text, match) ? match[0].length : undefined,
+      );
     },
   };
 }
