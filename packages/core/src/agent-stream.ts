@@ -70,11 +70,16 @@ export type AgentStreamEvent =
       costUsd: number;
       summary: string;
     }
-  /** Older tool results were replaced by stubs to keep the context window. */
+  /**
+   * Older tool results were replaced by stubs to keep the context window (`source: "server"`:
+   * the API cleared `clearedToolUses` results server-side; `cleared` is then empty).
+   */
   | {
       type: "context-edited";
       runId: string;
       step: number;
+      source: "client" | "server";
+      clearedToolUses: number;
       cleared: string[];
       tokensBefore: number;
       tokensAfter: number;
@@ -216,6 +221,8 @@ export function streamEventsOf(
           type: "context-edited",
           runId,
           step: event.step,
+          source: event.source ?? "client",
+          clearedToolUses: event.server?.clearedToolUses ?? event.cleared.length,
           cleared: event.cleared.map((entry) => entry.toolUseId),
           tokensBefore: event.tokensBefore,
           tokensAfter: event.tokensAfter,

@@ -65,9 +65,14 @@ export async function manageContext(
     if (!done)
       await clearResults(loop, window, writer, fallbackKeep, "compaction_failed", estimate());
   }
-  // A clearing that finds stubs and old turns piled up hands over to compaction.
+  // A clearing that finds stubs and old turns piled up hands over to compaction. With
+  // `where: "server"` the API clears (the estimate follows its reported counts): no client edit.
   let clearingFellShort = false;
-  if (window.clear && estimate() >= window.clear.atFraction * limit) {
+  if (
+    window.clear &&
+    window.clear.where === "client" &&
+    estimate() >= window.clear.atFraction * limit
+  ) {
     await clearResults(loop, window, writer, window.clear.keepLast, "threshold", estimate());
     clearingFellShort =
       window.compact !== undefined &&
@@ -75,7 +80,10 @@ export async function manageContext(
         compactableShare * window.clear.atFraction * limit;
   }
   if (window.compact && (clearingFellShort || estimate() >= window.compact.atFraction * limit)) {
-    const done = await compactContext(loop, window.compact, writer, signal);
+    // "Nothing old enough to summarise" is logged once, and tried again when a turn is.
+    const blocked =
+      fold.nothingToCompact && compactionCut(fold.messages, window.compact.keepTurns) < 1;
+    const done = !blocked && (await compactContext(loop, window.compact, writer, signal));
     if (!done)
       await clearResults(loop, window, writer, fallbackKeep, "compaction_failed", estimate());
   }
@@ -173,6 +181,8 @@ async function countTokens(
     ...(loop.toolSpecs.length > 0
       ? { tools: loop.toolSpecs as ToolSpec[], tool_choice: { type: "auto" as const } }
       : {}),
+    // The count of the prompt after the server's edits, as the window applies to it.
+    ...(loop.serverEdits ? { context_management: loop.serverEdits.management } : {}),
   };
   try {
     const tokens = await model.countTokens(request, { signal });

@@ -1,3 +1,4 @@
+import type { ServerContextEdits } from "./context-server-edits.js";
 import type { Model } from "./contracts/model.js";
 import { InvalidArgumentError } from "./errors.js";
 import { type ModelPrice, priceOf } from "./pricing.js";
@@ -17,8 +18,18 @@ export interface ContextWindowOptions {
    * Past `atFraction` of `maxInputTokens`, tool results older than the last `keepLast` are
    * replaced by a stub naming the tool, the call and the result's digest (the model can call
    * the tool again); a result's marks (scan verdict, untrusted, error, vault tokens) stay.
+   *
+   * `where` (default `"client"`): `"client"` makes the edit in the loop, so the stubs are in
+   * the log and in the requests, and a resumed run sends the same bytes. `"server"` asks the
+   * API to clear (`context_management` edit `clear_tool_uses_20250919`, trigger
+   * `atFraction × maxInputTokens`, keep `keepLast`) when the model supports it
+   * (`Model.serverContextEdits`; `claudeModel` does): the requests carry the whole
+   * conversation, the API drops old results before the model reads them (placeholders instead
+   * of stubs, so no marks or digests), and each clearing it reports is logged as a
+   * `context-edited` event with `source: "server"`. A model without that support gets the
+   * client edit.
    */
-  clearToolResults?: { keepLast: number; atFraction: number };
+  clearToolResults?: { keepLast: number; atFraction: number; where?: "client" | "server" };
   /**
    * Past `atFraction` of `maxInputTokens`, the model (or `model`) summarises the turns before
    * the last `keepTurns` (default 2) assistant turns; the summary replaces them. System, tools
@@ -37,6 +48,32 @@ export interface ContextWindowOptions {
   };
 }
 
+const clearToolUsesType = "clear_tool_uses_20250919";
+
+/**
+ * The `context_management` of every model request when the API clears tool results
+ * (`clearToolResults.where: "server"` on a model that supports it); `undefined` otherwise.
+ */
+export function serverContextEditsOf(
+  window: ResolvedContextWindow | undefined,
+): ServerContextEdits | undefined {
+  const clear = window?.clear;
+  if (!window || !clear || clear.where !== "server") return undefined;
+  const management: ServerContextEdits["management"] = {
+    edits: [
+      {
+        type: clearToolUsesType,
+        trigger: {
+          type: "input_tokens",
+          value: Math.max(1, Math.floor(clear.atFraction * window.maxInputTokens)),
+        },
+        keep: { type: "tool_uses", value: clear.keepLast },
+      },
+    ],
+  };
+  return { management, maxInputTokens: window.maxInputTokens, keepLast: clear.keepLast };
+}
+
 /** Built-in instructions of a compaction call. */
 export const defaultCompactionInstructions =
   "Your context window is nearly full, so the turns above will be replaced by your summary. Write that summary now, for yourself: the task, what you have done and found so far (every id, value, decision and open question you still need, exactly), and what is left to do. Tool results you do not restate will be gone; you can call a tool again to see one. Reply with the summary only, no tool calls.";
@@ -44,7 +81,8 @@ export const defaultCompactionInstructions =
 /** `contextWindow` checked, with its defaults. */
 export interface ResolvedContextWindow {
   maxInputTokens: number;
-  clear: { keepLast: number; atFraction: number } | undefined;
+  /** `where`: where the clearing is made for this agent's model (`server` only when it supports it). */
+  clear: { keepLast: number; atFraction: number; where: "client" | "server" } | undefined;
   compact:
     | {
         atFraction: number;
@@ -91,7 +129,7 @@ export function validateContextWindow(
     );
   let clear: ResolvedContextWindow["clear"];
   if (options.clearToolResults !== undefined) {
-    const { keepLast, atFraction } = options.clearToolResults ?? {};
+    const { keepLast, atFraction, where = "client" } = options.clearToolResults ?? {};
     if (!isCount(keepLast, 1))
       fail(
         `clearToolResults.keepLast must be a whole number of at least 1 (the most recent tool results kept whole), got ${JSON.stringify(keepLast)}`,
@@ -100,7 +138,12 @@ export function validateContextWindow(
       fail(
         `clearToolResults.atFraction must be a number between 0 and 1 (exclusive), the share of maxInputTokens that starts clearing, got ${JSON.stringify(atFraction)}`,
       );
-    clear = { keepLast: keepLast!, atFraction: atFraction! };
+    if (where !== "client" && where !== "server")
+      fail(
+        `clearToolResults.where must be "client" (the loop clears; stubs in the log) or "server" (the API clears where the model supports it), got ${JSON.stringify(where)}`,
+      );
+    const server = where === "server" && model.serverContextEdits?.includes(clearToolUsesType);
+    clear = { keepLast: keepLast!, atFraction: atFraction!, where: server ? "server" : "client" };
   }
   return {
     maxInputTokens: maxInputTokens!,

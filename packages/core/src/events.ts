@@ -242,13 +242,21 @@ export interface ClearedToolResult {
 }
 
 /**
- * The loop edited the conversation to keep it inside the context window: older tool results
- * replaced by stubs naming the tool, the call and the result's digest (the model can call the
- * tool again). Written before the request that sends the edited conversation.
+ * The conversation was edited to keep it inside the context window. By the loop (`source`
+ * absent or `client`): older tool results replaced by stubs naming the tool, the call and the
+ * result's digest (the model can call the tool again), written before the request that sends
+ * the edited conversation. By the API (`source: "server"`, server-side context editing):
+ * written after the response that reported it; the request bytes and the conversation do not
+ * change, `cleared` is empty and `server` holds what the API said it cleared.
  */
 export interface ContextEditedEvent {
   type: "context-edited";
-  /** The step whose request is the first to send the edited conversation. */
+  /** Who edited: the loop (`client`, the default) or the API (`server`). */
+  source?: "client" | "server";
+  /**
+   * The step whose request is the first to send the edited conversation (`client`), or whose
+   * prompt the API edited (`server`).
+   */
   step: number;
   edit: "clear_tool_results";
   /** `threshold` (past `clearToolResults.atFraction`), `compaction_failed`, or `over_limit` (the last resort before a request over the window). */
@@ -262,6 +270,12 @@ export interface ContextEditedEvent {
   maxInputTokens: number;
   /** Whether `tokensBefore` was counted by the model's count-tokens endpoint (not estimated). */
   counted?: boolean;
+  /**
+   * `source: "server"`: the API's `applied_edits` entry (its type, the tool uses whose results
+   * it cleared, the prompt tokens it removed); `tokensBefore`/`tokensAfter` are then the
+   * prompt tokens the API reported plus the cleared ones, and the reported ones.
+   */
+  server?: { type: string; clearedToolUses: number; clearedInputTokens: number };
 }
 
 /**

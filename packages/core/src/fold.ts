@@ -84,6 +84,11 @@ export class RunFold {
   calibration: { tokens: number; bytes: number } | undefined;
   /** A compaction call with no outcome yet (in flight, or the process died during it). */
   orphanCompaction: ContextCompactionRequestEvent | undefined;
+  /**
+   * The last compaction outcome was `nothing_to_compact`: the loop does not try (and log)
+   * again until a turn is old enough to summarise.
+   */
+  nothingToCompact = false;
   /** Tool results replaced by stubs (`context-edited`). */
   readonly clearedResults = new Set<string>();
   /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
@@ -245,6 +250,7 @@ export class RunFold {
         return;
       case "context-compaction-failed":
         this.orphanCompaction = undefined;
+        this.nothingToCompact = event.reason === "nothing_to_compact";
         this.#countAttempt(event.usage, event.costUsd);
         return;
     }
@@ -256,6 +262,7 @@ export class RunFold {
         `[core] ${this.#label(event)} is a compaction outcome with no matching request before it`,
       );
     this.orphanCompaction = undefined;
+    this.nothingToCompact = false;
     const messages = withSummary(this.messages, event.replaced, event.summary);
     if (typeof messages === "string")
       throw new CorruptLogError(`[core] ${this.#label(event)}: ${messages}`);
@@ -401,6 +408,10 @@ export class RunFold {
         break;
       }
       case "context-edited":
+        // The API edited what the model read: the conversation (and the request bytes) stay.
+        if (event.source === "server") break;
+        this.#applyContext(event);
+        break;
       case "context-compaction-request":
       case "context-compacted":
       case "context-compaction-failed":
@@ -452,7 +463,13 @@ export class RunFold {
       tokens: prompt + usage.output_tokens,
       bytes: bytesBefore + (this.messageBytes - bytesBefore),
     };
-    this.calibration = { tokens: prompt, bytes: bytesBefore };
+    // Tokens the API cleared server-side were in the bytes sent: the rate counts them.
+    let serverCleared = 0;
+    for (const applied of response.context_management?.applied_edits ?? [])
+      serverCleared += Number.isSafeInteger(applied.cleared_input_tokens)
+        ? Math.max(0, applied.cleared_input_tokens)
+        : 0;
+    this.calibration = { tokens: prompt + serverCleared, bytes: bytesBefore };
     const text = textOf(response.content);
     if (text !== "") this.lastAssistantText = text;
     this.lastStopReason = response.stop_reason;

@@ -53,7 +53,9 @@ export type {
   TakeResult,
 } from "./contracts/limit-store.js";
 export type {
+  AppliedContextEdit,
   CacheControl,
+  ClearToolUsesEdit,
   ContentBlock,
   ContentBlockDelta,
   ErrorClassification,

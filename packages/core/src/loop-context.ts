@@ -1,5 +1,6 @@
 import type { ResolvedAgentOptions } from "./agent-options.js";
 import { type AgentStreamSink, streamEventsOf } from "./agent-stream.js";
+import { serverContextEditsOf } from "./context-window-options.js";
 import type { EventStore } from "./contracts/event-store.js";
 import { digestOf } from "./digest.js";
 import { InvalidArgumentError, RunNotFoundError } from "./errors.js";
@@ -55,6 +56,7 @@ export function loopContext(config: ResolvedAgentOptions): LoopContext {
     reportError,
     tools: new Map(config.tools.map((item) => [item.name, item])),
     vault: config.vault,
+    serverEdits: serverContextEditsOf(config.contextWindow),
     path: new ToolCallPath({
       gates,
       haltOn: config.haltOn,

@@ -1,4 +1,5 @@
 import { type AgentStreamSink, toolCallEvent } from "./agent-stream.js";
+import { recordServerEdits, type ServerContextEdits } from "./context-server-edits.js";
 import type {
   ContentBlock,
   ErrorClassification,
@@ -43,6 +44,8 @@ export interface ModelStepContext {
   runBudgets?: RunBudgetHooks | undefined;
   /** The agent's vault: the model's text, tool-use inputs and thinking reach the log through it. */
   vault: Vault | undefined;
+  /** Set when the API clears tool results (`clearToolResults.where: "server"`). */
+  serverEdits?: ServerContextEdits | undefined;
 }
 
 /** Streaming settings of an agent. */
@@ -85,6 +88,7 @@ export async function modelStep(
     ...(context.toolSpecs.length > 0
       ? { tools: context.toolSpecs as ToolSpec[], tool_choice: { type: "auto" as const } }
       : {}),
+    ...(context.serverEdits ? { context_management: context.serverEdits.management } : {}),
   };
   await writer.write({
     type: "model-request",
@@ -112,6 +116,7 @@ export async function modelStep(
     ...(firstChunkMs !== undefined ? { firstChunkMs: Math.round(firstChunkMs * 100) / 100 } : {}),
     ...(skipped.length > 0 ? { skipped: [...skipped] } : {}),
   });
+  if (context.serverEdits) await recordServerEdits(writer, step, response, context.serverEdits);
   await context.runBudgets?.afterStep(writer, step);
   await endIfFinal(writer);
 }

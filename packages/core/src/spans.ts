@@ -131,7 +131,8 @@ export class SpanBuilder {
         time: at,
         attributes: {
           "loopguard.context.reason": event.reason,
-          "loopguard.context.cleared": event.cleared.length,
+          "loopguard.context.source": event.source ?? "client",
+          "loopguard.context.cleared": event.server?.clearedToolUses ?? event.cleared.length,
           "loopguard.context.tokens_before": event.tokensBefore,
           "loopguard.context.tokens_after": event.tokensAfter,
         },

@@ -26,13 +26,28 @@ export interface ClaudeRequestOptions {
   signal?: AbortSignal;
   timeout?: number;
   maxRetries?: number;
+  /** Extra headers (`anthropic-beta` for a client without a beta resource). */
+  headers?: Record<string, string>;
 }
+
+/** The beta header of server-side context editing (`context_management`). */
+export const contextManagementBeta = "context-management-2025-06-27";
 
 /**
  * The part of an `@anthropic-ai/sdk` client that `claudeModel` uses, so you can pass your
  * own client (a proxy, Bedrock or Vertex client, a client with custom headers).
  */
 export interface ClaudeClient {
+  /** The SDK's beta resource; used for requests with server-side context edits (`betas`), when present. */
+  beta?: {
+    messages?: {
+      create(body: any, options?: ClaudeRequestOptions): PromiseLike<unknown>;
+      countTokens?(
+        body: any,
+        options?: ClaudeRequestOptions,
+      ): PromiseLike<{ input_tokens: number }>;
+    };
+  };
   messages: {
     /** With `stream: true` in the body it resolves to an async iterable of stream events (the SDK's `Stream`). */
     create(body: any, options?: ClaudeRequestOptions): PromiseLike<unknown>;
@@ -112,6 +127,14 @@ export interface ClaudeModelOptions {
    * (`claudeContextWindows`) does not know or to manage a smaller window on purpose.
    */
   contextWindow?: number;
+  /**
+   * Whether the model applies server-side context edits (`context_management`, beta
+   * `context-management-2025-06-27`): `claudeModel` then reports
+   * `serverContextEdits: ["clear_tool_uses_20250919"]`, and the loop sends the clearing of
+   * `contextWindow.clearToolResults: { where: "server" }` to the API. Default `true`; `false`
+   * for a backend or proxy that does not take the beta (the loop then clears on the client).
+   */
+  serverContextEdits?: boolean;
   /**
    * Send streaming requests (`"stream": true`), also from `create()`, which assembles the
    * events. Default `true`: long turns show signs of life, and proxies do not cut idle
@@ -205,6 +228,13 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
     out.messages = cache ? withTailBreakpoints(request.messages, cache, left) : request.messages;
     if (request.stop_sequences) out.stop_sequences = request.stop_sequences;
     if (request.metadata) out.metadata = request.metadata;
+    if (request.context_management) {
+      if (!config.serverContextEdits)
+        throw new InvalidArgumentError(
+          '[core] claudeModel: the request has context_management but this model was made with serverContextEdits: false; leave the edits to the loop (contextWindow.clearToolResults.where: "client")',
+        );
+      out.context_management = request.context_management;
+    }
     const thinking = thinkingFor(modelId, config.thinking, maxTokens);
     if (thinking) out.thinking = thinking;
     out.output_config = { effort: config.effort };
@@ -215,11 +245,18 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
   const send = async (payload: Record<string, unknown>, signal: AbortSignal) => {
     const api = await clientFor();
     if (signal?.aborted) throw signal.reason;
+    const options = { signal, maxRetries: 0, timeout: config.timeoutMs };
     try {
+      if (payload.context_management === undefined)
+        return await api.messages.create(payload, options);
+      // Server-side context editing is a beta: through the SDK's beta resource (`betas` becomes
+      // the anthropic-beta header), or the header itself for a client without one.
+      const beta = api.beta?.messages;
+      if (typeof beta?.create === "function")
+        return await beta.create({ ...payload, betas: [contextManagementBeta] }, options);
       return await api.messages.create(payload, {
-        signal,
-        maxRetries: 0,
-        timeout: config.timeoutMs,
+        ...options,
+        headers: { "anthropic-beta": contextManagementBeta },
       });
     } catch (error) {
       throw translate(error);
@@ -267,6 +304,7 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
     effort: config.effort,
     defaultMaxTokens: config.maxTokens,
     ...(config.contextWindow !== undefined ? { contextWindow: config.contextWindow } : {}),
+    ...(config.serverContextEdits ? { serverContextEdits: ["clear_tool_uses_20250919"] } : {}),
     body,
     async countTokens(request, { signal }) {
       const api = await clientFor();
@@ -284,12 +322,19 @@ export function claudeModel(options: ClaudeModelOptions = {}): ClaudeModel {
         ...countable
       } = body(request);
       if (signal?.aborted) throw signal.reason;
+      const options = { signal, maxRetries: 0, timeout: config.timeoutMs };
       try {
-        const counted = await api.messages.countTokens(countable, {
-          signal,
-          maxRetries: 0,
-          timeout: config.timeoutMs,
-        });
+        // With context_management the count is of the prompt after the server's edits.
+        const beta = api.beta?.messages;
+        const counted =
+          countable.context_management === undefined
+            ? await api.messages.countTokens(countable, options)
+            : typeof beta?.countTokens === "function"
+              ? await beta.countTokens({ ...countable, betas: [contextManagementBeta] }, options)
+              : await api.messages.countTokens(countable, {
+                  ...options,
+                  headers: { "anthropic-beta": contextManagementBeta },
+                });
         return counted.input_tokens;
       } catch (error) {
         throw translate(error);
@@ -450,6 +495,7 @@ interface ResolvedOptions {
   thinking: ClaudeThinking | undefined;
   stream: boolean;
   contextWindow: number | undefined;
+  serverContextEdits: boolean;
 }
 
 function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
@@ -509,6 +555,9 @@ function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
     fail(
       `contextWindow must be a positive whole number of tokens (e.g. 200000), got ${JSON.stringify(options.contextWindow)}`,
     );
+  const serverContextEdits = options.serverContextEdits ?? true;
+  if (typeof serverContextEdits !== "boolean")
+    fail(`serverContextEdits must be true or false, got ${JSON.stringify(serverContextEdits)}`);
   if (options.client !== undefined && typeof options.client?.messages?.create !== "function") {
     fail(
       "client must be an @anthropic-ai/sdk client (new Anthropic(...)) or anything with messages.create(body, options)",
@@ -548,5 +597,6 @@ function validateOptions(options: ClaudeModelOptions): ResolvedOptions {
     thinking,
     stream,
     contextWindow,
+    serverContextEdits,
   };
 }

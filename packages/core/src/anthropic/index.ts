@@ -13,6 +13,7 @@ export {
   claudeContextWindows,
   claudeEfforts,
   claudeModel,
+  contextManagementBeta,
   MissingApiKeyError,
 } from "./claude-model.js";
 export { MissingSdkError } from "./load-sdk.js";

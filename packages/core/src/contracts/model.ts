@@ -100,6 +100,36 @@ export interface Usage {
   } | null;
 }
 
+/**
+ * A server-side context edit of the Messages API (`context_management.edits`, beta
+ * `context-management-2025-06-27`): past `trigger` prompt tokens the API replaces the results
+ * of tool uses older than the last `keep` with a placeholder before the model reads the prompt.
+ * The request's bytes do not change.
+ */
+export interface ClearToolUsesEdit {
+  type: "clear_tool_uses_20250919";
+  /** When the edit applies. API default: 100 000 input tokens. */
+  trigger?: { type: "input_tokens" | "tool_uses"; value: number };
+  /** Tool uses kept whole (the most recent). API default: 3. */
+  keep?: { type: "tool_uses"; value: number };
+  /** Apply only when at least this many tokens go (a cache write must be worth it). */
+  clear_at_least?: { type: "input_tokens"; value: number };
+  /** Tools whose uses are never cleared. */
+  exclude_tools?: string[];
+  /** Also clear the tool-use inputs (all, or those of the named tools). */
+  clear_tool_inputs?: boolean | string[];
+}
+
+/** What the API reports it cleared for one edit (`context_management.applied_edits`). */
+export interface AppliedContextEdit {
+  /** `clear_tool_uses_20250919`, or a type newer than this contract (kept as it came). */
+  type: string;
+  /** Prompt tokens the edit removed from what the model read. */
+  cleared_input_tokens: number;
+  /** Tool uses whose results were cleared (`clear_tool_uses_20250919`). */
+  cleared_tool_uses?: number;
+}
+
 /** A request to the model. */
 export interface ModelRequest {
   model: string;
@@ -110,6 +140,11 @@ export interface ModelRequest {
   tool_choice?: { type: "auto" | "any" | "none" | "tool"; name?: string };
   metadata?: { user_id?: string };
   stop_sequences?: string[];
+  /**
+   * Server-side context edits; sent only to a model whose `serverContextEdits` lists each
+   * edit's type (`claudeModel` adds the beta header).
+   */
+  context_management?: { edits: ClearToolUsesEdit[] };
 }
 
 /** A response from the model. */
@@ -122,6 +157,8 @@ export interface ModelResponse {
   stop_reason: StopReason | null;
   stop_sequence?: string | null;
   usage: Usage;
+  /** The server-side context edits the API applied to this request's prompt, when it was asked for any. */
+  context_management?: { applied_edits: AppliedContextEdit[] } | null;
 }
 
 /** How loopguard should treat an error thrown by a model call. */
@@ -197,6 +234,8 @@ export type MessageStreamEvent =
       type: "message_delta";
       delta: { stop_reason: StopReason | null; stop_sequence?: string | null };
       usage: MessageDeltaUsage;
+      /** The server-side context edits applied to the prompt (when the request asked for any). */
+      context_management?: { applied_edits: AppliedContextEdit[] } | null;
     }
   | { type: "message_stop" }
   | { type: "ping" };
@@ -232,6 +271,13 @@ export interface Model {
    * rule: rejects with the error it got; the loop then keeps its estimate.
    */
   countTokens?(request: ModelRequest, options: ModelCallOptions): Promise<number>;
+  /**
+   * The server-side context edit types this model applies (`context_management.edits`), e.g.
+   * `["clear_tool_uses_20250919"]`. Optional: absent means none, and the loop makes the same
+   * edit on the client. A model that lists a type must send the edits of a request and return
+   * what the server applied in `ModelResponse.context_management`.
+   */
+  readonly serverContextEdits?: readonly string[];
   /** Makes one call. */
   create(request: ModelRequest, options: ModelCallOptions): Promise<ModelResponse>;
   /**

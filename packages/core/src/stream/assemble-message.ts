@@ -417,6 +417,8 @@ class Assembler implements MessageAssembler {
       if (typeof value === "number") (merged as unknown as Record<string, number>)[key] = value;
     }
     current.usage = merged;
+    // Server-side context edits are reported on message_delta (absent when none were asked for).
+    if (event.context_management != null) current.context_management = event.context_management;
     return undefined;
   }
 
@@ -501,7 +503,7 @@ export function messageEvents(
     for (let at = 0; at < points.length; at += size) out.push(points.slice(at, at + size).join(""));
     return out;
   };
-  const { content, stop_reason, stop_sequence, usage, ...head } = response;
+  const { content, stop_reason, stop_sequence, usage, context_management, ...head } = response;
   const events: MessageStreamEvent[] = [
     {
       type: "message_start",
@@ -586,6 +588,7 @@ export function messageEvents(
         ? { cache_read_input_tokens: usage.cache_read_input_tokens }
         : {}),
     },
+    ...(context_management != null ? { context_management } : {}),
   });
   events.push({ type: "message_stop" });
   return events;

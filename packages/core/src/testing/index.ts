@@ -19,6 +19,11 @@ export type { FaultyModel, FaultyModelOptions, InjectedFault, ModelFault } from 
 export { faultyModel } from "./faulty-model.js";
 export type { FaultyTool, FaultyToolOptions, ToolFaultMode } from "./faulty-tool.js";
 export { failingTool, faultyTool, flakyTool, hangingTool, slowTool } from "./faulty-tool.js";
+export {
+  applyLoopbackEdits,
+  type LoopbackEdited,
+  loopbackClearedPlaceholder,
+} from "./loopback-context-edits.js";
 export { loopbackTokenCount } from "./loopback-token-count.js";
 export type {
   MessagesApiServer,

@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { ModelRequest, ModelResponse, Usage } from "../contracts/model.js";
+import type { AppliedContextEdit, ModelRequest, ModelResponse, Usage } from "../contracts/model.js";
 import { InvalidArgumentError } from "../errors.js";
 import { messageEvents } from "../stream/assemble-message.js";
+import { applyLoopbackEdits } from "./loopback-context-edits.js";
 import { loopbackTokenCount } from "./loopback-token-count.js";
 import {
   type PromptCacheSimulator,
@@ -31,6 +32,12 @@ export interface ReceivedRequest {
   firstDeltaAt?: number;
   /** The usage the server reported for this request, once it answered. */
   usage?: Usage;
+  /**
+   * For a request with `context_management`: the prompt the model read after the server-side
+   * edits (what the limit, the cache and the usage count), and the edits applied.
+   */
+  prompt?: unknown;
+  appliedEdits?: AppliedContextEdit[];
 }
 
 /** How a streamed answer goes wrong (or how fast it goes), for one reply. */
@@ -175,6 +182,13 @@ const nextRequestId = () => `req_loopback_${(++requestCounter).toString().padSta
  * each block's JSON). With `contextLimit`, a prompt above it is refused before the script is
  * asked, as the API refuses it: 400 `invalid_request_error` "prompt is too long: N tokens > M
  * maximum". `POST /v1/messages/count_tokens` answers `{ "input_tokens": N }` with the same count.
+ *
+ * Server-side context editing (`context_management.edits` with the beta header
+ * `context-management-2025-06-27`) is applied as the API applies `clear_tool_uses_20250919`
+ * (see `applyLoopbackEdits`): the limit, the cache and the usage count the edited prompt, and
+ * the reply says what was cleared in `context_management.applied_edits` (on `message_delta`
+ * when streamed). An unknown edit type, or `context_management` without the beta header, gets
+ * the API's 400.
  *
  * @example
  * const server = await messagesApiServer({ replies: [{ type: "error", status: 429, retryAfterMs: 200 }, { content: "Hi" }] });
@@ -376,9 +390,15 @@ class Loopback {
       return [400, "invalid_request_error", "anthropic-version: header is required"];
     const invalid = validateBody(body, counting);
     if (invalid) return [400, "invalid_request_error", invalid];
+    if ((body as { context_management?: unknown }).context_management != null) {
+      const edited = applyLoopbackEdits(body, headers["anthropic-beta"]);
+      if (typeof edited === "string") return [400, "invalid_request_error", edited];
+      received.prompt = edited.body;
+      received.appliedEdits = edited.applied;
+    }
     const limit = this.#options.contextLimit;
     if (limit !== undefined && !counting) {
-      const tokens = loopbackTokenCount(body);
+      const tokens = loopbackTokenCount(received.prompt ?? body);
       if (tokens > limit) {
         this.refusedTooLong += 1;
         return [
@@ -396,7 +416,12 @@ class Loopback {
     const refusal = this.#refusal(received);
     if (refusal) return sendError(response, ...refusal);
     if (received.path === "/v1/messages/count_tokens")
-      return send(response, 200, { input_tokens: loopbackTokenCount(received.body) });
+      return send(response, 200, {
+        input_tokens: loopbackTokenCount(received.prompt ?? received.body),
+        ...(received.prompt !== undefined
+          ? { context_management: { original_input_tokens: loopbackTokenCount(received.body) } }
+          : {}),
+      });
     const reply = await this.#decide(received);
     switch (reply.type) {
       case "hang":
@@ -447,7 +472,8 @@ class Loopback {
       const scripted = reply.message;
       message = fillReply(scripted, body, body.model, this.calls);
       if (scripted.usage?.input_tokens === undefined) {
-        const billed = this.cache?.account(body) ?? plainUsage(body);
+        const prompt = received.prompt ?? body;
+        const billed = this.cache?.account(prompt) ?? plainUsage(prompt);
         if ("error" in billed)
           return sendError(response, 400, "invalid_request_error", billed.error);
         message = {
@@ -456,6 +482,8 @@ class Loopback {
         };
       }
     }
+    if (received.appliedEdits !== undefined)
+      message = { ...message, context_management: { applied_edits: received.appliedEdits } };
     received.usage = message.usage;
     if (!received.stream) return send(response, 200, message, reply.headers);
     return this.#stream(response, received, message, reply.stream ?? {}, reply.headers);
