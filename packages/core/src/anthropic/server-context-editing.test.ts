@@ -1,7 +1,7 @@
 import Anthropic from "@anthropic-ai/sdk";
 import * as v from "valibot";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ModelRequest, StoredEvent } from "../index.js";
+import type { EventStore, ModelRequest, StoredEvent } from "../index.js";
 import { createAgent, tool } from "../index.js";
 import {
   loopbackClearedPlaceholder,
@@ -238,6 +238,67 @@ describe("clearToolResults where: server (claudeModel, loopback API with a 60k l
     expect(edits.every((event) => event.source === "server")).toBe(true);
   });
 
+  it("a run crashed right after a server edit is logged resumes to the same request bytes", async () => {
+    const options = {
+      tools: [fetchPage],
+      contextWindow: {
+        maxInputTokens: limit,
+        clearToolResults: { keepLast: 3, atFraction: 0.5, where: "server" as const },
+      },
+    };
+    const model = (server: MessagesApiServer) =>
+      claudeModel({ baseURL: server.url, apiKey: fakeKey, model: "claude-sonnet-5-5" });
+    const reference = await serve({ handler: pages(20), contextLimit: limit });
+    const whole = await createAgent({
+      ...options,
+      model: model(reference),
+      store: memoryEventStore(),
+    }).run("Read the whole report", { runId: "run_same" });
+    expect(whole.error ?? whole.status).toBe("completed");
+    const crashing = await serve({ handler: pages(20), contextLimit: limit });
+    const durable = memoryEventStore();
+    let crashed = false;
+    const dying: EventStore = {
+      ...durable,
+      name: "dying",
+      async append(runId, events, appendOptions) {
+        if (crashed) throw new Error("the process is gone");
+        const appended = await durable.append(runId, events, appendOptions);
+        if (events.some((event) => event.type === "context-edited")) {
+          crashed = true;
+          throw new Error("the process died");
+        }
+        return appended;
+      },
+    };
+    const first = await createAgent({ ...options, model: model(crashing), store: dying }).run(
+      "Read the whole report",
+      { runId: "run_same" },
+    );
+    expect(first.error).toMatch(/the process died/);
+    const calls = () => crashing.requests.filter((request) => request.path === "/v1/messages");
+    const before = calls().length;
+    expect((await durable.read("run_same")).at(-1)).toMatchObject({
+      type: "context-edited",
+      source: "server",
+    });
+    const resumed = await createAgent({
+      ...options,
+      model: model(crashing),
+      store: durable,
+    }).resume("run_same");
+    expect(resumed.error ?? resumed.status).toBe("completed");
+    const after = calls()
+      .slice(before)
+      .map((request) => request.rawBody);
+    const expected = reference.requests
+      .filter((request) => request.path === "/v1/messages")
+      .slice(before)
+      .map((request) => request.rawBody);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after).toEqual(expected);
+  });
+
   it("a model without server-side editing gets the client edit (stubs in the log and the requests)", async () => {
     const server = await serve({ handler: pages(30), contextLimit: limit });
     const store = memoryEventStore();
@@ -315,5 +376,38 @@ describe("nothing to compact", () => {
     expect(result.steps).toBe(9);
     const failures = ofType(await store.read("run_nothing"), "context-compaction-failed");
     expect(failures.map((event) => event.reason)).toEqual(["nothing_to_compact"]);
+  });
+
+  it("tries again once a turn is old enough: failures and compactions alternate, never two failures in a row", async () => {
+    const model = scriptedModel(
+      (request) => {
+        if (request.tool_choice?.type === "none") return { content: "Read some pages." };
+        const next = lastCall(request) + 1;
+        if (next > 14) return { content: "done" };
+        return {
+          content: [
+            { type: "tool_use", id: `call_${next}`, name: "fetch_page", input: { n: next } },
+          ],
+        };
+      },
+      { contextWindow: 200_000 },
+    );
+    const store = memoryEventStore();
+    const agent = createAgent({
+      model,
+      tools: [fetchPage],
+      store,
+      contextWindow: { compact: { atFraction: 0.02, keepTurns: 3 } },
+    });
+    const result = await agent.run("Read the whole report", { runId: "run_alternate" });
+    expect(result.error ?? result.status).toBe("completed");
+    const outcomes = (await store.read("run_alternate"))
+      .filter(
+        (event) => event.type === "context-compacted" || event.type === "context-compaction-failed",
+      )
+      .map((event) => event.type);
+    expect(outcomes).toContain("context-compacted");
+    expect(outcomes).toContain("context-compaction-failed");
+    expect(outcomes.join(" ")).not.toMatch(/context-compaction-failed context-compaction-failed/);
   });
 });
