@@ -74,6 +74,10 @@ describe("the runtime conformance scenario", () => {
       /Uncaught Error: \[policy\] @loopguard\/policy\/node \(fileFreezeStore, loadPolicyFile\) needs node:fs.*"@loopguard\/policy"/,
     ],
     [
+      "@loopguard/checkpoint",
+      /Uncaught Error: \[checkpoint\] @loopguard\/checkpoint \(jsonlEventStore.*needs node:fs.*d1EventStore from @loopguard\/cloudflare/,
+    ],
+    [
       "@loopguard/redact/node",
       /Uncaught Error: \[redact\] @loopguard\/redact\/node \(fileKeyProvider, fileSubjectKeyStore\) needs node:fs.*"@loopguard\/redact"/,
     ],
