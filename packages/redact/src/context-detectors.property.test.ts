@@ -96,7 +96,9 @@ describe("spelled-out emails and national phone numbers", () => {
           const text = `write to ${spelled} please`;
           const { findings } = redact(text);
           expect(findings.map((finding) => finding.type)).toContain("EMAIL");
-          expect(redact(text).text).not.toContain(domain);
+          // The whole spelled-out address is one placeholder (a domain such as "to" may also be
+          // a word of the sentence, so the check is on the sentence's shape, not on the label).
+          expect(redact(text).text).toMatch(/^write to \[EMAIL[^\]]*\] please$/);
         },
       ),
       RUNS,
