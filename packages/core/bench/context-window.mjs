@@ -23,7 +23,7 @@ const core = await import(new URL("index.js", dist).href);
 const testing = await import(new URL("testing/index.js", dist).href);
 const anthropic = await import(new URL("anthropic/index.js", dist).href);
 const quick = process.argv.includes("--quick");
-// --only=long,cost,cpu runs some parts.
+// --only=long,cost,cpu,server runs some parts.
 const only = process.argv
   .find((arg) => arg.startsWith("--only="))
   ?.slice(7)
@@ -223,6 +223,35 @@ if (part("cost")) {
   console.log(
     `\n(${run.answered.length} answered requests, ${compactions.length} of them compactions; ${run.refused} refused as too long. Compaction only: ${compactOnly.answered.filter((request) => request.body.tool_choice?.type === "none").length} compactions, ${compactOnly.refused} refused.)`,
   );
+}
+
+// 4. Server-side clearing (where: "server": the API clears, the requests carry every result)
+//    against the same clearing made by the loop, 200 steps (60 with --quick), USD side by side.
+if (part("server")) {
+  const steps = quick ? 60 : 200;
+  console.log(
+    `\n## Tool-result clearing, server-side vs client-side (${steps} steps, 20 KB results)\n`,
+  );
+  console.log(
+    "| clearing (keep 5, at 0.5 of 200k) | USD | largest prompt read | largest request body | refused |",
+  );
+  console.log("|---|---|---|---|---|");
+  const rows = [];
+  for (const where of ["client", "server"]) {
+    const run = await managedRun(steps, {
+      clearToolResults: { keepLast: 5, atFraction: 0.5, where },
+    });
+    const read = Math.max(
+      ...run.answered.map((request) => testing.loopbackTokenCount(request.prompt ?? request.body)),
+    );
+    const bytes = Math.max(...run.calls.map((request) => Buffer.byteLength(request.rawBody)));
+    rows.push(run.result.costUsd);
+    console.log(
+      `| ${where} | ${fmt(run.result.costUsd)} | ${read} tokens | ${(bytes / 1e6).toFixed(2)} MB | ${run.refused} |`,
+    );
+    if (run.result.status !== "completed" || run.refused > 0) failed = true;
+  }
+  console.log(`\n(server-side costs ${(rows[1] / rows[0]).toFixed(2)}× the client-side clearing)`);
 }
 
 // 3. Loop CPU per step below the threshold.

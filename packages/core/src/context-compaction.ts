@@ -179,6 +179,12 @@ export function compactionRequest(
     ...(loop.toolSpecs.length > 0
       ? { tools: loop.toolSpecs as ToolSpec[], tool_choice: { type: "none" as const } }
       : {}),
+    // With server-side clearing the turns still hold every result: the summariser's API clears
+    // them the same way, when it can (or the call may be over its window).
+    ...(loop.serverEdits &&
+    compact.model.serverContextEdits?.includes(loop.serverEdits.management.edits[0]!.type)
+      ? { context_management: loop.serverEdits.management }
+      : {}),
   };
 }
 

@@ -299,6 +299,43 @@ describe("clearToolResults where: server (claudeModel, loopback API with a 60k l
     expect(after).toEqual(expected);
   });
 
+  it("a compaction call under server-side clearing carries the same edit to a summariser that supports it", async () => {
+    const scripted = scriptedModel(
+      (request) => {
+        if (request.tool_choice?.type === "none") return { content: "Read some pages." };
+        const next = lastCall(request) + 1;
+        if (next > 12) return { content: "done" };
+        return {
+          content: [
+            { type: "tool_use", id: `call_${next}`, name: "fetch_page", input: { n: next } },
+          ],
+        };
+      },
+      { contextWindow: limit },
+    );
+    // A model that takes the edit (this scripted one does not apply it: the loop's estimate
+    // stays on the whole conversation, so compaction runs).
+    const model = { ...scripted, serverContextEdits: ["clear_tool_uses_20250919"] };
+    const agent = createAgent({
+      model,
+      tools: [fetchPage],
+      store: memoryEventStore(),
+      contextWindow: {
+        clearToolResults: { keepLast: 3, atFraction: 0.5, where: "server" },
+        compact: { atFraction: 0.6 },
+      },
+    });
+    const result = await agent.run("Read the whole report");
+    expect(result.error ?? result.status).toBe("completed");
+    const compactions = scripted.requests.filter((request) => request.tool_choice?.type === "none");
+    expect(compactions.length).toBeGreaterThan(0);
+    for (const request of scripted.requests)
+      expect(request.context_management?.edits[0]).toMatchObject({
+        type: "clear_tool_uses_20250919",
+        keep: { type: "tool_uses", value: 3 },
+      });
+  });
+
   it("a model without server-side editing gets the client edit (stubs in the log and the requests)", async () => {
     const server = await serve({ handler: pages(30), contextLimit: limit });
     const store = memoryEventStore();
