@@ -10,6 +10,7 @@ import {
   memoryEventStore,
   messagesApiServer,
   type ReceivedRequest,
+  recordingExporter,
   type ScriptedReply,
   scriptedModel,
 } from "../testing/index.js";
@@ -334,6 +335,42 @@ describe("clearToolResults where: server (claudeModel, loopback API with a 60k l
         type: "clear_tool_uses_20250919",
         keep: { type: "tool_uses", value: 3 },
       });
+  });
+
+  it("streams each server edit as context-edited (source server) and shows it on the run span", async () => {
+    const server = await serve({ handler: pages(12), contextLimit: 30_000 });
+    const exporter = recordingExporter();
+    const agent = createAgent({
+      model: claudeModel({ baseURL: server.url, apiKey: fakeKey, model: "claude-sonnet-5-5" }),
+      tools: [fetchPage],
+      store: memoryEventStore(),
+      exporters: [exporter],
+      contextWindow: {
+        maxInputTokens: 30_000,
+        clearToolResults: { keepLast: 2, atFraction: 0.5, where: "server" },
+      },
+    });
+    const stream = agent.stream("Read the report");
+    const streamed: { source: string; clearedToolUses: number; cleared: string[] }[] = [];
+    for await (const event of stream) if (event.type === "context-edited") streamed.push(event);
+    expect((await stream.result).error ?? (await stream.result).status).toBe("completed");
+    const applied = server.requests.flatMap((request) => request.appliedEdits ?? []);
+    expect(streamed.length).toBe(applied.length);
+    expect(streamed.length).toBeGreaterThan(0);
+    expect(streamed.map((event) => event.clearedToolUses)).toEqual(
+      applied.map((entry) => entry.cleared_tool_uses),
+    );
+    expect(streamed.every((event) => event.source === "server" && event.cleared.length === 0)).toBe(
+      true,
+    );
+    await agent.shutdown();
+    const run = exporter.spans.find((span) => span.kind === "run")!;
+    const marks = run.events.filter((event) => event.name === "context.edited");
+    expect(marks).toHaveLength(applied.length);
+    expect(marks[0]!.attributes).toMatchObject({
+      "loopguard.context.source": "server",
+      "loopguard.context.cleared": applied[0]!.cleared_tool_uses,
+    });
   });
 
   it("a model without server-side editing gets the client edit (stubs in the log and the requests)", async () => {
