@@ -409,6 +409,29 @@ describe("clearToolResults where: server (claudeModel, loopback API with a 60k l
     );
   });
 
+  it("claudeModel refuses edits it was told the backend cannot take, and checks the option", () => {
+    const model = claudeModel({ apiKey: fakeKey, serverContextEdits: false });
+    expect(() =>
+      model.body({
+        model: "claude-sonnet-5-5",
+        max_tokens: 64,
+        messages: [{ role: "user", content: "hi" }],
+        context_management: { edits: [{ type: "clear_tool_uses_20250919" }] },
+      }),
+    ).toThrow(/\[core\] claudeModel: the request has context_management/);
+    expect(() => claudeModel({ serverContextEdits: "yes" as never })).toThrow(
+      /\[core\] claudeModel: serverContextEdits must be true or false/,
+    );
+    // With the default, the body carries the edits as given.
+    const body = claudeModel({ apiKey: fakeKey }).body({
+      model: "claude-sonnet-5-5",
+      max_tokens: 64,
+      messages: [{ role: "user", content: "hi" }],
+      context_management: { edits: [{ type: "clear_tool_uses_20250919" }] },
+    });
+    expect(body.context_management).toEqual({ edits: [{ type: "clear_tool_uses_20250919" }] });
+  });
+
   it("rejects a where that is neither client nor server", () => {
     expect(() =>
       createAgent({
