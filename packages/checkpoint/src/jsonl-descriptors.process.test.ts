@@ -106,8 +106,9 @@ describe.skipIf(process.platform === "win32")("jsonlEventStore under ulimit -n 1
     console.log(`[descriptors] 10000 sqlite runs at ulimit -n 1024: ${JSON.stringify(result)}`);
     expect(result.byOutcome).toEqual({ completed: 10_000 });
     expect(result.running).toBe(0);
-    // One database connection: descriptors stay flat.
+    // Two database connections (reads, and the writer thread's) and the thread's own event
+    // loop: a fixed handful of descriptors, flat however many runs there are.
     if (result.descriptors.peak >= 0)
-      expect(result.descriptors.peak - result.descriptors.baseline).toBeLessThanOrEqual(8);
+      expect(result.descriptors.peak - result.descriptors.baseline).toBeLessThanOrEqual(16);
   });
 });

@@ -63,6 +63,9 @@ describe("sqliteEventStore", () => {
       /must be a better-sqlite3 Database/,
     );
     expect(() => sqliteEventStore({ path: "a.db", busyTimeoutMs: -1 })).toThrow(/busyTimeoutMs/);
+    expect(() => sqliteEventStore({ path: "a.db", commitThread: "yes" as never })).toThrow(
+      /commitThread must be true or false, got yes/,
+    );
   });
 
   it("uses WAL and synchronous=FULL, and leaves a database it did not open open", async () => {

@@ -13,12 +13,14 @@ import { checkBatchSize } from "./batch-size.js";
 import { type ChainSettings, chainSettings, type VerifyResult } from "./hash-chain.js";
 import { encodeEventBody } from "./jsonl-log.js";
 import { assertRunId } from "./run-id.js";
-import { SqliteAppender } from "./sqlite-appender.js";
+import { type PendingAppend, SqliteAppender } from "./sqlite-appender.js";
 import { openSqliteConnection, type SqliteConnection } from "./sqlite-connection.js";
 import type { SqliteDatabase } from "./sqlite-database.js";
 import { SqliteGroupCommit } from "./sqlite-group-commit.js";
 import { SqliteLogReader } from "./sqlite-log-reader.js";
 import { SqliteRunLeases } from "./sqlite-run-leases.js";
+import { SqliteThreadedCommit } from "./sqlite-threaded-commit.js";
+import { SqliteWriterThread } from "./sqlite-writer-thread.js";
 import { StoreClosedError } from "./store-errors.js";
 import { validateFilter } from "./validate-filter.js";
 
@@ -37,6 +39,12 @@ export type SqliteEventStoreOptions =
       logKey?: string | Buffer;
       /** Chains new events (default true). `false` only to measure what the chain costs. */
       hashChain?: boolean;
+      /**
+       * Commits on a writer thread (default true): each group commit's transaction and fsync
+       * run in a `worker_threads` Worker with its own connection, so the event loop never waits
+       * on the disk. `false` commits on the main thread (a `:memory:` database always does).
+       */
+      commitThread?: boolean;
     }
   | {
       /** A better-sqlite3 database you opened; the store never closes it. */
@@ -74,7 +82,10 @@ export interface SqliteEventStore extends EventStore {
 
 /** The store's open connection and the concerns that work on it. */
 interface Prepared extends SqliteConnection {
-  appender: SqliteAppender;
+  /** Queues an append for the next group commit (on the writer thread, or on this thread). */
+  commit: (append: PendingAppend) => void;
+  /** Settles every queued append, then stops the writer thread if there is one. */
+  finish: () => Promise<void>;
   leases: SqliteRunLeases;
   reader: SqliteLogReader;
 }
@@ -139,11 +150,19 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       `[checkpoint] sqliteEventStore: busyTimeoutMs must be a non-negative integer, got ${String(options.busyTimeoutMs)}`,
     );
   }
+  const commitThread = (options as { commitThread?: unknown }).commitThread ?? true;
+  if (typeof commitThread !== "boolean") {
+    throw new InvalidArgumentError(
+      `[checkpoint] sqliteEventStore: commitThread must be true or false, got ${String(commitThread)}`,
+    );
+  }
+  const path = hasPath ? (options as { path: string }).path : undefined;
+  const threaded = commitThread && path !== undefined && path !== ":memory:";
   let ready: Promise<Prepared> | undefined;
   let closed = false;
   // The concerns, each its own module: the connection, append and commit (a transaction per
-  // batch, batched by the group commit), leases (resumes), and reading.
-  const commits = new SqliteGroupCommit();
+  // batch, batched by the group commit, on a writer thread or this one), leases (resumes), and
+  // reading.
   const prepare = async (): Promise<Prepared> => {
     const connection = await openSqliteConnection(
       hasDatabase
@@ -153,7 +172,9 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
     );
     return {
       ...connection,
-      appender: new SqliteAppender(connection, chain),
+      ...(threaded
+        ? threadedCommits(connection, chain, busyTimeoutMs)
+        : groupCommits(connection, chain)),
       leases: new SqliteRunLeases(connection),
       reader: new SqliteLogReader(connection, chain),
     };
@@ -189,7 +210,7 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       const bodies = events.map((event, index) => encodeEventBody(event, runId, index));
       const store = await open();
       return new Promise<AppendResult>((resolve, reject) => {
-        commits.enqueue(store.appender, { runId, expectedSeq, bodies, events, resolve, reject });
+        store.commit({ runId, expectedSeq, bodies, events, resolve, reject });
       });
     },
 
@@ -247,9 +268,39 @@ export function sqliteEventStore(options: SqliteEventStoreOptions): SqliteEventS
       closed = true;
       const store = await ready?.catch(() => undefined);
       // Appends already queued are committed before the database closes.
-      if (store) commits.drainAll(store.appender);
+      if (store) await store.finish();
       if (store?.ownsDatabase && store.db.open) store.db.close();
     },
   };
   return self;
+}
+
+/** Commits on this thread: better-sqlite3's transaction, fsync included, runs on the event loop. */
+function groupCommits(
+  connection: SqliteConnection,
+  chain: ChainSettings,
+): Pick<Prepared, "commit" | "finish"> {
+  const appender = new SqliteAppender(connection, chain);
+  const commits = new SqliteGroupCommit();
+  return {
+    commit: (append) => commits.enqueue(appender, append),
+    finish: async () => commits.drainAll(appender),
+  };
+}
+
+/** Commits on a writer thread with its own connection to the database file. */
+function threadedCommits(
+  connection: SqliteConnection,
+  chain: ChainSettings,
+  busyTimeoutMs: number,
+): Pick<Prepared, "commit" | "finish"> {
+  const thread = new SqliteWriterThread(connection.db.name, connection.where, busyTimeoutMs);
+  const commits = new SqliteThreadedCommit(connection, chain, thread);
+  return {
+    commit: (append) => commits.enqueue(append),
+    finish: async () => {
+      await commits.flush();
+      await thread.close();
+    },
+  };
 }
