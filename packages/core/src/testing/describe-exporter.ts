@@ -28,8 +28,10 @@ export function sampleSpans(runId = "run_conformance"): Span[] {
   const builder = new SpanBuilder(runId);
   let seq = 0;
   let at = 1_700_000_000_000;
-  const push = (event: Record<string, unknown>) =>
-    builder.push({ ...event, seq: seq++, at: (at += 5) } as never);
+  const push = (event: Record<string, unknown>) => {
+    at += 5;
+    return builder.push({ ...event, seq: seq++, at } as never);
+  };
   const spans: Span[] = [];
   spans.push(
     ...push({
