@@ -108,7 +108,7 @@ describe.skipIf(!url)("loopguard limits", () => {
     });
     expect(paused).toMatchObject({ status: "running", why: "run_budget_unavailable", steps: 0 });
     expect(paused.error).toMatch(
-      /\[checkpoint\] postgresLimitStore\.reserve\("tenant:acme:usd"\): cannot reach PostgreSQL at 127\.0\.0\.1:1\/nowhere/,
+      /\[checkpoint\] postgresLimitStore\.(?:reserve|batch)\("tenant:acme:usd"\): cannot reach PostgreSQL at 127\.0\.0\.1:1\/nowhere/,
     );
     // The rate limit cannot be checked: the call is refused with a reason the model reads.
     const resumed = await agentOn(down, up).resume(paused.runId);
