@@ -28,6 +28,12 @@ interface Queued {
  */
 const turnBudgetMs = 8;
 
+/**
+ * The most appends one transaction carries: bigger batches save few fsyncs and cost the main
+ * thread long stretches of copying, settling and collecting garbage.
+ */
+const maxBatch = 256;
+
 /** How many times an append is rebuilt when the log moved under it before it errs. */
 const maxAttempts = 5;
 
@@ -54,6 +60,8 @@ export class SqliteThreadedCommit {
   #built: Queued[] = [];
   #inFlight: Promise<void> | undefined;
   #scheduled = false;
+  /** Milliseconds settling one append costs, its caller's work included (a moving average). */
+  #perSettleMs = 0.05;
   /** Batches committed whose appends are still being settled, a turn's worth at a time. */
   #settling = 0;
   /** Milliseconds one build costs (a moving average), to size a turn's work. */
@@ -182,8 +190,7 @@ export class SqliteThreadedCommit {
 
   #send(): void {
     if (this.#inFlight || this.#built.length === 0) return;
-    const batch = this.#built;
-    this.#built = [];
+    const batch = this.#built.splice(0, maxBatch);
     this.#inFlight = this.#thread
       .commit(batch.map((queued) => queued.item))
       .then(
@@ -205,13 +212,16 @@ export class SqliteThreadedCommit {
    * runs in the same stretch of microtasks, so a batch of thousands is spread over turns.
    */
   #settleInTurns(batch: Queued[], outcomes: WriterOutcome[]): void {
-    const size = Math.max(16, Math.floor(turnBudgetMs / this.#perBuildMs));
-    this.#settle(batch.slice(0, size), outcomes.slice(0, size));
-    if (batch.length <= size) return;
+    const size = Math.max(16, Math.floor(turnBudgetMs / this.#perSettleMs));
+    const count = Math.min(size, batch.length);
+    const started = performance.now();
+    this.#settle(batch.slice(0, count), outcomes.slice(0, count));
     this.#settling += 1;
     setImmediate(() => {
       this.#settling -= 1;
-      this.#settleInTurns(batch.slice(size), outcomes.slice(size));
+      // What settling cost this turn, the callers' work it woke included.
+      this.#perSettleMs = 0.8 * this.#perSettleMs + (0.2 * (performance.now() - started)) / count;
+      if (batch.length > count) this.#settleInTurns(batch.slice(count), outcomes.slice(count));
     });
   }
 
