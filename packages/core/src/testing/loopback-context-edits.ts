@@ -27,7 +27,8 @@ type Edit = Record<string, unknown>;
  * those of `exclude_tools` become a placeholder (and their inputs `{}` with
  * `clear_tool_inputs`), unless that frees fewer than `clear_at_least` tokens. Returns the API's
  * 400 message for an edit it would refuse: an unknown type, a missing beta header, a type the
- * loopback server does not implement.
+ * loopback server does not implement (`compact_20260112`). `clear_thinking_20251015` is accepted
+ * and applies nothing (the loopback model writes no thinking blocks).
  */
 export function applyLoopbackEdits(
   body: unknown,
@@ -47,6 +48,10 @@ export function applyLoopbackEdits(
     const type = edit?.type;
     if (typeof type !== "string" || !knownEditTypes.includes(type))
       return `context_management.edits.${index}: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: ${knownEditTypes.map((known) => `'${known}'`).join(", ")}`;
+    // Thinking clearing is accepted and changes nothing: the loopback model writes no thinking
+    // blocks, so a prompt it answers holds none to clear (clients such as the Claude Agent SDK
+    // send this edit on every request).
+    if (type === "clear_thinking_20251015") continue;
     if (type !== "clear_tool_uses_20250919")
       return `context_management.edits.${index}: messagesApiServer does not implement ${type} (only clear_tool_uses_20250919)`;
     const result = clearToolUses(current, edit, index);
