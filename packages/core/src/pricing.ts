@@ -138,7 +138,14 @@ export function costOf(usage: Usage, price: ModelPrice): number {
 export function worstCaseCost(promptTokens: number, maxTokens: number, price: ModelPrice): number {
   const band =
     price.longPrompt && promptTokens > price.longPrompt.thresholdTokens ? price.longPrompt : price;
-  const inputRate = Math.max(band.inputPerMTok, band.cacheWrite5mPerMTok, band.cacheWrite1hPerMTok);
+  // Any prompt token may be billed at any of the input rates (a custom price table may make
+  // cache reads dearer than plain input), so the bound takes the largest.
+  const inputRate = Math.max(
+    band.inputPerMTok,
+    band.cacheWrite5mPerMTok,
+    band.cacheWrite1hPerMTok,
+    band.cacheReadPerMTok,
+  );
   return (promptTokens * inputRate + maxTokens * band.outputPerMTok) / 1_000_000;
 }
 
