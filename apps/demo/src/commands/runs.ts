@@ -2,11 +2,16 @@ import type { Command } from "commander";
 import { type CliShared, pathsOf, withDir } from "../cli-context.js";
 import { demoAgent } from "../demo-agent.js";
 import { invocation } from "../invocation.js";
+import { parentRunIdOf, runForest } from "../run-forest.js";
 
 /** `loopguard runs`: lists the runs in the runs directory. */
 export function register(program: Command, { out, colors }: CliShared): void {
   withDir(
-    program.command("runs").description("list the runs in the runs directory, newest first"),
+    program
+      .command("runs")
+      .description(
+        "list the runs in the runs directory, newest first, each delegated run under the run that started it",
+      ),
   ).action(async (options: { dir: string }) => {
     const paths = pathsOf(options);
     const demo = await demoAgent({ paths });
@@ -17,19 +22,24 @@ export function register(program: Command, { out, colors }: CliShared): void {
     }
     // Runs under a shadow policy show how many calls it would have decided differently.
     const shadowed = runs.some((run) => (run.shadowDifferences ?? 0) > 0);
-    const rows = runs.map((run) => [
-      run.runId,
-      run.status,
-      String(run.steps),
-      `$${run.costUsd.toFixed(4)}`,
-      new Date(run.updatedAt).toISOString(),
-      ...(shadowed ? [String(run.shadowDifferences ?? 0)] : []),
+    // A delegating run's children are drawn under it, with the spend of its whole tree.
+    const forest = runForest(runs);
+    const trees = forest.some((row) => row.descendants > 0);
+    const rows = forest.map((row) => [
+      `${row.prefix}${row.run.runId}${row.orphan ? ` (child of ${parentRunIdOf(row.run)})` : ""}`,
+      row.run.status,
+      String(row.run.steps),
+      `$${row.run.costUsd.toFixed(4)}`,
+      ...(trees ? [row.descendants > 0 ? `$${row.treeCostUsd.toFixed(4)}` : ""] : []),
+      new Date(row.run.updatedAt).toISOString(),
+      ...(shadowed ? [String(row.run.shadowDifferences ?? 0)] : []),
     ]);
     const header = [
       "id",
       "status",
       "steps",
       "cost",
+      ...(trees ? ["tree cost"] : []),
       "last update",
       ...(shadowed ? ["shadow differences"] : []),
     ];

@@ -6,6 +6,7 @@ import { supportDefences } from "@loopguard/evals";
 import type { Command } from "commander";
 import { type CliShared, pathsOf, withDir } from "../cli-context.js";
 import { demoAgent } from "../demo-agent.js";
+import { buildTraceTree, renderTraceHtml } from "../trace/index.js";
 import { traceViewer } from "../trace-viewer.js";
 import { UsageError } from "../usage-error.js";
 
@@ -71,13 +72,35 @@ export function register(program: Command, { out, colors }: CliShared): void {
     const json = viewer.buildTraceJson(events.map((event) => redact(event)));
     writeFileSync(join(dir, "trace.json"), `${JSON.stringify(json, null, 2)}\n`, { mode: 0o600 });
     out(`wrote ${join(dir, "trace.json")} (${spans.length} spans)`);
-    // The page shows the run's real status (from the log), not "unknown".
-    const meta = (json as { meta?: Record<string, unknown> }).meta ?? {};
-    writeFileSync(
-      join(dir, "trace.html"),
-      viewer.renderTraceHtml(spans, { ...meta, runId } as { runId: string }),
-      { mode: 0o600 },
-    );
+    // The page shows the run's real status (from the log) and, for a delegating run, every
+    // run below it nested under the call that started it, with links between the pages.
+    const read = (id: string) => demo.store.read(id);
+    const tree = await buildTraceTree(read, runId, { redact });
+    writeFileSync(join(dir, "trace.html"), renderTraceHtml(tree.spans, tree.meta), {
+      mode: 0o600,
+    });
+    for (const child of tree.meta.children ?? []) {
+      if (child.status === "missing") continue;
+      const childDir = join(dir, "..", child.runId);
+      mkdirSync(childDir, { recursive: true, mode: 0o700 });
+      const childTree = await buildTraceTree(read, child.runId, { redact });
+      writeFileSync(
+        join(childDir, "trace.html"),
+        renderTraceHtml(childTree.spans, childTree.meta),
+        { mode: 0o600 },
+      );
+    }
+    const below = tree.meta.children?.length ?? 0;
+    if (below > 0)
+      out(
+        `wrote the trace pages of the ${below} run${below === 1 ? "" : "s"} it delegated to beside it`,
+      );
+    if (tree.meta.parent)
+      out(
+        colors.dim(
+          `it ran for ${tree.meta.parent.runId}; trace that run with: loopguard trace ${tree.meta.parent.runId}`,
+        ),
+      );
     out(
       `wrote ${join(dir, "trace.html")} (open it in a browser; it loads nothing from the network)`,
     );

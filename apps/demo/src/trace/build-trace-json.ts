@@ -15,6 +15,23 @@ export interface TraceMeta {
   task?: string;
   /** When the file was made (ms since the epoch); default now. */
   generatedAt?: number;
+  /** The run that delegated to this one (a child run's page links up to it). */
+  parent?: TraceRunLink;
+  /** Every run below this one in the trace, in tree order (see `buildTraceTree`). */
+  children?: TraceRunLink[];
+}
+
+/** A run of a delegation tree as the viewer links it. */
+export interface TraceRunLink {
+  runId: string;
+  /** Where the page links to: a relative path (`../id/trace.html`) or an absolute one (`/runs/id`). */
+  href: string;
+  /** The parent's tool that started it (absent for the parent link). */
+  tool?: string;
+  agentId?: string;
+  status?: string;
+  /** Levels below the run the page is about (1 = its direct child). */
+  level?: number;
 }
 
 /** A run's trace as the viewer takes it: spans plus what the page says about the run. */

@@ -65,6 +65,7 @@ export function renderTraceHtml(spans: readonly Span[], meta: TraceMeta): string
   <div class="heading"><h1 id="title"></h1><span id="status" class="badge"></span></div>
   <p id="subtitle" class="subtitle"></p>
   <dl id="totals" class="totals" aria-label="Run totals"></dl>
+  <nav id="runs" class="runs" aria-label="Runs of this trace" hidden></nav>
   <p class="legend" aria-hidden="true"><span class="swatch k-run"></span>run <span class="swatch k-step"></span>step <span class="swatch k-model"></span>model call <span class="swatch k-tool"></span>tool call <span class="swatch k-blocked"></span>blocked <span class="swatch k-flagged"></span>injection flagged <span class="swatch k-error"></span>error</p>
 </header>
 <main class="layout">
@@ -113,6 +114,11 @@ h1 { font-size:18px; margin:0; font-weight:600; }
 .totals dt { font-size:11px; text-transform:uppercase; letter-spacing:.04em; color:var(--muted); }
 .totals dd { margin:0; font-size:16px; font-weight:600; font-variant-numeric:tabular-nums; }
 .totals .bad dd { color:var(--blocked); } .totals .warn dd { color:var(--flagged); }
+.runs { margin:10px 0 0; font-size:13px; }
+.runs ul { list-style:none; margin:4px 0 0; padding:0; }
+.runs li { margin:2px 0; }
+.runs a { color:var(--focus); }
+.runs .meta { color:var(--muted); }
 .legend { color:var(--muted); font-size:12px; margin:10px 0 0; }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin:0 4px 0 10px; vertical-align:-1px; }
 .swatch:first-child { margin-left:0; }
@@ -197,6 +203,23 @@ const script = `
     var box = el("div", entry[2] || ""); box.setAttribute("data-total", entry[0]);
     box.appendChild(el("dt", "", entry[0])); box.appendChild(el("dd", "", entry[1])); dl.appendChild(box);
   });
+  var nav = document.getElementById("runs");
+  function safeHref(href) { return typeof href === "string" && /^(\\.\\.?\\/|\\/(?!\\/))/.test(href) ? href : null; }
+  function runLink(link, text) { var a = el("a", "", text); var href = safeHref(link.href); if (href) a.setAttribute("href", href); a.setAttribute("target", "_top"); a.setAttribute("data-run-id", link.runId); return a; }
+  if (meta.parent) {
+    var up = el("p", "parent-run"); up.appendChild(document.createTextNode("Started by run ")); up.appendChild(runLink(meta.parent, meta.parent.runId)); nav.appendChild(up); nav.hidden = false;
+  }
+  if (meta.children && meta.children.length) {
+    nav.appendChild(el("strong", "", "Runs it delegated to (" + meta.children.length + ")"));
+    var list = el("ul", "child-runs");
+    meta.children.forEach(function (child) {
+      var item = el("li"); item.style.paddingLeft = ((child.level || 1) - 1) * 16 + "px";
+      item.appendChild(runLink(child, child.runId));
+      item.appendChild(el("span", "meta", " · " + [child.tool && ("tool " + child.tool), child.agentId && ("agent " + child.agentId), child.status].filter(Boolean).join(" · ")));
+      list.appendChild(item);
+    });
+    nav.appendChild(list); nav.hidden = false;
+  }
   var axis = document.getElementById("axis");
   [0, 0.25, 0.5, 0.75, 1].forEach(function (fraction) { var tick = el("span", "tick", ms(span * fraction)); tick.style.left = (fraction * 100) + "%"; axis.appendChild(tick); });
 
