@@ -389,6 +389,15 @@ function renderRun(data: RunViewData): void {
       h("dd", {}, statusBadge(data.status), data.why ? ` (${data.why})` : ""),
       data.haltReason ? h("dt", {}, "Halted because") : null,
       data.haltReason ? h("dd", {}, data.haltReason) : null,
+      data.parent ? h("dt", {}, "Started by") : null,
+      data.parent
+        ? h(
+            "dd",
+            { class: "parent-run" },
+            h("a", { href: `/runs/${encodeURIComponent(data.parent.runId)}` }, data.parent.runId),
+            ` through its call to ${data.parent.tool} (depth ${data.parent.depth})`,
+          )
+        : null,
       h("dt", {}, "Agent"),
       h("dd", {}, data.agentId ?? "unknown"),
       h("dt", {}, "Task"),
@@ -424,6 +433,8 @@ function renderRun(data: RunViewData): void {
           ),
         )
       : null,
+    data.children.length > 0 ? h("h2", {}, "Runs it delegated to") : null,
+    data.children.length > 0 ? childRuns(data.children) : null,
     data.refusals.length > 0 ? h("h2", {}, "Refused calls") : null,
     data.refusals.length > 0
       ? h(
@@ -451,6 +462,52 @@ function renderRun(data: RunViewData): void {
         }),
   );
   document.title = `${data.runId} · loopguard`;
+}
+
+/** The runs a run delegated to: each links to its own page. */
+function childRuns(children: RunViewData["children"]): HTMLElement {
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "child-runs" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ...["Run", "Tool", "Agent", "Status", "Cost"].map((title) =>
+            h("th", { scope: "col" }, title),
+          ),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        ...children.map((child) =>
+          h(
+            "tr",
+            { "data-run": child.runId },
+            h(
+              "td",
+              {},
+              h(
+                "a",
+                { href: `/runs/${encodeURIComponent(child.runId)}` },
+                h("code", {}, child.runId),
+              ),
+            ),
+            h("td", {}, h("code", {}, child.tool)),
+            h("td", {}, child.agentId ?? ""),
+            h("td", {}, statusBadge(child.status), child.error ? ` ${child.error}` : ""),
+            h("td", {}, child.costUsd === undefined ? "" : money(child.costUsd)),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 function renderFleet(data: { fleet: Freeze }): void {

@@ -1,7 +1,5 @@
-import type { Span } from "@loopguard/core";
-import { spansFromEvents } from "@loopguard/core/plugin";
 import type { Context, Hono } from "hono";
-import { traceViewer } from "../trace-viewer.js";
+import { buildTraceTree, renderTraceHtml } from "../trace/index.js";
 import { freezeState, readRun } from "./backend.js";
 import { fail, sendHtml, sendJson } from "./http-replies.js";
 import { type PageBoot, shellPage } from "./page.js";
@@ -87,20 +85,22 @@ async function traceHtml(c: Context<WebEnv>, context: WebContext): Promise<Respo
   const { events, error } = await readRun(backend.store, runId);
   if (error) return fail(c, 409, `run ${runId}'s log cannot be read: ${error}`);
   if (events.length === 0) return fail(c, 404, `run ${runId} not found`);
-  const trace = traceViewer.buildTraceJson(events) as { meta?: Record<string, unknown> };
-  const spans = spansFromEvents(events).map((span) => backend.redact(span) as Span);
-  const { status } = runView(runId, events, { now: context.now() });
-  return c.body(
-    traceViewer.renderTraceHtml(spans, { ...(trace.meta ?? {}), runId, status } as {
-      runId: string;
-    }),
-    200,
+  // The run and every run it delegated to, each child nested under the call that started it;
+  // the links open the other runs' pages (outside the frame).
+  const tree = await buildTraceTree(
+    async (id) => (id === runId ? events : (await readRun(backend.store, id)).events),
+    runId,
     {
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-      "x-content-type-options": "nosniff",
-      "content-security-policy":
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'self'",
+      redact: (value) => backend.redact(value),
+      href: (id) => `/runs/${encodeURIComponent(id)}`,
     },
   );
+  const { status } = runView(runId, events, { now: context.now() });
+  return c.body(renderTraceHtml(tree.spans, { ...tree.meta, runId, status }), 200, {
+    "content-type": "text/html; charset=utf-8",
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    "content-security-policy":
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'self'",
+  });
 }

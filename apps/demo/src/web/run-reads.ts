@@ -64,6 +64,16 @@ export class RunReads {
     const { events, error } = await readRun(this.#backend.store, runId);
     if (events.length === 0 && !error) return undefined;
     const view = this.#view(runId, events);
+    // A child still running shows its live state (parked on an approval, say), not just
+    // "running" from its parent's log.
+    if (view.children.length > 0) await this.#index.refresh();
+    for (const child of view.children) {
+      const row = this.#index.get(child.runId);
+      if (!row) continue;
+      child.status = row.status;
+      child.costUsd = row.costUsd;
+      child.steps = row.steps;
+    }
     if (!error) return view;
     const row = this.#index.get(runId);
     if (!row) return { ...view, corrupt: error, status: "unreadable" };

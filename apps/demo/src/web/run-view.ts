@@ -1,4 +1,5 @@
 import type { StoredEvent } from "@loopguard/core";
+import { type ChildLink, type ParentLink, runLinksOf } from "../run-links.js";
 
 /** One reason a call waits on a person (a policy ask, a taint ask, an amount over a limit). */
 export interface AskReason {
@@ -58,6 +59,10 @@ export interface RunView {
   pending: PendingApproval[];
   answered: AnsweredApproval[];
   refusals: Array<{ tool: string; reason: string; refusedAt?: string; message?: string }>;
+  /** The run that delegated to this one (a child run only). */
+  parent?: ParentLink;
+  /** The runs this one delegated to, in the order they started. */
+  children: ChildLink[];
 }
 
 /**
@@ -82,7 +87,13 @@ export function runView(
     pending: [],
     answered: [],
     refusals: [],
+    children: [],
   };
+  const links = runLinksOf(events);
+  if (links.parent) view.parent = links.parent;
+  view.children = links.children.map((child) =>
+    child.error === undefined ? child : { ...child, error: String(redact(child.error)) },
+  );
   const argsOf = new Map<string, unknown>();
   const open = new Map<string, PendingApproval>();
   const toolOf = new Map<string, string>();

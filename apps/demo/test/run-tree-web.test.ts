@@ -1,0 +1,145 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { jsonlEventStore } from "@loopguard/checkpoint";
+import type { EventStore, StoredEvent, StoredEventInput } from "@loopguard/core";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { WebBackend } from "../src/web/backend.js";
+import type { WebHandler, WebOptions } from "../src/web/web-server.js";
+import { chromiumPath, hasChromium, launchChromium } from "./browser.js";
+import { built } from "./cli-helpers.js";
+
+// The web run page of a delegation tree in Chromium: a parent lists the runs it delegated to
+// with links, a child links back to its parent, and the framed trace nests the child runs.
+if (!hasChromium && process.env.CI)
+  throw new Error(`[loopguard] CI is set but Chromium is missing at ${chromiumPath}`);
+
+const secret = "run-tree-web-secret-for-tests";
+const dir = mkdtempSync(join(tmpdir(), "loopguard-run-tree-web-"));
+let server: Server;
+let handler: WebHandler;
+let base = "";
+let browser: Browser;
+
+/** The tree served: three runs, each linked to the next. */
+interface ServedTree {
+  rootRunId: string;
+  childRunId: string;
+  grandchildRunId: string;
+  logs: Map<string, StoredEvent[]>;
+}
+
+async function writeLogs(store: EventStore, logs: Map<string, StoredEvent[]>): Promise<void> {
+  for (const [runId, events] of logs) {
+    const input = events.map(({ seq: _seq, ...event }) => event as StoredEventInput);
+    await store.append(runId, input, { expectedSeq: 0 });
+  }
+}
+
+let tree: ServedTree;
+
+beforeAll(async () => {
+  if (!built || !hasChromium) return;
+  const fixture = await import("../src/trace/__fixtures__/delegation-tree.js");
+  tree = {
+    rootRunId: fixture.rootRunId,
+    childRunId: fixture.childRunId,
+    grandchildRunId: fixture.grandchildRunId,
+    logs: await fixture.delegationTree(),
+  };
+  const store = jsonlEventStore({ dir: join(dir, "runs") });
+  await writeLogs(store, tree.logs);
+  const backend: WebBackend = {
+    kind: "jsonl",
+    where: dir,
+    store,
+    freezeStore: {
+      name: "memory",
+      status: async () => ({ frozen: false }),
+      freeze: async () => undefined,
+      unfreeze: async () => undefined,
+    },
+    redact: (value) => value,
+    answer: async () => ({ status: "running" }),
+    resume: async () => ({ status: "running" }),
+    halt: async () => ({ status: "halted" }),
+    close: async () => undefined,
+  };
+  server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  base = `http://127.0.0.1:${port}`;
+  const { createWebHandler } = (await import("../dist/web/web-server.js")) as {
+    createWebHandler: (options: WebOptions) => WebHandler;
+  };
+  handler = createWebHandler({ backend, secret, user: "ops", host: "127.0.0.1", port });
+  server.on("request", (request, response) => void handler.handle(request, response));
+  await handler.ready;
+  browser = await launchChromium();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  handler?.close();
+  if (server) await new Promise((resolve) => server.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page", () => {
+  it("lists the children with links, links a child to its parent, and nests runs in the trace", {
+    timeout: 120_000,
+  }, async () => {
+    const login = await fetch(`${base}/login`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
+      body: `secret=${encodeURIComponent(secret)}`,
+      redirect: "manual",
+    });
+    expect(login.status).toBe(303);
+    const [name, value] = login.headers.get("set-cookie")!.split(";")[0]!.split("=");
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addCookies([{ name: name!, value: value!, url: base }]);
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(error.message));
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(message.text());
+    });
+
+    await page.goto(`${base}/runs/${tree.rootRunId}`);
+    const rows = page.locator("table.child-runs tbody tr");
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await rows.first().locator("td").allTextContents()).toEqual([
+      tree.childRunId,
+      "ask_researcher",
+      "researcher",
+      expect.stringContaining("completed"),
+      expect.stringMatching(/^\$\d/),
+    ]);
+    expect(await page.locator(".parent-run").count()).toBe(0);
+    // The framed trace holds the whole tree: three runs, the child nested under the call.
+    const frame = page.frameLocator("iframe.trace");
+    await expect.poll(() => frame.locator('.row[data-kind="run"]').count()).toBe(3);
+    expect(await frame.locator("#runs .child-runs a").allTextContents()).toEqual([
+      tree.childRunId,
+      tree.grandchildRunId,
+    ]);
+
+    // The child's page: its parent, and its own child.
+    await rows.first().locator("a").click();
+    await page.waitForURL(`${base}/runs/${tree.childRunId}`);
+    const up = page.locator(".parent-run a");
+    await expect.poll(() => up.textContent()).toBe(tree.rootRunId);
+    expect(await page.locator(".parent-run").textContent()).toContain("ask_researcher");
+    expect(await page.locator("table.child-runs tbody tr a").allTextContents()).toEqual([
+      tree.grandchildRunId,
+    ]);
+    // A link inside the framed trace opens the other run's page in the whole window.
+    await frame.locator("#runs .parent-run a").click();
+    await page.waitForURL(`${base}/runs/${tree.rootRunId}`);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+});
