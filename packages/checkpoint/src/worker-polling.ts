@@ -81,7 +81,8 @@ export class WorkerPolling {
               throw error;
             }),
         };
-        jobs = await boss.fetch(this.#settings.queue, { batchSize: 1, db });
+        // With its times (created, started), for the run's queue wait.
+        jobs = await boss.fetch(this.#settings.queue, { batchSize: 1, includeMetadata: true, db });
         if (failed) throw failed.error;
         outage.reachable();
       } catch (error) {

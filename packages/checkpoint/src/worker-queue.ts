@@ -20,6 +20,12 @@ export interface RunJobData {
   priority?: number;
   /** How many times in a row the job waited for its tenant's concurrency cap (its backoff). */
   deferrals?: number;
+  /**
+   * When the run joined the queue (ms since the epoch, the database's clock) if it has waited
+   * there across more than one job: a job deferred at its tenant's cap carries its first job's
+   * time, so the queue wait counts from the submission, not from the last deferral.
+   */
+  queuedAt?: number;
 }
 
 /** A pg-boss job as `fetch` returns it. */
@@ -29,6 +35,10 @@ export interface QueueJob {
   data: unknown;
   /** The job's lease in seconds, as pg-boss fetched it (a numeric: may come as a string). */
   expireInSeconds?: number | string;
+  /** When the job was sent (the database's clock); fetched with `includeMetadata`. */
+  createdOn?: Date | string;
+  /** When this fetch made the job active (the database's clock); fetched with `includeMetadata`. */
+  startedOn?: Date | string;
 }
 
 /** How pg-boss runs SQL: its `db` option, here over our own pool or transaction client. */
@@ -198,4 +208,26 @@ export async function ensureQueue(
   if (names.has(settings.queue)) return;
   await boss.createQueue(settings.queue, { policy: "stately", ...jobSettings(settings) });
   names.add(settings.queue);
+}
+
+/**
+ * How long a job's run waited in the queue before this fetch took it, in ms, on the database's
+ * clock (so workers on other machines agree): from the run's `queuedAt` (carried across
+ * deferrals) or the job's creation to the fetch. Undefined when the job came without its times.
+ */
+export function queueWaitOf(job: QueueJob, data: RunJobData): number | undefined {
+  const startedOn = timeOf(job.startedOn);
+  const queuedAt =
+    typeof data.queuedAt === "number" && Number.isFinite(data.queuedAt)
+      ? data.queuedAt
+      : timeOf(job.createdOn);
+  if (startedOn === undefined || queuedAt === undefined) return undefined;
+  return Math.max(0, Math.round(startedOn - queuedAt));
+}
+
+/** A timestamp pg-boss returned (a Date from node-postgres, or a string) in ms; undefined when absent or unreadable. */
+export function timeOf(value: Date | string | undefined): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isFinite(ms) ? ms : undefined;
 }

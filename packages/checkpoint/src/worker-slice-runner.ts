@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type RunResult } from "@loopguard/core";
+import { InvalidArgumentError, type RunOptions, type RunResult } from "@loopguard/core";
 import { inTransaction, type PgPool } from "./postgres-pool.js";
 import type { PostgresEventStore } from "./postgres-store-types.js";
 import {
@@ -6,6 +6,7 @@ import {
   type QueueClient,
   type QueueJob,
   queueDb,
+  queueWaitOf,
   type ResolvedQueueOptions,
   type RunJobData,
 } from "./worker-queue.js";
@@ -40,6 +41,8 @@ interface Slice {
   data: RunJobData;
   runId: string;
   epoch: number;
+  /** How long the run waited in the queue for this slice (the database's clock). */
+  queueWaitMs: number | undefined;
   finish: (outcome: SliceReport["outcome"], extra?: Partial<SliceReport>) => void;
 }
 
@@ -75,6 +78,7 @@ export class WorkerSliceRunner {
       return;
     }
     const { runId } = data;
+    const queueWaitMs = queueWaitOf(job, data);
     const tenant = slots && typeof data.tenant === "string" ? data.tenant : undefined;
     let slotHeld = false;
     const slice: Slice = {
@@ -82,6 +86,7 @@ export class WorkerSliceRunner {
       data,
       runId,
       epoch: 0,
+      queueWaitMs,
       finish: (outcome, extra = {}) => {
         if (slotHeld)
           slots!
@@ -95,6 +100,7 @@ export class WorkerSliceRunner {
           outcome,
           startedAt,
           durationMs: Date.now() - startedAt,
+          ...(queueWaitMs !== undefined ? { queueWaitMs } : {}),
           ...extra,
         });
       },
@@ -160,11 +166,14 @@ export class WorkerSliceRunner {
           slice.finish("skipped", { error: `run ${runId} has no log and its job carries no task` });
           return { view, result, thrown, skipped: true };
         }
-        result = await agent.run(data.task, {
+        // The wait in the worker's queue goes on the run-start (the agent adds its own, if any).
+        const runOptions: RunOptions & { queueWaitMs?: number } = {
           runId,
           pauseSignal: pause.signal,
           ...(data.context ? { context: data.context } : {}),
-        });
+          ...(slice.queueWaitMs ? { queueWaitMs: slice.queueWaitMs } : {}),
+        };
+        result = await agent.run(data.task, runOptions);
       } else {
         result = await agent.resume(runId, { pauseSignal: pause.signal });
       }
@@ -256,7 +265,8 @@ export class WorkerSliceRunner {
         }
         await boss.complete(queue.queue, job.id, detail, { db });
         if (action === "continue") {
-          const { task: _task, ...next } = data;
+          // The next slice's queue wait starts when it is sent.
+          const { task: _task, queuedAt: _queuedAt, ...next } = data;
           await boss.send(queue.queue, next, {
             ...jobSettings(queue),
             singletonKey: runId,

@@ -10,7 +10,7 @@
 import { InvalidArgumentError } from "@loopguard/core";
 import { connectGuarded, type PgPool } from "./postgres-pool.js";
 import type { QueueClient, QueueJob, ResolvedQueueOptions, RunJobData } from "./worker-queue.js";
-import { jobSettings, queueDb } from "./worker-queue.js";
+import { jobSettings, queueDb, timeOf } from "./worker-queue.js";
 
 /** The tenant slots of one schema. */
 export interface TenantSlots {
@@ -145,7 +145,8 @@ export async function deferJob(
     await boss.complete(settings.queue, job.id, { outcome: "deferred" }, { db });
     await boss.send(
       settings.queue,
-      { ...data, deferrals },
+      // The copy keeps the time the run joined the queue: its wait counts from there.
+      { ...data, deferrals, ...queuedAtOf(job, data) },
       {
         ...jobSettings(settings),
         singletonKey: data.runId,
@@ -161,4 +162,11 @@ export async function deferJob(
     throw error;
   }
   client.release();
+}
+
+/** The `queuedAt` a deferred copy of a job carries: its run's, or the job's creation. */
+function queuedAtOf(job: QueueJob, data: RunJobData): { queuedAt?: number } {
+  if (typeof data.queuedAt === "number") return { queuedAt: data.queuedAt };
+  const created = timeOf(job.createdOn);
+  return created === undefined ? {} : { queuedAt: created };
 }

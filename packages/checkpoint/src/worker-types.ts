@@ -16,7 +16,12 @@ export interface WorkerOptions extends RunQueueOptions {
    * such as a PII vault). Called once per slice; may be async; keep it cheap.
    */
   agent: AgentFactory;
-  /** Slices run at once in this process. Default 4. */
+  /**
+   * Runs this worker advances at once (one slice each); the others wait in the queue, higher
+   * `submitRun({ priority })` first, then in the order they were queued. Each slice reports its
+   * wait (`SliceReport.queueWaitMs`; a run's first wait is also its `run-start`'s `queueWaitMs`).
+   * Default 4.
+   */
   concurrency?: number;
   /**
    * At most this many runs of one tenant (`submitRun({ tenant })`) advanced at once across every
@@ -102,6 +107,12 @@ export interface SliceReport {
   status?: RunResult["status"];
   startedAt: number;
   durationMs: number;
+  /**
+   * How long the run waited in the queue before this slice, in ms on the database's clock: from
+   * its submission (deferrals at a tenant's cap included) for its first slice, from its re-queue
+   * for a later one. Absent when the job came without its times.
+   */
+  queueWaitMs?: number;
   error?: string;
 }
 
