@@ -1,4 +1,5 @@
 import type { Approver } from "./approval.js";
+import type { ChildRunner } from "./child-runner.js";
 import type { BreakerOptions } from "./circuit-breaker.js";
 import {
   type ContextWindowOptions,
@@ -146,6 +147,18 @@ export interface AgentOptions {
   onError?: (error: unknown, where: string) => void;
   /** Roles and attributes of runs by default. */
   context?: Omit<RunContextInput, "runId">;
+  /**
+   * How deep a tree of runs this agent may start through `asTool` tools (its children are 1,
+   * their children 2, ...). Default 3; checked when the agent is made, and again for every
+   * child run (a deeper child is refused with `child_refused`).
+   */
+  maxDepth?: number;
+  /**
+   * Where the child runs of this agent's `asTool` tools run. Default: in this process, inside
+   * the parent's call. A worker plugs in its own (e.g. a job per child) and parks the parent
+   * as `awaiting_child`; see `ChildRunner`.
+   */
+  childRunner?: ChildRunner;
   /** The clock, for tests. */
   now?: () => number;
 }
@@ -203,6 +216,8 @@ export interface ResolvedAgentOptions {
   streamHoldBack: number;
   redactStream: AgentOptions["redactStream"];
   context: Omit<RunContextInput, "runId">;
+  maxDepth: number;
+  childRunner: ChildRunner | undefined;
   now: (() => number) | undefined;
 }
 
@@ -297,6 +312,18 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
   const outputLog = options.outputLog ?? "digest";
   if (outputLog !== "digest" && outputLog !== "full")
     fail(`outputLog must be "digest" or "full", got ${JSON.stringify(options.outputLog)}`);
+  const maxDepth = options.maxDepth ?? 3;
+  if (!Number.isInteger(maxDepth) || maxDepth < 1 || maxDepth > 16)
+    fail(
+      `maxDepth must be an integer from 1 to 16 (default 3), got ${JSON.stringify(options.maxDepth)}`,
+    );
+  if (
+    options.childRunner !== undefined &&
+    (typeof options.childRunner !== "object" ||
+      options.childRunner === null ||
+      typeof options.childRunner.run !== "function")
+  )
+    fail("childRunner must be an object with run(request, control), e.g. a worker's job runner");
   const agentId = options.agentId ?? "agent";
   if (typeof agentId !== "string" || !/^[A-Za-z0-9_.:-]{1,64}$/.test(agentId))
     fail(
@@ -335,6 +362,8 @@ export function validateAgentOptions(options: AgentOptions): ResolvedAgentOption
     streamHoldBack,
     redactStream: options.redactStream,
     context: options.context ?? {},
+    maxDepth,
+    childRunner: options.childRunner,
     now: options.now,
   };
 }

@@ -7,7 +7,16 @@ import type { RunResult } from "./run-result.js";
  * passed through the vault and redaction; tool calls appear only once their block is complete
  * and parsed.
  */
-export type AgentStreamEvent =
+export type AgentStreamEvent = AgentStreamEventBody & {
+  /**
+   * Set on the events of a child run (an `asTool` call) forwarded into its parent's stream:
+   * 1 for a child, 2 for a grandchild; `runId` names the child run. Absent on the run's own.
+   */
+  depth?: number;
+};
+
+/** The events of `agent.stream()`, without the child-run tag. */
+export type AgentStreamEventBody =
   /** Answer text as it is written (already tokenised and redacted). */
   | { type: "text-delta"; runId: string; step: number; index: number; text: string }
   /** Thinking as it is written; only with `thinking: true`, and then as a redacted copy. */

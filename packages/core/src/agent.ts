@@ -1,3 +1,4 @@
+import type * as v from "valibot";
 import { type AgentOptions, type RunOptions, validateAgentOptions } from "./agent-options.js";
 import {
   type AgentStream,
@@ -5,6 +6,13 @@ import {
   type AgentStreamSink,
   createAgentStream,
 } from "./agent-stream.js";
+import {
+  type AsToolOptions,
+  asTool,
+  type ChildRunError,
+  checkDelegations,
+  type DefaultChildInput,
+} from "./as-tool.js";
 import type { EventStore } from "./contracts/event-store.js";
 import { drive } from "./drive-run.js";
 import { InvalidArgumentError } from "./errors.js";
@@ -19,7 +27,7 @@ import { admitted, RunQueue, resolveMaxConcurrentRuns } from "./run-queue.js";
 import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
 import { checkDeadline, type ShutdownReport } from "./run-telemetry.js";
 import { RunWriter } from "./run-writer.js";
-import type { Tool } from "./tool.js";
+import type { ObjectSchema, Tool } from "./tool.js";
 
 // The option and result types live beside their code; these names stay importable from here.
 export type { AgentOptions, RunOptions } from "./agent-options.js";
@@ -58,6 +66,24 @@ export interface Agent {
     answer: ApprovalAnswer,
     options?: { resume?: boolean; signal?: AbortSignal; pauseSignal?: AbortSignal },
   ): Promise<RunResult>;
+  /**
+   * This agent as a tool for another agent's `tools`: each call starts a child run of this
+   * agent, linked to the parent run (its log, budget, gates, trace and stream), with a run id
+   * derived from the parent's run id and the call id, so a resumed parent finds the same child.
+   * The child's final answer is the tool's result; a child that fails, halts, runs out of
+   * budget or is refused gives a `ChildRunError` (as JSON) the parent's model reads.
+   *
+   * @example
+   * const researcher = createAgent({ model, tools: [search], agentId: "researcher" });
+   * const lead = createAgent({
+   *   model,
+   *   tools: [researcher.asTool({ name: "research", description: "Researches a question", share: 0.5 })],
+   *   budget: { maxUsd: 1 },
+   * });
+   */
+  asTool<TSchema extends ObjectSchema = DefaultChildInput>(
+    options: AsToolOptions<TSchema>,
+  ): Tool<v.InferOutput<TSchema>, string | ChildRunError>;
   /** The spans of a stored run. */
   readonly store: EventStore;
   readonly tools: ReadonlyMap<string, Tool<any, any>>;
@@ -84,10 +110,17 @@ export interface Agent {
  */
 export function createAgent(options: AgentOptions): Agent {
   const loop = loopContext(validateAgentOptions(options));
+  checkDelegations(
+    loop.config.agentId,
+    loop.config.tools,
+    loop.config.prices,
+    loop.config.maxDepth,
+  );
   if (options.store === undefined) noticeVolatileStore(options.onError);
   // Admission control: runs past maxConcurrentRuns wait their turn (priority, then arrival).
   const queue = new RunQueue(resolveMaxConcurrentRuns(options.maxConcurrentRuns));
-  return {
+  const agent: Agent = {
+    asTool: (toolOptions) => asTool(loop, agent, toolOptions),
     store: loop.store,
     tools: loop.tools,
     policyDigest: loop.policyDigest,
@@ -213,6 +246,7 @@ export function createAgent(options: AgentOptions): Agent {
       return loop.telemetry.shutdown(Math.max(1, deadlineMs));
     },
   };
+  return agent;
 }
 
 /**

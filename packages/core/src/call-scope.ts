@@ -1,5 +1,7 @@
 import type { DenyDecision } from "./contracts/gate.js";
+import type { ParentCall } from "./delegation.js";
 import type { ApprovalDecisionEvent, ApprovalRequestEvent, RunEvent } from "./events.js";
+import type { JsonValue } from "./json.js";
 import type { Tool } from "./tool.js";
 
 /** Where one call happens: its run, its step and where its events go. */
@@ -21,4 +23,9 @@ export interface CallScope {
    * re-checks its claim). Rejecting stops the call before any side effect.
    */
   beforeEffect?(): Promise<void>;
+  /**
+   * For a delegating tool (`agent.asTool`): the parent's side of the call. Absent outside an
+   * agent's loop (`guardTool`), where such a tool answers with an error.
+   */
+  parentCall?(callId: string, args: Record<string, JsonValue>, signal: AbortSignal): ParentCall;
 }

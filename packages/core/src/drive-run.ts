@@ -45,7 +45,7 @@ export async function drive(
       if (fold.end) return resultOf(fold, loop.vault);
       if (pauseSignal?.aborted) return { ...resultOf(fold, loop.vault), why: "paused" };
       if (fold.pendingTurn) {
-        const parked = await runToolTurn(loop, writer, runSignal);
+        const parked = await runToolTurn(loop, writer, runSignal, sink);
         if (parked) return resultOf(fold, loop.vault);
         if (state.halted && !fold.pendingTurn) {
           await writer.write({

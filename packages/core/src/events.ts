@@ -14,6 +14,7 @@ import type { StreamSkip } from "./stream/assemble-message.js";
 export type RunStatus =
   | "running"
   | "awaiting_approval"
+  | "awaiting_child"
   | "completed"
   | "stopped"
   | "halted"
@@ -63,6 +64,22 @@ export interface RunStartEvent {
   context?: Record<string, JsonValue>;
   /** How long the run waited for a slot (`maxConcurrentRuns`) before it started, in ms; absent when it did not wait. */
   queueWaitMs?: number;
+  /** Set on a child run (an agent called through `asTool`): the run and call that started it. */
+  parent?: RunParent;
+}
+
+/** Where a child run comes from: its parent run, the parent's call, and its place in the tree. */
+export interface RunParent {
+  /** The parent run's id. */
+  runId: string;
+  /** The parent's tool call (`tool_use` id) that started this run. */
+  callId: string;
+  /** The parent's tool (the `asTool` name) that was called. */
+  tool: string;
+  /** 1 for a direct child of a root run, 2 for a grandchild, ... */
+  depth: number;
+  /** The id of the tree's root run. */
+  rootRunId: string;
 }
 
 export interface ModelRequestEvent {
@@ -342,6 +359,78 @@ export interface ContextCompactionFailedEvent {
   costUsd?: number;
 }
 
+/**
+ * A parent run starts (or, on resume, continues) a child run for one tool call. Written in
+ * the parent's log before the child's `run-start`, after the call's `tool-call-intent`.
+ */
+export interface ChildRunStartEvent {
+  type: "child-run-start";
+  step: number;
+  /** The parent's `tool_use` id. */
+  callId: string;
+  /** The parent's tool (the `asTool` name). */
+  tool: string;
+  /** The child run's id (`childRunId(parentRunId, callId)`). */
+  childRunId: string;
+  /** The child agent's id. */
+  agentId: string;
+  /** The child's depth (1 for a child of a root run). */
+  depth: number;
+  /** The child's caps: its own budget shrunk to its share of what the parent had left. */
+  budget: Budget;
+}
+
+/**
+ * A child run parked (on an approval, or running elsewhere, e.g. on another worker): the parent
+ * parks too, as `awaiting_approval` or `awaiting_child`, with the call's intent still open.
+ * Resuming the parent runs the call again, which finds the same child.
+ */
+export interface ChildRunWaitEvent {
+  type: "child-run-wait";
+  step: number;
+  callId: string;
+  childRunId: string;
+  status: "awaiting_approval" | "awaiting_child";
+  /** The approvals the child waits on, with the chain that led to them (parent task, child task, call). */
+  approvals?: ChildApprovalRequest[];
+}
+
+/** An approval a child run waits on, as its parent's log records it. */
+export interface ChildApprovalRequest {
+  /** The child run that asked (maybe a grandchild: the run that holds the request). */
+  runId: string;
+  requestId: string;
+  tool: string;
+  toolUseId: string;
+  reason: string;
+  message: string;
+  expiresAt: number;
+  /** From the root down: each run's task and the call that started the next one. */
+  chain: Array<{ runId: string; agentId: string; task: string; callId?: string; tool?: string }>;
+}
+
+/**
+ * A child run ended: what it cost (charged to the parent's spend with this event), its status
+ * and the provenance of its answer. Written before the parent's `tool-call-result`.
+ */
+export interface ChildRunEndEvent {
+  type: "child-run-end";
+  step: number;
+  callId: string;
+  childRunId: string;
+  status: Exclude<RunStatus, "running" | "awaiting_approval" | "awaiting_child">;
+  /** The child tree's spend (the child and its own children). */
+  costUsd: number;
+  tokens: { input: number; output: number };
+  steps: number;
+  /** `trusted` when the child read nothing but the task and trusted tools' outputs. */
+  trust: "trusted" | "untrusted";
+  /** The worst scan verdict of what the child read (so flagged text stays flagged). */
+  scan?: { verdict: ScanVerdict; score: number; rules: string[] };
+  /** Why the child did not complete. */
+  error?: string;
+}
+
 export interface RunHaltEvent {
   type: "run-halt";
   reason: string;
@@ -382,6 +471,9 @@ export type RunEvent =
   | ContextCompactionRequestEvent
   | ContextCompactedEvent
   | ContextCompactionFailedEvent
+  | ChildRunStartEvent
+  | ChildRunWaitEvent
+  | ChildRunEndEvent
   | RunHaltEvent
   | RunResumeEvent
   | RunEndEvent;
@@ -406,6 +498,9 @@ export const runEventTypes: readonly RunEventType[] = [
   "context-compaction-request",
   "context-compacted",
   "context-compaction-failed",
+  "child-run-start",
+  "child-run-wait",
+  "child-run-end",
   "run-halt",
   "run-resume",
   "run-end",

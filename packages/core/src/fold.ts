@@ -12,6 +12,9 @@ import { CorruptLogError } from "./errors.js";
 import type {
   ApprovalDecisionEvent,
   ApprovalRequestEvent,
+  ChildRunEndEvent,
+  ChildRunStartEvent,
+  ChildRunWaitEvent,
   ContextCompactedEvent,
   ContextCompactionRequestEvent,
   ModelRequestEvent,
@@ -36,6 +39,14 @@ export interface PendingTurn {
   intents: Map<string, ToolCallIntentEvent>;
   /** Approval requests of this turn, with their decision when one was recorded. */
   approvals: Map<string, { request: ApprovalRequestEvent; decision?: ApprovalDecisionEvent }>;
+  /**
+   * Child runs of this turn's `asTool` calls (created on demand): their start, their park
+   * (reset by a `run-resume`) and their end.
+   */
+  children?: Map<
+    string,
+    { start: ChildRunStartEvent; wait?: ChildRunWaitEvent | undefined; end?: ChildRunEndEvent }
+  >;
 }
 
 const eventTypes = new Set<string>(runEventTypes);
@@ -333,6 +344,13 @@ export class RunFold {
       case "run-resume":
         this.#activeBefore = this.activeMs(this.#lastPreResume ?? event.at);
         this.#sessionStart = event.at;
+        // A parked child is asked again when the run goes on: the park is over.
+        for (const child of this.pendingTurn?.children?.values() ?? []) child.wait = undefined;
+        break;
+      case "child-run-start":
+      case "child-run-wait":
+      case "child-run-end":
+        this.#onChild(event);
         break;
       case "model-request":
         if (this.pendingTurn)
@@ -428,11 +446,63 @@ export class RunFold {
       ? this.end.status
       : this.awaitingApproval
         ? "awaiting_approval"
-        : "running";
+        : (this.#childWait() ?? "running");
     if (event.type !== "run-resume") this.#lastPreResume = event.at;
   }
 
   #lastPreResume: number | undefined;
+
+  /** The status of a child the run is parked on: an approval first, else a child elsewhere. */
+  #childWait(): "awaiting_approval" | "awaiting_child" | undefined {
+    let status: "awaiting_approval" | "awaiting_child" | undefined;
+    for (const child of this.pendingTurn?.children?.values() ?? []) {
+      if (!child.wait || child.end) continue;
+      if (child.wait.status === "awaiting_approval") return "awaiting_approval";
+      status = "awaiting_child";
+    }
+    return status;
+  }
+
+  /** A child run's start, park or end, in the turn of the call that started it. */
+  #onChild(
+    event: (ChildRunStartEvent | ChildRunWaitEvent | ChildRunEndEvent) & {
+      seq: number;
+      at: number;
+    },
+  ): void {
+    const turn = this.#requireTurn(event.callId, event);
+    if (!turn.intents.has(event.callId))
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} (${event.type}) is for call ${event.callId}, which has no open intent`,
+      );
+    if (!turn.children) turn.children = new Map();
+    const children = turn.children;
+    const child = children.get(event.callId);
+    if (event.type === "child-run-start") {
+      // Written again when a resumed parent continues the same child: the first one stands.
+      if (!child) children.set(event.callId, { start: event });
+      return;
+    }
+    if (!child || child.start.childRunId !== event.childRunId)
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} (${event.type}) names child run ${event.childRunId}, which no child-run-start of call ${event.callId} started`,
+      );
+    if (event.type === "child-run-wait") {
+      child.wait = event;
+      return;
+    }
+    if (child.end)
+      throw new CorruptLogError(
+        `[core] ${this.#label(event)} ends child run ${event.childRunId} a second time`,
+      );
+    child.end = event;
+    child.wait = undefined;
+    // One budget for the tree: what the child spent is the parent's spend from here on.
+    const spend = this.state.spend;
+    spend.usd += event.costUsd;
+    spend.inputTokens += event.tokens.input;
+    spend.outputTokens += event.tokens.output;
+  }
 
   /** A model response: spend, the assistant message, and the turn of tool calls it asks for. */
   #onResponse(event: ModelResponseEvent & { seq: number; at: number }): void {

@@ -267,9 +267,11 @@ export function guardTool<TArgs, TResult>(
         signal,
         call,
       );
-      return done.type === "ok"
-        ? { ...done, value: done.value as TResult }
-        : { type: "error", kind: done.kind, message: done.message };
+      if (done.type === "ok") return { ...done, value: done.value as TResult };
+      // A guarded call has no parent run to park: a delegating tool answered with an error.
+      if (done.type === "parked")
+        return { type: "error", kind: "child_refused", message: "The child run parked." };
+      return { type: "error", kind: done.kind, message: done.message };
     } catch (error) {
       // The caller's signal aborted the call while it waited on an approver.
       if (signal.aborted)

@@ -13,7 +13,21 @@ export type {
   RunResult,
 } from "./agent.js";
 export { createAgent } from "./agent.js";
-export type { AgentStream, AgentStreamEvent, AgentStreamOptions } from "./agent-stream.js";
+export type {
+  AgentStream,
+  AgentStreamEvent,
+  AgentStreamEventBody,
+  AgentStreamOptions,
+} from "./agent-stream.js";
+export type { AsToolOptions, ChildErrorCode, ChildRunError, DefaultChildInput } from "./as-tool.js";
+export { childRunId } from "./child-run-id.js";
+export type {
+  ChildRunControl,
+  ChildRunner,
+  ChildRunOutcome,
+  ChildRunRequest,
+} from "./child-runner.js";
+export { inlineChildRunner } from "./child-runner.js";
 export type { BreakerOptions, BreakerState } from "./circuit-breaker.js";
 export { ContextWindowError } from "./context-manager.js";
 export type { ContextWindowOptions } from "./context-window-options.js";
@@ -111,6 +125,10 @@ export type {
   ApprovalDecisionEvent,
   ApprovalRequestEvent,
   Budget,
+  ChildApprovalRequest,
+  ChildRunEndEvent,
+  ChildRunStartEvent,
+  ChildRunWaitEvent,
   ClearedToolResult,
   ContextCompactedEvent,
   ContextCompactionFailedEvent,
@@ -125,6 +143,7 @@ export type {
   RunEvent,
   RunEventType,
   RunHaltEvent,
+  RunParent,
   RunResumeEvent,
   RunStartEvent,
   RunStatus,

@@ -2,6 +2,7 @@ import type { ResolvedAgentOptions } from "./agent-options.js";
 import { type AgentStreamSink, streamEventsOf } from "./agent-stream.js";
 import { serverContextEditsOf } from "./context-window-options.js";
 import type { EventStore } from "./contracts/event-store.js";
+import type { Gate } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
 import { InvalidArgumentError, RunNotFoundError } from "./errors.js";
 import { foldLog } from "./fold-stream.js";
@@ -24,6 +25,8 @@ export interface LoopContext extends ModelStepContext, ToolTurnContext {
   policyDigest: string;
   toolDigest: string;
   maxTokensDefault: number;
+  /** Every gate of the pipeline, sorted by step (a child run's also holds its ancestors'). */
+  gates: readonly Gate[];
 }
 
 /** Builds an agent's loop context from its checked options: gates sorted, digests, the call path, telemetry. */
@@ -80,6 +83,7 @@ export function loopContext(config: ResolvedAgentOptions): LoopContext {
       queue: config.exportQueue,
     }),
     policyDigest,
+    gates,
     toolDigest: digestOf(toolSpecs),
     maxTokensDefault: config.maxTokens ?? model.defaultMaxTokens ?? 4096,
     streaming: streamingSettings(config),

@@ -37,6 +37,19 @@ export function summarizeInto(summary: RunSummary, events: readonly StoredEvent[
         summary.agentId = event.agentId;
         summary.task = event.task.length > 120 ? `${event.task.slice(0, 117)}...` : event.task;
         summary.createdAt = event.at;
+        if (event.parent) {
+          summary.parentRunId = event.parent.runId;
+          summary.rootRunId = event.parent.rootRunId;
+          summary.depth = event.parent.depth;
+        }
+        break;
+      case "child-run-wait":
+        // The parent parks with its child: on the child's approval, or while it runs elsewhere.
+        summary.status = event.status;
+        break;
+      case "child-run-end":
+        // The child's spend is the parent's (one budget for the tree).
+        summary.costUsd += event.costUsd;
         break;
       case "model-response":
         summary.steps = event.step;

@@ -35,6 +35,7 @@ import {
 const yieldAboveChars = 16_384;
 
 import type { CallScope } from "./call-scope.js";
+import { type DelegatedOutcome, delegationOf } from "./delegation.js";
 import { type Judgement, judgeCall } from "./pipeline.js";
 import type { Tool } from "./tool.js";
 
@@ -71,7 +72,9 @@ export type Admission =
 /** How an admitted call ended. */
 export type Performance =
   | { type: "ok"; value: unknown; content: string; scan?: RecordedScan }
-  | { type: "error"; kind: string; message: string };
+  | { type: "error"; kind: string; message: string }
+  /** A delegated call whose child run parked (an approval, or a run elsewhere): no result yet. */
+  | { type: "parked"; status: "awaiting_approval" | "awaiting_child" };
 
 /** The text the model gets for a refused call. */
 export function refusalText(record: DecisionRecord): string {
@@ -192,6 +195,15 @@ export class ToolCallPath {
         throw error;
       }
     }
+    const delegation = delegationOf(tool);
+    if (delegation) {
+      const outcome = scope.parentCall
+        ? await delegation.run(
+            scope.parentCall(toolUseId, args as Record<string, JsonValue>, signal),
+          )
+        : outsideLoop(tool.name);
+      return this.#delegated(scope, tool, toolUseId, outcome, call);
+    }
     const result = await executeTool(
       tool,
       options.vault ? argumentsFor(tool, args, options.vault) : args,
@@ -279,6 +291,75 @@ export class ToolCallPath {
         result.durationMs,
       );
     return performance;
+  }
+
+  /**
+   * Records how a delegated call ended: the child's answer (scanned and wrapped like any
+   * output, its scan the worse of the child's and this one), its typed error, or nothing when
+   * the child parked (the intent stays open and the turn parks).
+   */
+  async #delegated(
+    scope: CallScope,
+    tool: Tool<any, any>,
+    toolUseId: string,
+    outcome: DelegatedOutcome,
+    call: ToolCall | undefined,
+  ): Promise<Performance> {
+    const options = this.#options;
+    const breaker = breakerOf(tool, options.breaker);
+    if (outcome.type === "parked") {
+      breaker.release();
+      return { type: "parked", status: outcome.status };
+    }
+    if (outcome.type === "error") {
+      breaker.onFailure();
+      await scope.write({
+        type: "tool-call-result",
+        step: scope.step,
+        toolUseId,
+        tool: tool.name,
+        status: "error",
+        content: outcome.content,
+        isError: true,
+        durationMs: Math.round(outcome.durationMs),
+        attempts: 1,
+        errorKind: outcome.kind,
+      });
+      if (call) this.observe(call, "error", outcome.kind, outcome.durationMs);
+      return { type: "error", kind: outcome.kind, message: outcome.message };
+    }
+    breaker.onSuccess();
+    const scanned =
+      options.scanner || options.envelope
+        ? await scanOutput(
+            outcome.content,
+            { source: "tool_output", tool: tool.name, toolUseId, runId: scope.runId },
+            options.scanner,
+            options.envelope,
+            options.reportError,
+          )
+        : { content: outcome.content, scan: undefined };
+    const scan = worseScan(outcome.scan, scanned.scan);
+    await scope.write({
+      type: "tool-call-result",
+      step: scope.step,
+      toolUseId,
+      tool: tool.name,
+      ...(outcome.trust === "trusted" ? { trust: "trusted" as const } : {}),
+      status: "ok",
+      content: scanned.content,
+      isError: false,
+      durationMs: Math.round(outcome.durationMs),
+      attempts: 1,
+      ...(scan ? { scan } : {}),
+    });
+    if (call) this.observe(call, "ok", undefined, outcome.durationMs);
+    return {
+      type: "ok",
+      value: outcome.content,
+      content: scanned.content,
+      ...(scan ? { scan } : {}),
+    };
   }
 
   /**
@@ -372,6 +453,32 @@ export class ToolCallPath {
         .catch((error) => reportError(error, `gate ${gate.name} observe`));
     }
   }
+}
+
+const verdictRank = { clean: 0, suspicious: 1, injection: 2 } as const;
+
+/** The worse of two scans (a higher verdict, then a higher score); either may be absent. */
+function worseScan(
+  first: RecordedScan | undefined,
+  second: RecordedScan | undefined,
+): RecordedScan | undefined {
+  if (!first) return second;
+  if (!second) return first;
+  const order = verdictRank[second.verdict] - verdictRank[first.verdict];
+  if (order > 0 || (order === 0 && second.score > first.score)) return second;
+  return first;
+}
+
+/** A delegating tool called outside an agent's loop (e.g. through `guardTool`). */
+function outsideLoop(name: string): DelegatedOutcome {
+  const message = `[core] tool "${name}" delegates to an agent (agent.asTool): it runs only as a tool of an agent's loop, which links the child run to its parent; guardTool cannot run it`;
+  return {
+    type: "error",
+    kind: "child_refused",
+    content: JSON.stringify({ error: { code: "child_refused", message } }),
+    message,
+    durationMs: 0,
+  };
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { AgentStreamSink } from "./agent-stream.js";
 import type { DenyDecision, ToolCall } from "./contracts/gate.js";
 import type { ToolUseBlock } from "./contracts/model.js";
 import type { Vault } from "./contracts/vault.js";
@@ -23,17 +24,25 @@ export async function runToolTurn(
   context: ToolTurnContext,
   writer: RunWriter,
   signal: AbortSignal,
+  sink?: AgentStreamSink,
 ): Promise<boolean> {
   const fold = writer.fold;
   const turn = fold.pendingTurn!;
-  const scope = turnScope(writer, fold);
+  const scope = turnScope(writer, fold, context, sink);
   const executions: Promise<unknown>[] = [];
+  // A delegated call whose child parked leaves its intent open: the turn parks with it.
+  let childParked = false;
   // A call's execution runs while later calls of the turn are still being judged; if it fails
   // then (a store out of space, a vault that throws), nobody awaits it yet. Marking it handled
   // at once keeps that from becoming an unhandled rejection that kills the host process; the
   // failure still surfaces below, from allSettled.
-  const started = (execution: Promise<unknown>) => {
-    execution.catch(() => undefined);
+  const started = (execution: Promise<{ type: string }>) => {
+    execution.then(
+      (performance) => {
+        if (performance.type === "parked") childParked = true;
+      },
+      () => undefined,
+    );
     executions.push(execution);
   };
   let parked = false;
@@ -84,13 +93,30 @@ export async function runToolTurn(
   );
   if (failed) throw failed.reason;
   if (thrown) throw thrown.error;
-  return parked && writer.fold.pendingTurn !== undefined;
+  return (parked || childParked) && writer.fold.pendingTurn !== undefined;
 }
 
 /** The scope of this turn's calls: the log, this turn's recorded approvals and the budget. */
-function turnScope(writer: RunWriter, fold: RunFold): CallScope {
+function turnScope(
+  writer: RunWriter,
+  fold: RunFold,
+  host: ToolTurnContext,
+  sink: AgentStreamSink | undefined,
+): CallScope {
   const turn = fold.pendingTurn!;
+  const write = (...events: Parameters<RunWriter["write"]>) => writer.write(...events);
   return {
+    // A delegating tool's child run is linked to this run: its log, budget, gates and stream.
+    parentCall: (callId, args, signal) => ({
+      fold,
+      write,
+      step: turn.step,
+      callId,
+      args,
+      signal,
+      sink,
+      host,
+    }),
     runId: fold.start.runId,
     agentId: fold.start.agentId,
     step: turn.step,

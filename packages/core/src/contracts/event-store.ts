@@ -41,6 +41,12 @@ export interface RunSummary {
   createdAt: number;
   updatedAt: number;
   task?: string;
+  /** A child run's parent run (from its `run-start`); absent for a root run. */
+  parentRunId?: string;
+  /** A child run's tree root (from its `run-start`); absent for a root run. */
+  rootRunId?: string;
+  /** A child run's depth in its tree (1 for a child of a root run); absent for a root run. */
+  depth?: number;
   /** How many `shadow-decision` events the run has (calls a shadow policy would have decided differently). */
   shadowDifferences?: number;
   /**

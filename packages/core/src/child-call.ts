@@ -1,0 +1,401 @@
+/**
+ * One delegated call: the parent's `asTool` call starts (or finds) its child run, runs it
+ * through the tree's child runner, and records how it ended in the parent's log.
+ *
+ * Order in the parent's log: `tool-call-intent`, `child-run-start` (before the child's
+ * `run-start`), then `child-run-end` (its spend joins the parent's) and `tool-call-result`;
+ * or `child-run-wait` when the child parks (the intent stays open and the parent parks).
+ */
+import type { AgentStreamSink } from "./agent-stream.js";
+import { attachNode, BudgetNode, childCaps, foldSpend, nodeOf } from "./budget-tree.js";
+import { childLoopOf } from "./child-loop.js";
+import { childRunId } from "./child-run-id.js";
+import {
+  type ChildRunControl,
+  type ChildRunOutcome,
+  type ChildRunRequest,
+  inlineChildRunner,
+} from "./child-runner.js";
+import type { DelegatedOutcome, ParentCall } from "./delegation.js";
+import { drive } from "./drive-run.js";
+import { RunNotFoundError } from "./errors.js";
+import type { Budget, ChildApprovalRequest, ChildRunEndEvent, RunParent } from "./events.js";
+import type { RunFold } from "./fold.js";
+import type { JsonValue } from "./json.js";
+import { type LoopContext, open, writerOptions } from "./loop-context.js";
+import type { RecordedScan } from "./output.js";
+import { withRunLease } from "./run-lease.js";
+import { resultOf } from "./run-result.js";
+import { RunWriter } from "./run-writer.js";
+
+/** What the parent's `asTool` says about its child. */
+export interface ChildCallSpec {
+  /** The tool's name (the parent's). */
+  tool: string;
+  /** The child agent's own loop. */
+  child: LoopContext;
+  /** The child's own budget (before its share of the parent's). */
+  budget: Budget;
+  share: number;
+  /** The child's task from the call's arguments (real values). */
+  task(args: Record<string, JsonValue>): string;
+}
+
+/** What the parent records of an ended child, kept beside its result. */
+interface EndedChild {
+  answer: string;
+  end: Omit<ChildRunEndEvent, "type" | "step" | "callId" | "childRunId">;
+}
+
+const endedKey: unique symbol = Symbol("loopguard.endedChild");
+type Ended = Extract<ChildRunOutcome, { type: "ended" }> & { [endedKey]?: EndedChild };
+
+/** Runs the child of one parent call; never throws for the child's own failures. */
+export async function runChildCall(
+  spec: ChildCallSpec,
+  call: ParentCall,
+): Promise<DelegatedOutcome> {
+  const started = performance.now();
+  const host = call.host as LoopContext;
+  const fold = call.fold;
+  const parentRunId = fold.start.runId;
+  const id = childRunId(parentRunId, call.callId);
+  const depth = (fold.start.parent?.depth ?? 0) + 1;
+  const failure = (code: string, message: string, status?: string): DelegatedOutcome => ({
+    type: "error",
+    kind: code,
+    content: JSON.stringify({
+      error: { code, message, childRunId: id, ...(status ? { status } : {}) },
+    }),
+    message,
+    durationMs: performance.now() - started,
+  });
+  if (depth > host.config.maxDepth)
+    return failure(
+      "child_refused",
+      `The agent "${spec.child.config.agentId}" would run at depth ${depth}, past this tree's maxDepth of ${host.config.maxDepth}; do the work without delegating it.`,
+    );
+  const loop = childLoopOf(host, spec.child);
+  const recorded = fold.pendingTurn?.children?.get(call.callId);
+  let budget: Budget;
+  if (recorded) budget = recorded.start.budget;
+  else {
+    const caps = childCaps(spec.budget, spec.share, nodeOf(fold), fold, host.now());
+    if ("exhausted" in caps)
+      return failure(
+        "child_budget",
+        `The agent "${spec.child.config.agentId}" was not started: ${caps.exhausted}. Finish with what you have.`,
+      );
+    budget = caps.budget;
+    await call.write({
+      type: "child-run-start",
+      step: call.step,
+      callId: call.callId,
+      tool: spec.tool,
+      childRunId: id,
+      agentId: loop.config.agentId,
+      depth,
+      budget,
+    });
+  }
+  const parent: RunParent = {
+    runId: parentRunId,
+    callId: call.callId,
+    tool: spec.tool,
+    depth,
+    rootRunId: fold.start.parent?.rootRunId ?? parentRunId,
+  };
+  const request: ChildRunRequest = {
+    childRunId: id,
+    parentRunId,
+    rootRunId: parent.rootRunId,
+    callId: call.callId,
+    tool: spec.tool,
+    agentId: loop.config.agentId,
+    depth,
+    budget,
+  };
+  // The child's node counts its spend in every ancestor's from its first step on.
+  const holder: { fold?: RunFold } = {};
+  const node = new BudgetNode(
+    budget,
+    () => (holder.fold ? foldSpend(holder.fold) : { usd: 0, tokens: 0 }),
+    nodeOf(fold),
+  );
+  const task = spec.task(call.args);
+  const control = childControl(loop, request, parent, task, call, node, holder);
+  let outcome: ChildRunOutcome;
+  try {
+    outcome = await (host.config.childRunner ?? inlineChildRunner).run(request, control);
+  } catch (error) {
+    node.detach();
+    host.reportError(error, `child run ${id}`);
+    return failure(
+      "child_failed",
+      `The agent "${loop.config.agentId}" could not be run: ${(error as Error)?.message ?? String(error)}`,
+    );
+  }
+  try {
+    if (outcome.type === "parked") {
+      await call.write({
+        type: "child-run-wait",
+        step: call.step,
+        callId: call.callId,
+        childRunId: id,
+        status: outcome.status,
+        ...(outcome.approvals && outcome.approvals.length > 0
+          ? { approvals: chained(outcome.approvals, fold, parent) }
+          : {}),
+      });
+      return { type: "parked", status: outcome.status, approvals: outcome.approvals };
+    }
+    const ended = (outcome as Ended)[endedKey] ?? (await endedFromLog(loop, id));
+    if (!recorded?.end)
+      await call.write({
+        type: "child-run-end",
+        step: call.step,
+        callId: call.callId,
+        childRunId: id,
+        ...ended.end,
+      });
+    const status = ended.end.status;
+    if (status === "completed")
+      return {
+        type: "ok",
+        content: ended.answer,
+        trust: ended.end.trust,
+        ...(ended.end.scan ? { scan: ended.end.scan as RecordedScan } : {}),
+        durationMs: performance.now() - started,
+      };
+    const code =
+      status === "halted"
+        ? "child_halted"
+        : ended.end.error?.includes("budget") || /budget|wall_clock/.test(outcome.result.why)
+          ? "child_budget"
+          : "child_failed";
+    return failure(
+      code,
+      `The agent "${loop.config.agentId}" ${status === "halted" ? "was halted" : `ended ${status} (${outcome.result.why})`}${ended.end.error ? `: ${ended.end.error}` : ""}`,
+      status,
+    );
+  } finally {
+    node.detach();
+  }
+}
+
+/** The runner's handle on the child: run it here, read it, or create it for another process. */
+function childControl(
+  loop: LoopContext,
+  request: ChildRunRequest,
+  parent: RunParent,
+  task: string,
+  call: ParentCall,
+  node: BudgetNode,
+  holder: { fold?: RunFold },
+): ChildRunControl {
+  const id = request.childRunId;
+  const sink = call.sink ? depthSink(call.sink, parent.depth) : undefined;
+  const create = async (withSink?: AgentStreamSink): Promise<RunWriter> => {
+    const { options } = writerOptions(loop, id, withSink);
+    const writer = new RunWriter(loop.store, id, 0, options);
+    const context = call.fold.start.context;
+    await writer.write({
+      type: "run-start",
+      runId: id,
+      agentId: loop.config.agentId,
+      task: loop.vault ? loop.vault.tokenize(task) : task,
+      model: loop.model.model,
+      ...(loop.config.system ? { system: loop.config.system } : {}),
+      maxTokens: loop.maxTokensDefault,
+      budget: request.budget,
+      policyDigest: loop.policyDigest,
+      toolDigest: loop.toolDigest,
+      ...(context ? { context } : {}),
+      parent,
+    });
+    return writer;
+  };
+  const existing = async (withSink?: AgentStreamSink): Promise<RunWriter | undefined> => {
+    try {
+      return await open(loop, id, withSink);
+    } catch (error) {
+      if (RunNotFoundError.isInstance(error)) return undefined;
+      throw error;
+    }
+  };
+  return {
+    signal: call.signal,
+    async create() {
+      if (!(await existing())) await create();
+    },
+    async recorded() {
+      const writer = await existing();
+      if (!writer) return undefined;
+      return settledOutcome(loop, writer.fold);
+    },
+    async runHere() {
+      const known = await existing(sink);
+      if (known) {
+        const settled = settledOutcome(loop, known.fold);
+        if (settled) return settled;
+      }
+      // One owner per child run, like every resume (a fresh child has no log to lease yet).
+      const advance = async (writer: RunWriter, resumed: boolean) => {
+        holder.fold = writer.fold;
+        attachNode(writer.fold, node);
+        if (resumed) await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
+        const unlink = linkHalts(call.fold, writer.fold);
+        try {
+          await drive(loop, writer, call.signal, undefined, sink);
+        } finally {
+          unlink();
+        }
+        // Neither ended nor parked (paused, or its store failed): the parent waits on it.
+        return settledOutcome(loop, writer.fold) ?? { type: "parked", status: "awaiting_child" };
+      };
+      if (known)
+        return withRunLease(
+          loop.store,
+          id,
+          async () => advance((await open(loop, id, sink))!, true),
+          loop.reportError,
+        );
+      return advance(await create(sink), false);
+    },
+  };
+}
+
+/** The child's outcome from its fold when it ended or waits on a person; else `undefined`. */
+function settledOutcome(loop: LoopContext, fold: RunFold): ChildRunOutcome | undefined {
+  if (fold.end) {
+    const outcome: Ended = { type: "ended", result: resultOf(fold, loop.vault) };
+    outcome[endedKey] = endedOf(fold);
+    return outcome;
+  }
+  if (fold.status === "awaiting_approval")
+    return { type: "parked", status: "awaiting_approval", approvals: approvalsOf(fold) };
+  return undefined;
+}
+
+/** What the parent records of an ended child: its spend, status and the provenance of its answer. */
+function endedOf(fold: RunFold): EndedChild {
+  const end = fold.end!;
+  const spend = fold.state.spend;
+  let trust: "trusted" | "untrusted" = "trusted";
+  let scan: RecordedScan | undefined;
+  for (const output of fold.state.outputs) {
+    if (output.trust !== "trusted") trust = "untrusted";
+    if (
+      output.scan &&
+      (!scan ||
+        rank(output.scan.verdict) > rank(scan.verdict) ||
+        (rank(output.scan.verdict) === rank(scan.verdict) && output.scan.score > scan.score))
+    )
+      scan = {
+        verdict: output.scan.verdict,
+        score: output.scan.score,
+        rules: [...output.scan.rules],
+      };
+  }
+  return {
+    answer: end.answer,
+    end: {
+      status: end.status as ChildRunEndEvent["status"],
+      costUsd: fold.committedUsd,
+      tokens: { input: spend.inputTokens, output: spend.outputTokens },
+      steps: fold.steps,
+      trust,
+      ...(scan && scan.verdict !== "clean" ? { scan } : {}),
+      ...(end.error ? { error: end.error } : {}),
+    },
+  };
+}
+
+function rank(verdict: string): number {
+  return verdict === "injection" ? 2 : verdict === "suspicious" ? 1 : 0;
+}
+
+/** Reads an ended child's log (for a runner that answered `ended` without `recorded()`). */
+async function endedFromLog(loop: LoopContext, id: string): Promise<EndedChild> {
+  const writer = await open(loop, id);
+  if (!writer.fold.end)
+    throw new Error(
+      `[core] the child runner said child run ${id} ended, but its log has no run-end`,
+    );
+  return endedOf(writer.fold);
+}
+
+/** The approvals a parked child waits on (its own and its children's), each with its chain from the child down. */
+function approvalsOf(fold: RunFold): ChildApprovalRequest[] {
+  const turn = fold.pendingTurn;
+  if (!turn) return [];
+  const self = {
+    runId: fold.start.runId,
+    agentId: fold.start.agentId,
+    task: shortTask(fold.start.task),
+  };
+  const out: ChildApprovalRequest[] = [];
+  for (const { request, decision } of turn.approvals.values()) {
+    if (decision || turn.results.has(request.toolUseId)) continue;
+    out.push({
+      runId: fold.start.runId,
+      requestId: request.requestId,
+      tool: request.tool,
+      toolUseId: request.toolUseId,
+      reason: request.reason,
+      message: request.message,
+      expiresAt: request.expiresAt,
+      chain: [self],
+    });
+  }
+  for (const child of turn.children?.values() ?? []) {
+    if (child.end || child.wait?.status !== "awaiting_approval") continue;
+    out.push(...(child.wait.approvals ?? []));
+  }
+  return out;
+}
+
+/** Prefixes the parent's link (its run, task and the call) to each approval's chain. */
+function chained(
+  approvals: readonly ChildApprovalRequest[],
+  fold: RunFold,
+  parent: RunParent,
+): ChildApprovalRequest[] {
+  const link = {
+    runId: fold.start.runId,
+    agentId: fold.start.agentId,
+    task: shortTask(fold.start.task),
+    callId: parent.callId,
+    tool: parent.tool,
+  };
+  return approvals.map((approval) => ({ ...approval, chain: [link, ...approval.chain] }));
+}
+
+function shortTask(task: string): string {
+  return task.length > 500 ? `${task.slice(0, 497)}...` : task;
+}
+
+/** The halt latch both ways: a halted child halts its parent, a halted parent its child. */
+function linkHalts(parent: RunFold, child: RunFold): () => void {
+  if (parent.state.halted) child.state.halt(parent.state.haltReason ?? "parent_halted", "parent");
+  const up = child.state.onHalt((reason) =>
+    parent.state.halt(reason, `child:${child.start.runId}`),
+  );
+  const down = parent.state.onHalt((reason) => child.state.halt(reason, "parent"));
+  return () => {
+    up();
+    down();
+  };
+}
+
+/** The parent's stream, with each forwarded child event tagged with its depth. */
+function depthSink(sink: AgentStreamSink, depth: number): AgentStreamSink {
+  return {
+    thinking: sink.thinking,
+    push(event) {
+      // The child's end reaches the host as the parent's tool result; one run-end per stream.
+      if (event.type === "run-end") return;
+      sink.push({ ...event, depth: (event as { depth?: number }).depth ?? depth });
+    },
+  };
+}
