@@ -20,8 +20,13 @@ export interface ChildLink {
   tool: string;
   agentId?: string;
   depth?: number;
-  /** From `child-run-end`; `running` while the parent's log has no end for it. */
+  /**
+   * From `child-run-end`, or `child-run-wait` while the child is parked (`awaiting_approval`,
+   * `awaiting_child`); `running` while the parent's log has neither.
+   */
   status: string;
+  /** `trusted` when the child read nothing but its task and trusted tools (from `child-run-end`). */
+  trust?: string;
   /** The child's spend, when it ended (its spend also counts in the parent's). */
   costUsd?: number;
   steps?: number;
@@ -52,6 +57,7 @@ const count = (value: unknown): number | undefined =>
 export function runLinksOf(events: readonly StoredEvent[]): RunLinks {
   const links: RunLinks = { children: [] };
   const byRun = new Map<string, ChildLink>();
+  const ended = new Set<string>();
   for (const item of events) {
     const event = item as unknown as Loose;
     if (event.type === "run-start") {
@@ -68,7 +74,13 @@ export function runLinksOf(events: readonly StoredEvent[]): RunLinks {
       }
     } else if (event.type === "child-run-start") {
       const runId = text(event.childRunId);
-      if (!runId || byRun.has(runId)) continue;
+      if (!runId) continue;
+      const again = byRun.get(runId);
+      if (again) {
+        // A resumed parent continues the same child: it runs again until it ends or parks.
+        if (!ended.has(runId)) again.status = "running";
+        continue;
+      }
       const agentId = text(event.agentId);
       const depth = count(event.depth);
       const child: ChildLink = {
@@ -81,13 +93,20 @@ export function runLinksOf(events: readonly StoredEvent[]): RunLinks {
       };
       byRun.set(runId, child);
       links.children.push(child);
+    } else if (event.type === "child-run-wait") {
+      const runId = text(event.childRunId);
+      const child = runId ? byRun.get(runId) : undefined;
+      if (child && runId && !ended.has(runId)) child.status = text(event.status) ?? child.status;
     } else if (event.type === "child-run-end") {
       const runId = text(event.childRunId);
       const child = runId ? byRun.get(runId) : undefined;
-      if (!child) continue;
+      if (!child || !runId) continue;
+      ended.add(runId);
       child.status = text(event.status) ?? child.status;
       const costUsd = count(event.costUsd);
       if (costUsd !== undefined) child.costUsd = costUsd;
+      const trust = text(event.trust);
+      if (trust) child.trust = trust;
       const steps = count(event.steps);
       if (steps !== undefined) child.steps = steps;
       const error = event.error;

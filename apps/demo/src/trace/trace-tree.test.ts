@@ -63,6 +63,32 @@ describe("runLinksOf", () => {
       expect.objectContaining({ runId: childRunId, status: "running" }),
     ]);
   });
+
+  it("shows a parked child as waiting, running again when its parent resumes it, then ended", () => {
+    const start = { type: "child-run-start", callId: "c", tool: "t", childRunId: "k" };
+    const wait = {
+      type: "child-run-wait",
+      callId: "c",
+      childRunId: "k",
+      status: "awaiting_approval",
+    };
+    const end = {
+      type: "child-run-end",
+      callId: "c",
+      childRunId: "k",
+      status: "completed",
+      trust: "untrusted",
+    };
+    const statusAfter = (...events: object[]) =>
+      runLinksOf(events as unknown as StoredEvent[]).children[0]!.status;
+    expect(statusAfter(start, wait)).toBe("awaiting_approval");
+    expect(statusAfter(start, wait, start)).toBe("running");
+    expect(statusAfter(start, wait, start, end)).toBe("completed");
+    expect(statusAfter(start, end, wait, start)).toBe("completed");
+    expect(runLinksOf([start, end] as unknown as StoredEvent[]).children[0]!.trust).toBe(
+      "untrusted",
+    );
+  });
 });
 
 describe("buildTraceTree", () => {
