@@ -7,8 +7,6 @@ export interface ForestRow {
   level: number;
   /** What goes before the id: `├─ `, `└─ ` and `│  ` for the levels above. */
   prefix: string;
-  /** The run's own spend plus every run below it in the list. */
-  treeCostUsd: number;
   /** Runs below it in the list. */
   descendants: number;
   /** A child run whose parent is not in the list (another page, or its log is gone). */
@@ -51,7 +49,6 @@ export function runForest(runs: readonly RunSummary[]): ForestRow[] {
       run,
       level,
       prefix: level === 0 ? "" : `${lead}${last ? "└─ " : "├─ "}`,
-      treeCostUsd: run.costUsd,
       descendants: 0,
       orphan: level === 0 && parent !== undefined && !byId.has(parent),
     };
@@ -64,7 +61,6 @@ export function runForest(runs: readonly RunSummary[]): ForestRow[] {
         level === 0 ? "" : `${lead}${last ? "   " : "│  "}`,
         index === below.length - 1,
       );
-      row.treeCostUsd += sub.treeCostUsd;
       row.descendants += 1 + sub.descendants;
     });
     return row;

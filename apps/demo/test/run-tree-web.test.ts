@@ -119,6 +119,10 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
       expect.stringMatching(/^\$\d/),
     ]);
     expect(await page.locator(".parent-run").count()).toBe(0);
+    // The parent's cost holds what its children spent.
+    expect(await page.locator("dl.facts").textContent()).toMatch(
+      /of it spent by the runs it delegated to/,
+    );
     // The framed trace holds the whole tree: three runs, the child nested under the call.
     const frame = page.frameLocator("iframe.trace");
     await expect.poll(() => frame.locator('.row[data-kind="run"]').count()).toBe(3);

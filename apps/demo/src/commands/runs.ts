@@ -22,7 +22,8 @@ export function register(program: Command, { out, colors }: CliShared): void {
     }
     // Runs under a shadow policy show how many calls it would have decided differently.
     const shadowed = runs.some((run) => (run.shadowDifferences ?? 0) > 0);
-    // A delegating run's children are drawn under it, with the spend of its whole tree.
+    // A delegating run's children are drawn under it; its cost already holds theirs (core
+    // charges a child's spend to its parent when the child ends).
     const forest = runForest(runs);
     const trees = forest.some((row) => row.descendants > 0);
     const rows = forest.map((row) => [
@@ -30,7 +31,6 @@ export function register(program: Command, { out, colors }: CliShared): void {
       row.run.status,
       String(row.run.steps),
       `$${row.run.costUsd.toFixed(4)}`,
-      ...(trees ? [row.descendants > 0 ? `$${row.treeCostUsd.toFixed(4)}` : ""] : []),
       new Date(row.run.updatedAt).toISOString(),
       ...(shadowed ? [String(row.run.shadowDifferences ?? 0)] : []),
     ]);
@@ -38,8 +38,7 @@ export function register(program: Command, { out, colors }: CliShared): void {
       "id",
       "status",
       "steps",
-      "cost",
-      ...(trees ? ["tree cost"] : []),
+      trees ? "cost (with children)" : "cost",
       "last update",
       ...(shadowed ? ["shadow differences"] : []),
     ];

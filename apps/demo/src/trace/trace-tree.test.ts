@@ -176,12 +176,12 @@ describe.skipIf(!hasChromium && !inCi)(
         expect(await page.locator("#runs .parent-run").count()).toBe(0);
         // Follow the link to the child: its page links back up to the root.
         await links.first().click();
-        await page.waitForURL(/run_tree_root\.toolu_r1\/trace\.html$/);
+        await page.waitForURL((url) => url.pathname.endsWith(`/${childRunId}/trace.html`));
         const up = page.locator("#runs .parent-run a");
         expect(await up.textContent()).toBe(rootRunId);
         expect(await page.locator('.row[data-kind="run"]').count()).toBe(2);
         await up.click();
-        await page.waitForURL(/run_tree_root\/trace\.html$/);
+        await page.waitForURL((url) => url.pathname.endsWith(`/${rootRunId}/trace.html`));
         expect(problems).toEqual([]);
       } finally {
         await browser.close();

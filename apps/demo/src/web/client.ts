@@ -409,6 +409,9 @@ function renderRun(data: RunViewData): void {
         "dd",
         {},
         `${money(data.costUsd)} over ${data.steps} step${data.steps === 1 ? "" : "s"}, ${data.events} events`,
+        data.delegatedCostUsd > 0
+          ? ` (${money(data.delegatedCostUsd)} of it spent by the runs it delegated to)`
+          : "",
       ),
       h("dt", {}, "Updated"),
       h("dd", {}, ago(data.updatedAt)),

@@ -52,7 +52,10 @@ export interface RunView {
   haltReason?: string;
   error?: string;
   steps: number;
+  /** The run's spend, with what the runs it delegated to spent once they ended. */
   costUsd: number;
+  /** The part of `costUsd` spent by the runs it delegated to. */
+  delegatedCostUsd: number;
   events: number;
   createdAt: number;
   updatedAt: number;
@@ -81,6 +84,7 @@ export function runView(
     status: "running",
     steps: 0,
     costUsd: 0,
+    delegatedCostUsd: 0,
     events: events.length,
     createdAt: events[0]?.at ?? 0,
     updatedAt: events.at(-1)?.at ?? 0,
@@ -108,6 +112,11 @@ export function runView(
         view.costUsd += event.costUsd;
         for (const block of event.response.content ?? [])
           if (block.type === "tool_use") argsOf.set(block.id, block.input);
+        break;
+      case "child-run-end":
+        // Core charges a child's spend to its parent when the child ends.
+        view.costUsd += event.costUsd;
+        view.delegatedCostUsd += event.costUsd;
         break;
       case "tool-call-intent":
         argsOf.set(event.toolUseId, event.args);
