@@ -13,6 +13,7 @@ import {
   checkDelegations,
   type DefaultChildInput,
 } from "./as-tool.js";
+import { loopOfRun, recordTreeAnswer } from "./child-route.js";
 import type { EventStore } from "./contracts/event-store.js";
 import { drive } from "./drive-run.js";
 import { InvalidArgumentError } from "./errors.js";
@@ -21,7 +22,7 @@ import type { JsonValue } from "./json.js";
 import { type LoopContext, loopContext, open, writerOptions } from "./loop-context.js";
 import { noticeVolatileStore } from "./memory-event-store.js";
 import { randomHex } from "./random-hex.js";
-import { type ApprovalAnswer, recordAnswer } from "./record-answer.js";
+import type { ApprovalAnswer } from "./record-answer.js";
 import { withRunLease } from "./run-lease.js";
 import { admitted, RunQueue, resolveMaxConcurrentRuns } from "./run-queue.js";
 import { failedStartResult, type RunResult, resultOf } from "./run-result.js";
@@ -172,17 +173,18 @@ export function createAgent(options: AgentOptions): Agent {
               loop.store,
               runId,
               async () => {
-                const writer = await open(loop, runId, sink);
+                const target = await loopOfRun(loop, runId);
+                const writer = await open(target, runId, sink);
                 const fold = writer.fold;
-                if (fold.end || fold.status === "awaiting_approval") {
+                if (fold.end || fold.awaitingApproval) {
                   // Nothing to run: the host still gets its run-end.
-                  const result = resultOf(fold, loop.vault);
-                  endStream(loop, writer, result, sink, true);
+                  const result = resultOf(fold, target.vault);
+                  endStream(target, writer, result, sink, true);
                   return result;
                 }
                 await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
                 const result = await drive(
-                  loop,
+                  target,
                   writer,
                   resumeOptions.signal,
                   resumeOptions.pauseSignal,
@@ -204,11 +206,15 @@ export function createAgent(options: AgentOptions): Agent {
           loop.store,
           runId,
           async () => {
-            const writer = await open(loop, runId);
+            // A child run id resumes that child under its tree's rules (a worker's child job).
+            const target = await loopOfRun(loop, runId);
+            const writer = await open(target, runId);
             const fold = writer.fold;
-            if (fold.end || fold.status === "awaiting_approval") return resultOf(fold, loop.vault);
+            // Parked on its own approval: nothing to do until it is answered. Parked on a
+            // child's: the call runs again and finds the child as it stands.
+            if (fold.end || fold.awaitingApproval) return resultOf(fold, target.vault);
             await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-            return drive(loop, writer, resumeOptions.signal, resumeOptions.pauseSignal);
+            return drive(target, writer, resumeOptions.signal, resumeOptions.pauseSignal);
           },
           loop.reportError,
         ),
@@ -220,24 +226,30 @@ export function createAgent(options: AgentOptions): Agent {
           `[core] approve(${runId}, answer): answer.decision must be "approve", "deny" or "indeterminate", got ${JSON.stringify(answer?.decision)}`,
         );
       }
-      return withRunLease(
+      const answered = await withRunLease(
         loop.store,
         runId,
         async () => {
-          const writer = await open(loop, runId);
-          await recordAnswer(writer, answer, loop.now);
+          const target = await loopOfRun(loop, runId);
+          const writer = await open(target, runId);
+          // A parent parked on a child's approval: the answer goes to the run that asked.
+          const routed = await recordTreeAnswer(target, writer, answer);
           // A guarded run has no loop to drive: the answer waits for the identical call.
           if (
             approveOptions.resume === false ||
-            writer.fold.status === "awaiting_approval" ||
+            writer.fold.awaitingApproval ||
             writer.fold.start.model === guardRunModel
           )
-            return resultOf(writer.fold, loop.vault);
+            return resultOf(writer.fold, target.vault);
+          // A child run: the tree goes on from its root (which resumes the child).
+          if (writer.fold.start.parent && !routed) return writer.fold.start.parent.rootRunId;
           await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-          return drive(loop, writer, approveOptions.signal, approveOptions.pauseSignal);
+          return drive(target, writer, approveOptions.signal, approveOptions.pauseSignal);
         },
         loop.reportError,
       );
+      if (typeof answered !== "string") return answered;
+      return agent.resume(answered, approveOptions);
     },
     async shutdown(shutdownOptions) {
       const deadlineMs = shutdownOptions?.deadlineMs ?? loop.config.shutdownDeadlineMs;

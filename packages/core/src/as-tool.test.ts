@@ -2,7 +2,10 @@ import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { createAgent } from "./agent.js";
 import { childRunId } from "./child-run-id.js";
+import type { Gate } from "./contracts/gate.js";
 import type { ContentBlock } from "./contracts/model.js";
+import { delegationKey } from "./delegation.js";
+import { InvalidArgumentError } from "./errors.js";
 import { memoryEventStore, scriptedModel } from "./testing/index.js";
 import { tool } from "./tool.js";
 
@@ -95,5 +98,213 @@ describe("agent.asTool", () => {
       rootRunId: "run_parent",
       depth: 1,
     });
+  });
+
+  it("a child that fails, runs out of budget or is halted gives the parent a typed error; a halt halts the parent too", async () => {
+    const store = memoryEventStore();
+    const effects: string[] = [];
+    const parentWith = (childTool: ReturnType<ReturnType<typeof createAgent>["asTool"]>) =>
+      createAgent({
+        model: scriptedModel([
+          {
+            content: [use("toolu_p1", "research", { task: "Look A1 up" })],
+            stop_reason: "tool_use",
+          },
+          { content: "The research agent could not help." },
+        ]),
+        tools: [childTool],
+        agentId: "lead",
+        store,
+      });
+    // Runs out of its own budget (one step, and it needs two).
+    const { agent: brief } = researcher(effects);
+    const budgetResult = await parentWith(
+      brief.asTool({ name: "research", description: "Researches", budget: { maxSteps: 1 } }),
+    ).run("go", { runId: "run_budget" });
+    expect(budgetResult.status).toBe("completed");
+    const budgetLog = await store.read("run_budget");
+    const refused = budgetLog.find((event) => event.type === "tool-call-result")!;
+    expect(refused).toMatchObject({ isError: true, errorKind: "child_budget" });
+    const body = JSON.parse((refused as { content: string }).content);
+    expect(body.error).toMatchObject({
+      code: "child_budget",
+      childRunId: childRunId("run_budget", "toolu_p1"),
+      status: "stopped",
+    });
+    // Fails: its model answers with an error that is not retried.
+    const failing = createAgent({
+      model: scriptedModel([{ error: Object.assign(new Error("bad request"), { status: 400 }) }]),
+      tools: [],
+      agentId: "broken",
+      store,
+    });
+    await parentWith(failing.asTool({ name: "research", description: "Researches" })).run("go", {
+      runId: "run_failed",
+    });
+    const failed = (await store.read("run_failed")).find(
+      (event) => event.type === "tool-call-result",
+    )!;
+    expect(failed).toMatchObject({ isError: true, errorKind: "child_failed" });
+    // Halted: a gate of the child refuses with a reason that halts.
+    effects.length = 0;
+    const freeze: Gate = {
+      name: "kill_switch",
+      step: "2",
+      check: () => ({ type: "deny", reason: "kill_switch", message: "The fleet is frozen." }),
+    };
+    const { agent: halting } = researcher(effects);
+    const frozen = createAgent({
+      model: scriptedModel([
+        { content: [use("toolu_c1", "lookup_order", { order_id: "A1" })], stop_reason: "tool_use" },
+      ]),
+      tools: [...halting.tools.values()],
+      gates: [freeze],
+      agentId: "frozen",
+      store,
+    });
+    const halted = await parentWith(
+      frozen.asTool({ name: "research", description: "Researches" }),
+    ).run("go", { runId: "run_halted" });
+    expect(halted.status).toBe("halted");
+    expect(halted.haltReason).toBe("kill_switch");
+    const haltedLog = await store.read("run_halted");
+    expect(haltedLog.find((event) => event.type === "tool-call-result")).toMatchObject({
+      errorKind: "child_halted",
+    });
+    expect(effects).toEqual([]);
+  });
+
+  it("the parent's gates judge the child's calls", async () => {
+    const effects: string[] = [];
+    const store = memoryEventStore();
+    const { agent: child } = researcher(effects, store);
+    const noLookups: Gate = {
+      name: "parent_policy",
+      step: "2",
+      check: (call) =>
+        call.tool === "lookup_order"
+          ? { type: "deny", reason: "policy_deny", message: "Lookups are not allowed here." }
+          : { type: "allow" },
+    };
+    const parent = createAgent({
+      model: scriptedModel([
+        { content: [use("toolu_p1", "research", { task: "Look A1 up" })], stop_reason: "tool_use" },
+        { content: "Done." },
+      ]),
+      tools: [child.asTool({ name: "research", description: "Researches" })],
+      gates: [noLookups],
+      agentId: "lead",
+      store,
+    });
+    await parent.run("go", { runId: "run_gated" });
+    expect(effects).toEqual([]);
+    const childLog = await store.read(childRunId("run_gated", "toolu_p1"));
+    expect(childLog.find((event) => event.type === "tool-call-refusal")).toMatchObject({
+      tool: "lookup_order",
+      decision: { reason: "policy_deny", gate: "parent_policy" },
+    });
+  });
+
+  it("refuses bad options with [core] errors naming the agent", () => {
+    const { agent: child } = researcher([]);
+    for (const share of [0, -0.5, 1.5, Number.NaN, "half"]) {
+      expect(() =>
+        child.asTool({ name: "research", description: "Researches", share: share as number }),
+      ).toThrow(/\[core\] agent "researcher"\.asTool.*share must be a number in \(0, 1\]/);
+    }
+    expect(() =>
+      child.asTool({ name: "research", description: "Researches", budget: { maxUsd: -1 } }),
+    ).toThrow(InvalidArgumentError);
+    // A child on a model the parent's prices do not know.
+    const custom = createAgent({
+      model: scriptedModel([], { model: "house-model" }),
+      tools: [],
+      store: memoryEventStore(),
+      agentId: "house",
+      prices: {
+        "house-model": {
+          inputPerMTok: 1,
+          outputPerMTok: 2,
+          cacheWrite5mPerMTok: 1,
+          cacheWrite1hPerMTok: 1,
+          cacheReadPerMTok: 1,
+        },
+      },
+    });
+    expect(() =>
+      createAgent({
+        model: scriptedModel([]),
+        tools: [custom.asTool({ name: "house", description: "House agent" })],
+        agentId: "lead",
+        store: memoryEventStore(),
+      }),
+    ).toThrow(
+      /\[core\] createAgent \(agent "lead"\).*"house-model".*add it to this agent's prices/,
+    );
+    // Deeper than maxDepth.
+    const store = memoryEventStore();
+    let agent = createAgent({ model: scriptedModel([]), tools: [], agentId: "level0", store });
+    for (let level = 1; level <= 3; level += 1)
+      agent = createAgent({
+        model: scriptedModel([]),
+        tools: [agent.asTool({ name: `level${level - 1}`, description: "Delegates" })],
+        agentId: `level${level}`,
+        store,
+      });
+    expect(() =>
+      createAgent({
+        model: scriptedModel([]),
+        tools: [agent.asTool({ name: "level3", description: "Delegates" })],
+        agentId: "top",
+        store,
+      }),
+    ).toThrow(/agent "top".*nest 4 deep, past maxDepth 3/);
+    expect(() =>
+      createAgent({
+        model: scriptedModel([]),
+        tools: [agent.asTool({ name: "level3", description: "Delegates" })],
+        agentId: "top",
+        maxDepth: 4,
+        store,
+      }),
+    ).not.toThrow();
+    expect(() =>
+      createAgent({ model: scriptedModel([]), tools: [], maxDepth: 0, store: memoryEventStore() }),
+    ).toThrow(/maxDepth must be an integer from 1 to 16/);
+  });
+
+  it("refuses an agent reachable from itself", () => {
+    const { agent: child } = researcher([]);
+    const first = child.asTool({ name: "first", description: "First" });
+    const second = child.asTool({ name: "second", description: "Second" });
+    // Two delegations whose agents name each other (a tools list changed after the agent was made).
+    const x = {};
+    const y = {};
+    const forge = (item: object, agent: object, tools: object[]) =>
+      Object.freeze({
+        ...item,
+        [delegationKey]: {
+          agentId: agent === x ? "x" : "y",
+          model: "claude-sonnet-5-5",
+          agent,
+          tools,
+          loop: {},
+          run: async () => ({ type: "parked", status: "awaiting_child" }),
+        },
+      });
+    const toolsOfX: object[] = [];
+    const toolsOfY: object[] = [];
+    const toX = forge(first, x, toolsOfX);
+    const toY = forge(second, y, toolsOfY);
+    toolsOfX.push(toY);
+    toolsOfY.push(toX);
+    expect(() =>
+      createAgent({
+        model: scriptedModel([]),
+        tools: [toX as never],
+        agentId: "lead",
+        store: memoryEventStore(),
+      }),
+    ).toThrow(/agent "x" can call itself through "x" -> "y" -> "x"/);
   });
 });

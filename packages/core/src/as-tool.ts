@@ -126,6 +126,7 @@ export function asTool<TSchema extends ObjectSchema = DefaultChildInput>(
     model: child.model.model,
     agent,
     tools: child.config.tools,
+    loop: child,
     run: (call: ParentCall) => runChildCall(spec, call),
   });
   return Object.freeze({ ...made, [delegationKey]: delegation }) as Tool<

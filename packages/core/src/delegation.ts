@@ -63,6 +63,8 @@ export interface Delegation {
   readonly agent: object;
   /** The child agent's tools (its own delegations make the tree's depth). */
   readonly tools: readonly object[];
+  /** The child agent's own loop (opaque here), to resume one of its runs by id. */
+  readonly loop: object;
   run(call: ParentCall): Promise<DelegatedOutcome>;
 }
 
