@@ -53,6 +53,7 @@ export function buildForChild(): string {
         join(source, "jsonl-event-store.ts"),
         join(source, "sqlite-event-store.ts"),
         join(source, "__fixtures__/support-desk.ts"),
+        join(source, "__fixtures__/delegation-desk.ts"),
       ],
       include: [],
       exclude: [],

@@ -12,7 +12,7 @@ import * as v from "valibot";
 
 /** One side effect, as the ledger recorded it. */
 export interface LedgerEntry {
-  kind: "refund" | "email";
+  kind: "refund" | "email" | "ticket";
   key: string;
   detail: string;
 }
