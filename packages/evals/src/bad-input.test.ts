@@ -43,7 +43,7 @@ describe("bad input to every public factory of @loopguard/evals", () => {
     [
       "scenario: unknown category",
       () => scenario({ ...meta, category: bad("speed") }, () => {}),
-      /category must be one of .*run_guard, got "speed"/,
+      /category must be one of .*run_guard, delegation, got "speed"/,
     ],
     [
       "scenario: requires an unknown package",

@@ -50,7 +50,12 @@ export type Sabotage =
   | "idempotency_keys"
   | "model_retries"
   | "run_guard"
-  | "vault";
+  | "vault"
+  /**
+   * Agents-as-tools without loopguard's link: the delegating tool runs the child agent as a
+   * second, unrelated run (own id, budget, gates, trace, log), as peers' agents-as-tools do.
+   */
+  | "delegation";
 
 /** Every defence the scorecard can switch off, for checking `sabotage` lists. */
 export const sabotageNames: readonly Sabotage[] = Object.freeze([
@@ -63,6 +68,7 @@ export const sabotageNames: readonly Sabotage[] = Object.freeze([
   "model_retries",
   "run_guard",
   "vault",
+  "delegation",
 ]);
 
 /** Checks a `sabotage` list: a misspelt name must not leave a defence on while a test thinks it is off. */

@@ -30,7 +30,8 @@ export type ScenarioCategory =
   | "faults"
   | "durability"
   | "observability"
-  | "run_guard";
+  | "run_guard"
+  | "delegation";
 
 /** The name and place of a scenario in the scorecard. */
 export interface ScenarioMeta {
@@ -54,6 +55,7 @@ const scenarioCategories: readonly ScenarioCategory[] = [
   "durability",
   "observability",
   "run_guard",
+  "delegation",
 ];
 
 /** One named check of a scenario. */

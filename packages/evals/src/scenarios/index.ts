@@ -9,6 +9,7 @@ import {
   timeouts,
   transientApiErrors,
 } from "./core-scenarios.js";
+import { delegationLinkedRunsResume, delegationParentPolicyBinds } from "./delegation-scenarios.js";
 import { crashResumeExactlyOnce } from "./durability-scenarios.js";
 import {
   envelopeBreakoutNeutralised,
@@ -55,4 +56,6 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   noProgressGraded,
   shadowThenReplay,
   policyLookalikesRefused,
+  delegationLinkedRunsResume,
+  delegationParentPolicyBinds,
 ]);
