@@ -9,7 +9,12 @@ import {
   timeouts,
   transientApiErrors,
 } from "./core-scenarios.js";
-import { delegationLinkedRunsResume, delegationParentPolicyBinds } from "./delegation-scenarios.js";
+import {
+  delegationHaltLatch,
+  delegationLinkedRunsResume,
+  delegationOneBudget,
+  delegationParentPolicyBinds,
+} from "./delegation-scenarios.js";
 import { crashResumeExactlyOnce } from "./durability-scenarios.js";
 import {
   envelopeBreakoutNeutralised,
@@ -58,4 +63,6 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   policyLookalikesRefused,
   delegationLinkedRunsResume,
   delegationParentPolicyBinds,
+  delegationOneBudget,
+  delegationHaltLatch,
 ]);
