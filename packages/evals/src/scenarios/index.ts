@@ -14,6 +14,8 @@ import {
   delegationLinkedRunsResume,
   delegationOneBudget,
   delegationParentPolicyBinds,
+  delegationStreamTags,
+  delegationTaintCrosses,
 } from "./delegation-scenarios.js";
 import { crashResumeExactlyOnce } from "./durability-scenarios.js";
 import {
@@ -65,4 +67,6 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   delegationParentPolicyBinds,
   delegationOneBudget,
   delegationHaltLatch,
+  delegationTaintCrosses,
+  delegationStreamTags,
 ]);
