@@ -80,18 +80,18 @@ export function resultText(block: ToolResultBlock): string {
 
 /**
  * A scripted manager: its first turn makes `first` (in parallel), its second turn what
- * `then` makes of the results (if anything), then it answers with the results' text. Its
+ * `next` makes of the results (if anything), then it answers with the results' text. Its
  * choices are a pure function of the conversation, so a resumed run makes the same calls.
  */
 export function managerModel(options: {
   first: ScriptedCall[];
-  then?: (results: string[]) => ScriptedCall[];
+  next?: (results: string[]) => ScriptedCall[];
 }): ScriptedModel {
   return scriptedModel((request) => {
     const turns = request.messages.filter((message) => message.role === "assistant").length;
     const results = toolResultsOf(request).map(resultText);
     const calls =
-      turns === 0 ? options.first : turns === 1 && options.then ? options.then(results) : [];
+      turns === 0 ? options.first : turns === 1 && options.next ? options.next(results) : [];
     if (calls.length > 0)
       return {
         content: calls.map(

@@ -516,7 +516,7 @@ async function frozenParentStopsChild(t: ScenarioContext): Promise<void> {
 function actingManager(toolName: string, task: string) {
   return managerModel({
     first: [{ id: "toolu_ask", name: toolName, input: { task } }],
-    then: (results) => {
+    next: (results) => {
       const text = results.join("\n");
       const address = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/.exec(text)?.[0];
       const order = /\b[A-Z]\d{4}\b/.exec(text)?.[0];
