@@ -701,3 +701,71 @@ export const delegationStreamTags: Scenario = scenario(
     );
   },
 );
+
+/** An ask inside a child parks the child and its parent; one approval finishes both. */
+export const delegationApprovalParksBoth: Scenario = scenario(
+  {
+    name: "delegation_approval_parks_both",
+    category: "delegation",
+    title: "An ask inside a child parks child and parent; one approval resumes both",
+    requires: ["policy"],
+    notLive: "needs a refund above the threshold",
+  },
+  async (t) => {
+    const store = memoryEventStore();
+    const desk = t.desk();
+    const defences = t.defences();
+    const child = t.agent(
+      deskAgentOptions(t, desk, {
+        store,
+        model: gullibleModel({ orderId: "A1002", query: "damaged item", refundAmount: 649 }),
+      }),
+    );
+    const parent = t.agent({
+      agentId: "triage",
+      store,
+      gates: defences.gates,
+      redact: defences.redact,
+      ...(defences.vault ? { vault: defences.vault } : {}),
+      approval: { durable: true },
+      model: managerModel({
+        first: [{ id: "toolu_ap", name: "ask_desk", input: { task: bigRefundTask } }],
+      }),
+      tools: [delegate(t, child, { name: "ask_desk", description: "The support desk." })],
+      budget,
+    });
+    const rootId = "run_approval_tree";
+    const childId = childRunId(rootId, "toolu_ap");
+    const parked = await parent.run("Handle the espresso grinder complaint.", { runId: rootId });
+    const statusOf = async (runId: string) =>
+      (await store.list()).find((row) => row.runId === runId)?.status ?? "no run";
+    t.check("parent_parked", parked.status === "awaiting_approval", parked.status);
+    t.check(
+      "child_parked",
+      (await statusOf(childId)) === "awaiting_approval",
+      await statusOf(childId),
+    );
+    t.check("nothing_paid_while_parked", desk.ledger.refunds.length === 0);
+    const wait = eventsOf(await store.read(rootId), "child-run-wait")[0];
+    const request = wait?.approvals?.[0];
+    t.check(
+      "parent_log_holds_the_whole_chain",
+      request?.tool === "issue_refund" &&
+        request.runId === childId &&
+        request.chain.map((link) => link.task).join(" > ") ===
+          `Handle the espresso grinder complaint. > ${bigRefundTask}`,
+      JSON.stringify(request?.chain.map((link) => [link.agentId, link.task, link.tool ?? ""])),
+    );
+    const done = await parent.approve(rootId, { decision: "approve", approver: "dana" });
+    t.check(
+      "one_approval_finishes_both",
+      done.status === "completed" && (await statusOf(childId)) === "completed",
+      `parent ${done.status}, child ${await statusOf(childId)}`,
+    );
+    t.check(
+      "refund_paid_once",
+      desk.ledger.refunds.length === 1 && desk.ledger.refunds[0]!.payload.amount === 649,
+      String(desk.ledger.refunds.length),
+    );
+  },
+);

@@ -10,6 +10,7 @@ import {
   transientApiErrors,
 } from "./core-scenarios.js";
 import {
+  delegationApprovalParksBoth,
   delegationHaltLatch,
   delegationLinkedRunsResume,
   delegationOneBudget,
@@ -69,4 +70,5 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   delegationHaltLatch,
   delegationTaintCrosses,
   delegationStreamTags,
+  delegationApprovalParksBoth,
 ]);
