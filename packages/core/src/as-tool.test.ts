@@ -307,4 +307,69 @@ describe("agent.asTool", () => {
       }),
     ).toThrow(/agent "x" can call itself through "x" -> "y" -> "x"/);
   });
+
+  it("a halted parent stops its running child", async () => {
+    const effects: string[] = [];
+    const store = memoryEventStore();
+    const lookup = tool({
+      name: "lookup_order",
+      description: "Looks an order up",
+      input: v.object({ order_id: v.string() }),
+      run: (args) => {
+        effects.push(args.order_id);
+        return "found";
+      },
+    });
+    const child = createAgent({
+      model: scriptedModel([
+        {
+          content: [use("toolu_c1", "lookup_order", { order_id: "A1" })],
+          stop_reason: "tool_use",
+          delayMs: 50,
+        },
+        { content: "Found." },
+      ]),
+      tools: [lookup],
+      agentId: "researcher",
+      store,
+    });
+    const freezeAll = tool({
+      name: "freeze_all",
+      description: "Freezes",
+      input: v.object({}),
+      run: () => "frozen",
+    });
+    const killSwitch: Gate = {
+      name: "kill_switch",
+      step: "2",
+      check: (call) =>
+        call.tool === "freeze_all"
+          ? { type: "deny", reason: "kill_switch", message: "Frozen by the operator." }
+          : { type: "allow" },
+    };
+    const parent = createAgent({
+      model: scriptedModel([
+        {
+          content: [
+            use("toolu_p1", "research", { task: "Look A1 up" }),
+            use("toolu_p2", "freeze_all", {}),
+          ],
+          stop_reason: "tool_use",
+        },
+      ]),
+      tools: [child.asTool({ name: "research", description: "Researches" }), freezeAll],
+      gates: [killSwitch],
+      agentId: "lead",
+      store,
+    });
+    const result = await parent.run("go", { runId: "run_down" });
+    expect(result.status).toBe("halted");
+    expect(effects).toEqual([]);
+    const childLog = await store.read(childRunId("run_down", "toolu_p1"));
+    expect(childLog.find((event) => event.type === "run-halt")).toMatchObject({
+      reason: "kill_switch",
+      source: "parent",
+    });
+    expect(childLog.at(-1)).toMatchObject({ type: "run-end", status: "halted" });
+  });
 });

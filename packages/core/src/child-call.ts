@@ -244,7 +244,7 @@ function childControl(
         holder.fold = writer.fold;
         attachNode(writer.fold, node);
         if (resumed) await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
-        const unlink = linkHalts(call.fold, writer.fold);
+        const unlink = await linkHalts(call.fold, writer);
         try {
           await drive(loop, writer, call.signal, undefined, sink);
         } finally {
@@ -375,9 +375,18 @@ function shortTask(task: string): string {
   return task.length > 500 ? `${task.slice(0, 497)}...` : task;
 }
 
-/** The halt latch both ways: a halted child halts its parent, a halted parent its child. */
-function linkHalts(parent: RunFold, child: RunFold): () => void {
-  if (parent.state.halted) child.state.halt(parent.state.haltReason ?? "parent_halted", "parent");
+/**
+ * The halt latch both ways: a halted child halts its parent, a halted parent its child (a
+ * parent already halted is written into the child's log before the child takes a step).
+ */
+async function linkHalts(parent: RunFold, writer: RunWriter): Promise<() => void> {
+  const child = writer.fold;
+  if (parent.state.halted && !child.state.halted)
+    await writer.write({
+      type: "run-halt",
+      reason: parent.state.haltReason ?? "parent_halted",
+      source: "parent",
+    });
   const up = child.state.onHalt((reason) =>
     parent.state.halt(reason, `child:${child.start.runId}`),
   );
