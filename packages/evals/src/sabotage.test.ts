@@ -43,6 +43,27 @@ describe("the scorecard can fail", () => {
     },
   );
 
+  // Without loopguard's link (the child as a second, unrelated run, as peers' agents-as-tools
+  // are), each delegation property's own check fails.
+  it.each([
+    ["delegation_linked_runs_resume", ["parent_log_names_the_child", "every_side_effect_once"]],
+    [
+      "delegation_parent_policy_binds",
+      ["no_email_left_the_company", "depth_over_limit_refused_at_construction"],
+    ],
+    ["delegation_one_budget", ["tree_spend_within_parent_cap", "share_caps_the_child_at_half"]],
+    ["delegation_halt_latch", ["parent_halted_by_the_child", "frozen_parent_stops_the_child"]],
+    ["delegation_taint_crosses", ["email_to_an_address_the_child_read_refused"]],
+    ["delegation_stream_tags", ["child_events_tagged_depth_1", "grandchild_events_tagged_depth_2"]],
+    ["delegation_approval_parks_both", ["parent_parked", "child_parked"]],
+  ] as const)("without delegation, %s fails on its own checks", async (name, failing) => {
+    const card = await runScenarios(scenarios, { only: [name], sabotage: ["delegation"] });
+    const result = card.results[0]!;
+    expect(result.status).toBe("FAIL");
+    for (const check of failing)
+      expect(result.checks.find((item) => item.name === check)?.ok, check).toBe(false);
+  });
+
   it("rejects an unknown scenario name", async () => {
     await expect(runScenarios(scenarios, { only: ["nope"] })).rejects.toThrow(
       /no scenario is named "nope"/,

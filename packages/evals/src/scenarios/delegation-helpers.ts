@@ -107,14 +107,6 @@ export function managerModel(options: {
   });
 }
 
-/**
- * A model that reads: its first turn makes `calls`, then it answers with everything the tools
- * returned (a summariser that repeats what it read, injected instructions included).
- */
-export function readerModel(calls: ScriptedCall[]): ScriptedModel {
-  return managerModel({ first: calls });
-}
-
 /** A trusted internal tool over the desk's order database (the order and its total only). */
 // biome-ignore lint/suspicious/noExplicitAny: as above, for a tools list
 export function orderDatabase(desk: SupportDesk): Tool<any, any> {

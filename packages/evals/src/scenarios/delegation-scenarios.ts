@@ -9,7 +9,7 @@ import {
   type EventStore,
   tool,
 } from "@loopguard/core";
-import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { memoryEventStore, recordingExporter, scriptedModel } from "@loopguard/core/testing";
 import { fileFreezeStore } from "@loopguard/policy/node";
 import * as v from "valibot";
 import { crashAfter } from "../crash-after.js";
@@ -766,6 +766,76 @@ export const delegationApprovalParksBoth: Scenario = scenario(
       "refund_paid_once",
       desk.ledger.refunds.length === 1 && desk.ledger.refunds[0]!.payload.amount === 649,
       String(desk.ledger.refunds.length),
+    );
+  },
+);
+
+/** The child's spans are part of the parent's trace, under the call that started the child. */
+export const delegationOneTrace: Scenario = scenario(
+  {
+    name: "delegation_one_trace",
+    category: "delegation",
+    title: "A child run's spans sit under the parent's execute_tool span, in its trace",
+    requires: ["tracing-otel"],
+    notLive: "needs a scripted tree",
+  },
+  async (t) => {
+    const desk = t.desk();
+    const exporter = recordingExporter();
+    const child = t.agent({
+      agentId: "records",
+      model: managerModel({
+        first: [{ id: "toolu_db", name: "order_db", input: { order_id: "A1001" } }],
+      }),
+      tools: [orderDatabase(desk)],
+    });
+    const parent = t.agent({
+      agentId: "triage",
+      exporters: [exporter],
+      model: managerModel({
+        first: [{ id: "toolu_tr", name: "ask_records", input: { task: "Read A1001." } }],
+      }),
+      tools: [delegate(t, child, { name: "ask_records", description: "Reads order records." })],
+      budget,
+    });
+    const result = await parent.run("What is in order A1001?", { runId: "run_trace_tree" });
+    await parent.shutdown?.();
+    const spans = exporter.spans;
+    const runs = spans.filter((span) => span.kind === "run");
+    const root = runs.find((span) => span.attributes["loopguard.run_id"] === result.runId);
+    const childSpan = runs.find((span) => span !== root);
+    const call = spans.find(
+      (span) => span.kind === "tool" && span.attributes["loopguard.tool.call_id"] === "toolu_tr",
+    );
+    t.check(
+      "child_run_span_exported_with_the_parent",
+      childSpan !== undefined,
+      `${runs.length} run span(s)`,
+    );
+    t.check(
+      "same_trace_id",
+      childSpan !== undefined && root !== undefined && childSpan.traceId === root.traceId,
+      `${root?.traceId} / ${childSpan?.traceId}`,
+    );
+    t.check(
+      "child_under_the_execute_tool_span",
+      childSpan !== undefined && call !== undefined && childSpan.parentSpanId === call.spanId,
+      `${childSpan?.parentSpanId} / ${call?.spanId}`,
+    );
+    // As a trace backend receives it (OTLP/JSON of the same spans, GenAI names).
+    const otlp = t.packages.modules["tracing-otel"].otlpJsonOf(spans, { serviceName: "scorecard" });
+    const sent = otlp.resourceSpans
+      .flatMap((resource) => resource.scopeSpans.flatMap((scope) => scope.spans))
+      .find((span) => span.spanId === childSpan?.spanId);
+    const attribute = (key: string) =>
+      sent?.attributes.find((item) => item.key === key)?.value as
+        | { stringValue?: string }
+        | undefined;
+    t.check(
+      "genai_agent_attributes",
+      attribute("gen_ai.operation.name")?.stringValue === "invoke_agent" &&
+        attribute("gen_ai.agent.name")?.stringValue === "records",
+      JSON.stringify(sent?.attributes.filter((item) => item.key.startsWith("gen_ai.")) ?? []),
     );
   },
 );
