@@ -1,4 +1,9 @@
-import { InvalidArgumentError, type StoredEvent } from "@loopguard/core";
+import {
+  childRunId,
+  InvalidArgumentError,
+  type StoredEvent,
+  type StoredEventInput,
+} from "@loopguard/core";
 import type { PostgresAppender } from "./postgres-appender.js";
 import { FencedError } from "./postgres-errors.js";
 import type { PostgresLogReader } from "./postgres-log-reader.js";
@@ -97,10 +102,14 @@ export class PostgresClaims {
       runId,
       epoch,
       append(target, events, appendOptions) {
+        // A child run's first event (an asTool call handing its child to another job): the
+        // run-start of a run whose id derives from this run and one of its calls, written once.
+        if (target !== runId && startsChildOf(runId, target, events, appendOptions?.expectedSeq))
+          return appender.append(target, events, { expectedSeq: 0 });
         if (target !== runId) {
           return Promise.reject(
             new InvalidArgumentError(
-              `[checkpoint] this store view is fenced to run ${runId} (epoch ${epoch}); it cannot append to run ${target}`,
+              `[checkpoint] this store view is fenced to run ${runId} (epoch ${epoch}); it cannot append to run ${target} (a child run of an asTool call runs as a job of its own on workers: pass the slice's childRunner to createAgent)`,
             ),
           );
         }
@@ -125,5 +134,25 @@ export class PostgresClaims {
       // The view shares the parent's pool: closing it must not close the parent.
       async close() {},
     };
+  }
+}
+
+/**
+ * Whether an append is the `run-start` of a child run of `runId`: one event, at seq 0, whose
+ * `parent` names `runId` and a call from which `target` derives (`childRunId`).
+ */
+function startsChildOf(
+  runId: string,
+  target: string,
+  events: readonly StoredEventInput[],
+  expectedSeq: number | undefined,
+): boolean {
+  if (expectedSeq !== 0 || events.length !== 1) return false;
+  const start = events[0]!;
+  if (start.type !== "run-start" || start.parent?.runId !== runId) return false;
+  try {
+    return childRunId(runId, start.parent.callId) === target;
+  } catch {
+    return false;
   }
 }

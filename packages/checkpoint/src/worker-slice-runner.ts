@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type RunOptions, type RunResult } from "@loopguard/core";
 import { inTransaction, type PgPool } from "./postgres-pool.js";
 import type { PostgresEventStore } from "./postgres-store-types.js";
+import { queueChildRunner } from "./worker-child-runner.js";
 import {
   jobSettings,
   type QueueClient,
@@ -43,6 +44,8 @@ interface Slice {
   epoch: number;
   /** How long the run waited in the queue for this slice (the database's clock). */
   queueWaitMs: number | undefined;
+  /** The parent run, when this run is a child of an `asTool` call (from its run-start). */
+  parentRunId?: string;
   finish: (outcome: SliceReport["outcome"], extra?: Partial<SliceReport>) => void;
 }
 
@@ -154,8 +157,17 @@ export class WorkerSliceRunner {
       const claimed = await store.claimAndRead(runId);
       slice.epoch = claimed.epoch;
       const events = claimed.events;
+      const start = events[0];
+      if (start?.type === "run-start" && start.parent) slice.parentRunId = start.parent.runId;
       view = trackStore(store.fenced(runId, slice.epoch), events);
-      const agent = await this.#settings.agent(view, { runId, epoch: slice.epoch, workerId });
+      const { boss, pool, queue } = this.#settings;
+      const childRunner = queueChildRunner({ boss, pool, queue, data });
+      const agent = await this.#settings.agent(view, {
+        runId,
+        epoch: slice.epoch,
+        workerId,
+        childRunner,
+      });
       if (!agent || typeof agent.resume !== "function")
         throw new InvalidArgumentError(
           `[checkpoint] ${where}: the agent factory must return an agent made with createAgent`,
@@ -223,7 +235,8 @@ export class WorkerSliceRunner {
     let error: string | undefined;
     if (view?.ended) {
       [outcome, action] = ["ended", "complete"];
-    } else if (result.status === "awaiting_approval") {
+    } else if (result.status === "awaiting_approval" || result.status === "awaiting_child") {
+      // Parked: on a person, or on a child run queued as its own job (which wakes it).
       [outcome, action] = ["parked", "complete"];
     } else if (view?.conflict) {
       [outcome, action, error] = ["conflict", "continue", view.conflict.message];
@@ -264,6 +277,23 @@ export class WorkerSliceRunner {
           return true;
         }
         await boss.complete(queue.queue, job.id, detail, { db });
+        // A child that ended or waits on a person wakes its parent, in the same transaction:
+        // the parent's call runs again and reads the child's outcome from its log.
+        if (slice.parentRunId && wakesParent(detail))
+          await boss.send(
+            queue.queue,
+            {
+              runId: slice.parentRunId,
+              ...(data.tenant !== undefined ? { tenant: data.tenant } : {}),
+              ...(data.priority !== undefined ? { priority: data.priority } : {}),
+            },
+            {
+              ...jobSettings(queue),
+              singletonKey: slice.parentRunId,
+              ...(typeof data.priority === "number" ? { priority: data.priority } : {}),
+              db,
+            },
+          );
         if (action === "continue") {
           // The next slice's queue wait starts when it is sent.
           const { task: _task, queuedAt: _queuedAt, ...next } = data;
@@ -293,6 +323,12 @@ export class WorkerSliceRunner {
       [queue.queue, job.id, seconds],
     );
   }
+}
+
+/** Whether a slice's outcome wakes the run's parent: the child ended, or parked on a person. */
+function wakesParent(detail: object): boolean {
+  const { outcome, status } = detail as { outcome?: string; status?: string };
+  return outcome === "ended" || (outcome === "parked" && status === "awaiting_approval");
 }
 
 /** The job's data when it names a run; undefined for a job not sent by `submitRun`. */

@@ -21,7 +21,7 @@ export interface TrackedStore extends EventStore {
   fenced: FencedError | undefined;
   /** Set when an append lost an `expectedSeq` race to a writer with no epoch. */
   conflict: AppendConflictError | undefined;
-  /** Whether the log holds a run-end (read or written in this slice). */
+  /** Whether the run's own log holds a run-end (read or written in this slice; not a child's). */
   ended: boolean;
 }
 
@@ -43,7 +43,9 @@ export function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): 
     async append(runId, events, appendOptions) {
       try {
         const result = await view.append(runId, events, appendOptions);
-        if (events.some((event) => event.type === "run-end")) tracked.ended = true;
+        // Only this run's end counts (a parent reads and creates its children's logs too).
+        if (runId === view.runId && events.some((event) => event.type === "run-end"))
+          tracked.ended = true;
         return result;
       } catch (error) {
         if (isFenced(error)) tracked.fenced = error as FencedError;
@@ -58,7 +60,8 @@ export function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): 
         events = first;
         first = undefined;
       } else events = await view.read(runId);
-      if (events.some((event) => event.type === "run-end")) tracked.ended = true;
+      if (runId === view.runId && events.some((event) => event.type === "run-end"))
+        tracked.ended = true;
       return events;
     },
     list: (filter) => view.list(filter),

@@ -1,4 +1,4 @@
-import type { Agent, EventStore, RunResult } from "@loopguard/core";
+import type { Agent, ChildRunner, EventStore, RunResult } from "@loopguard/core";
 import type { PostgresEventStore } from "./postgres-store-types.js";
 import type { RunQueueOptions } from "./worker-queue.js";
 
@@ -75,6 +75,14 @@ export interface SliceContext {
   epoch: number;
   /** The worker's id, or `approveQueuedRun` when an approval is recorded. */
   workerId: string;
+  /**
+   * Runs the children of the agent's `asTool` tools as jobs of their own on the workers' queue
+   * (pass it as `createAgent({ childRunner })`): the parent parks as `awaiting_child` and is
+   * queued again when its child ends or waits on an approval. Without it, a child of a run on a
+   * worker cannot write its log (the slice's store view is fenced to its own run). Absent for
+   * `approveQueuedRun`.
+   */
+  childRunner?: ChildRunner;
 }
 
 /**
@@ -90,7 +98,8 @@ export interface SliceReport {
   jobId: string;
   epoch: number;
   /**
-   * `paused` (re-queued), `parked` (awaiting approval; the job is done until someone answers),
+   * `paused` (re-queued), `parked` (awaiting approval, the job is done until someone answers; or
+   * awaiting a child run queued as its own job, which queues this run again when it ends),
    * `ended` (the run has its run-end), `fenced` (another worker claimed the run: this one wrote
    * nothing more and left the job alone), `conflict` (another writer appended: re-queued),
    * `failed` (the slice failed; pg-boss retries the job), `skipped` (a job for a run with no log and no task).

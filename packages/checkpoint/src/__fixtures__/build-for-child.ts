@@ -54,6 +54,7 @@ export function buildForChild(): string {
         join(source, "sqlite-event-store.ts"),
         join(source, "__fixtures__/support-desk.ts"),
         join(source, "__fixtures__/delegation-desk.ts"),
+        join(source, "__fixtures__/budget-tree.ts"),
       ],
       include: [],
       exclude: [],
