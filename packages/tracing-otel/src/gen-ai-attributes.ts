@@ -35,6 +35,8 @@ export const GenAi = {
   /** The run id. */
   conversationId: "gen_ai.conversation.id",
   agentName: "gen_ai.agent.name",
+  /** The agent's stable id (loopguard's `agentId`; a child run's agent under `asTool` too). */
+  agentId: "gen_ai.agent.id",
   /** Opt-in content: JSON array of `{ role, parts }` messages. */
   inputMessages: "gen_ai.input.messages",
   /** Opt-in content: JSON array of `{ role, parts, finish_reason }` messages. */

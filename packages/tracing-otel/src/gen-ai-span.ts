@@ -88,7 +88,10 @@ export function genAiSpanOf(
       attributes[GenAi.operationName] = GenAiOperation.invokeAgent;
       attributes[GenAi.providerName] = anthropicProvider;
       const agent = text(source["loopguard.agent_id"]);
-      if (agent) attributes[GenAi.agentName] = agent;
+      if (agent) {
+        attributes[GenAi.agentName] = agent;
+        attributes[GenAi.agentId] = agent;
+      }
       const model = text(source["loopguard.model"]);
       if (model) attributes[GenAi.requestModel] = model;
       if (span.status === "error") errorType = text(source["loopguard.why"]) ?? "run_failed";

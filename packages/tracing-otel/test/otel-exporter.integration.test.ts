@@ -104,6 +104,7 @@ describe("otelExporter over real OTLP/HTTP protobuf", () => {
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.provider.name": "anthropic",
       "gen_ai.agent.name": "support-desk",
+      "gen_ai.agent.id": "support-desk",
       "gen_ai.request.model": model,
       "loopguard.status": "completed",
     });
