@@ -27,6 +27,7 @@ import type { RecordedScan } from "./output.js";
 import { withRunLease } from "./run-lease.js";
 import { resultOf } from "./run-result.js";
 import { RunWriter } from "./run-writer.js";
+import { toolSpanIdOf } from "./spans.js";
 
 /** What the parent's `asTool` says about its child. */
 export interface ChildCallSpec {
@@ -123,7 +124,7 @@ export async function runChildCall(
     nodeOf(fold),
   );
   const task = spec.task(call.args);
-  const control = childControl(loop, request, parent, task, call, node, holder);
+  const control = childControl(loop, request, parent, task, call, node, holder, !!recorded);
   let outcome: ChildRunOutcome;
   try {
     outcome = await (host.config.childRunner ?? inlineChildRunner).run(request, control);
@@ -192,11 +193,14 @@ function childControl(
   call: ParentCall,
   node: BudgetNode,
   holder: { fold?: RunFold },
+  startedBefore: boolean,
 ): ChildRunControl {
   const id = request.childRunId;
   const sink = call.sink ? depthSink(call.sink, parent.depth) : undefined;
+  // The child's spans hang under this call's span in the parent's current session.
+  const spanId = toolSpanIdOf(parent.runId, parent.callId, call.fold.resumeSeq);
   const create = async (withSink?: AgentStreamSink): Promise<RunWriter> => {
-    const { options } = writerOptions(loop, id, withSink);
+    const { options } = writerOptions(loop, id, withSink, spanId);
     const writer = new RunWriter(loop.store, id, 0, options);
     const context = call.fold.start.context;
     await writer.write({
@@ -217,7 +221,7 @@ function childControl(
   };
   const existing = async (withSink?: AgentStreamSink): Promise<RunWriter | undefined> => {
     try {
-      return await open(loop, id, withSink);
+      return await open(loop, id, withSink, spanId);
     } catch (error) {
       if (RunNotFoundError.isInstance(error)) return undefined;
       throw error;
@@ -234,13 +238,8 @@ function childControl(
       return settledOutcome(loop, writer.fold);
     },
     async runHere() {
-      const known = await existing(sink);
-      if (known) {
-        const settled = settledOutcome(loop, known.fold);
-        if (settled) return settled;
-      }
       // One owner per child run, like every resume (a fresh child has no log to lease yet).
-      const advance = async (writer: RunWriter, resumed: boolean) => {
+      const advance = async (writer: RunWriter, resumed: boolean): Promise<ChildRunOutcome> => {
         holder.fold = writer.fold;
         attachNode(writer.fold, node);
         if (resumed) await writer.write({ type: "run-resume", fromSeq: writer.nextSeq });
@@ -250,14 +249,24 @@ function childControl(
         } finally {
           unlink();
         }
-        // Neither ended nor parked (paused, or its store failed): the parent waits on it.
-        return settledOutcome(loop, writer.fold) ?? { type: "parked", status: "awaiting_child" };
+        const fold = writer.fold;
+        const settled = settledOutcome(loop, fold);
+        if (settled) return settled;
+        // Parked on a grandchild's approval: the parent parks on it too, with its chain.
+        if (fold.status === "awaiting_approval")
+          return { type: "parked", status: "awaiting_approval", approvals: approvalsOf(fold) };
+        // Neither ended nor parked (paused, its store failed, or a grandchild runs elsewhere).
+        return { type: "parked", status: "awaiting_child" };
       };
-      if (known)
+      // The parent logs child-run-start before the child's run-start: without it, no child log.
+      if (startedBefore && (await existing()))
         return withRunLease(
           loop.store,
           id,
-          async () => advance((await open(loop, id, sink))!, true),
+          async () => {
+            const writer = await open(loop, id, sink, spanId);
+            return settledOutcome(loop, writer.fold) ?? advance(writer, true);
+          },
           loop.reportError,
         );
       return advance(await create(sink), false);
@@ -265,14 +274,16 @@ function childControl(
   };
 }
 
-/** The child's outcome from its fold when it ended or waits on a person; else `undefined`. */
+/** The child's outcome from its fold when it ended or waits on a person's answer; else `undefined`. */
 function settledOutcome(loop: LoopContext, fold: RunFold): ChildRunOutcome | undefined {
   if (fold.end) {
     const outcome: Ended = { type: "ended", result: resultOf(fold, loop.vault) };
     outcome[endedKey] = endedOf(fold);
     return outcome;
   }
-  if (fold.status === "awaiting_approval")
+  // Parked on its own approval. A child parked on its own child's approval is advanced: its
+  // call runs again and finds the grandchild as it stands (answered, or parked again).
+  if (fold.awaitingApproval)
     return { type: "parked", status: "awaiting_approval", approvals: approvalsOf(fold) };
   return undefined;
 }

@@ -108,6 +108,8 @@ export class RunFold {
   #chain = createSha256();
   #chainDigest: string | undefined = "";
   nextSeq = 1;
+  /** The seq of the last `run-resume` (the session this process advances); absent before any. */
+  resumeSeq: number | undefined;
   /** In a guard run: the approvals that have admitted their call (each admits one). */
   readonly usedApprovals = new Set<string>();
   /** In a guard run: the tool-use ids of its calls. */
@@ -344,6 +346,7 @@ export class RunFold {
       case "run-resume":
         this.#activeBefore = this.activeMs(this.#lastPreResume ?? event.at);
         this.#sessionStart = event.at;
+        this.resumeSeq = event.seq;
         // A parked child is asked again when the run goes on: the park is over.
         for (const child of this.pendingTurn?.children?.values() ?? []) child.wait = undefined;
         break;

@@ -114,8 +114,9 @@ export function writerOptions(
   loop: LoopContext,
   runId: string,
   sink?: AgentStreamSink,
+  parentSpanId?: string,
 ): { options: RunWriterOptions; spans: SpanBuilder | undefined } {
-  const telemetry = loop.telemetry.forRun(runId);
+  const telemetry = loop.telemetry.forRun(runId, { parentSpanId });
   const vault = loop.vault;
   const applied = telemetry.onApplied;
   const redact = loop.config.redact;
@@ -145,12 +146,13 @@ export async function open(
   loop: LoopContext,
   runId: string,
   sink?: AgentStreamSink,
+  parentSpanId?: string,
 ): Promise<RunWriter> {
   const { store } = loop;
   if (typeof runId !== "string" || runId.trim() === "")
     throw new InvalidArgumentError("[core] resume(runId): runId must be a non-empty string");
   const where = `run ${runId} (${store.name} store)`;
-  const { options, spans } = writerOptions(loop, runId, sink);
+  const { options, spans } = writerOptions(loop, runId, sink, parentSpanId);
   const reveal = options.reveal ? { reveal: options.reveal } : {};
   // Streamed and folded in slices that yield, so a long log never holds the event loop. The
   // span builder replays the log too, so spans left open by the last process end (and are

@@ -9,7 +9,7 @@ import {
   forgetExportQueue,
 } from "./export-queue.js";
 import type { RunFold } from "./fold.js";
-import { type Span, SpanBuilder } from "./spans.js";
+import { type Span, SpanBuilder, type SpanBuilderOptions } from "./spans.js";
 
 /** Where a run's events go once durable: exporters (as spans) and the host's `onEvent`. */
 export interface TelemetryOptions {
@@ -56,8 +56,8 @@ export class Telemetry {
   }
 
   /** The telemetry of one run. */
-  forRun(runId: string): RunTelemetry {
-    const spans = this.exporting ? new SpanBuilder(runId) : undefined;
+  forRun(runId: string, options: SpanBuilderOptions = {}): RunTelemetry {
+    const spans = this.exporting ? new SpanBuilder(runId, options) : undefined;
     const { onEvent, redact, reportError } = this.#options;
     return {
       spans,

@@ -15,12 +15,37 @@ export function traceIdOf(runId: string): string {
 }
 
 /**
+ * The id of the `execute_tool` span of call `toolUseId` in run `runId`, in the session that
+ * began with the `run-resume` at `resumeSeq` (absent: the run's first process). A child run's
+ * span hangs under it.
+ */
+export function toolSpanIdOf(runId: string, toolUseId: string, resumeSeq?: number): string {
+  return hex(
+    `${runId}:tool:${toolUseId}${resumeSeq === undefined ? "" : `:resume:${resumeSeq}`}`,
+    16,
+  );
+}
+
+/** Options of a span builder. */
+export interface SpanBuilderOptions {
+  /**
+   * For a child run: the parent's `execute_tool` span its run spans hang under (the parent's
+   * current session). Default: that call's span in the parent's first session.
+   */
+  parentSpanId?: string | undefined;
+}
+
+/**
  * Builds spans from a run's events as they arrive, live or from a stored log. Finished spans
  * come out of `push` and `finish`; each span comes out once.
  */
 export class SpanBuilder {
   readonly #runId: string;
-  readonly #traceId: string;
+  /** A run's own trace; a child run's is its tree root's (set at its run-start). */
+  #traceId: string;
+  /** A child run's parent span (the parent's `execute_tool` span of the call). */
+  #parentSpanId: string | undefined;
+  readonly #options: SpanBuilderOptions;
   #run: Span | undefined;
   #step: Span | undefined;
   #model: Span | undefined;
@@ -32,16 +57,18 @@ export class SpanBuilder {
   /** Empty for the first process; `:resume:<seq>` after each resume, so every id stays unique. */
   #session = "";
 
-  constructor(runId: string) {
+  constructor(runId: string, options: SpanBuilderOptions = {}) {
     this.#runId = runId;
     this.#traceId = traceIdOf(runId);
+    this.#options = options;
   }
 
   #span(kind: SpanKind, key: string, name: string, at: number, parent?: Span): Span {
+    const parentSpanId = parent ? parent.spanId : kind === "run" ? this.#parentSpanId : undefined;
     return {
       traceId: this.#traceId,
       spanId: hex(`${this.#runId}:${key}${this.#session}`, 16),
-      ...(parent ? { parentSpanId: parent.spanId } : {}),
+      ...(parentSpanId ? { parentSpanId } : {}),
       kind,
       name,
       startTime: at,
@@ -81,6 +108,11 @@ export class SpanBuilder {
       case "approval-request":
       case "approval-decision":
         this.#toolProgress(event, at);
+        break;
+      case "child-run-start":
+      case "child-run-wait":
+      case "child-run-end":
+        this.#childProgress(event, at);
         break;
       case "tool-call-refusal":
       case "tool-call-result":
@@ -191,7 +223,20 @@ export class SpanBuilder {
   }
 
   #runStart(event: StoredEvent & { type: "run-start" }, at: number): void {
+    const parent = event.parent;
+    if (parent) {
+      // One trace for the tree: the child's spans are in its root's trace, under the call.
+      this.#traceId = traceIdOf(parent.rootRunId);
+      this.#parentSpanId = this.#options.parentSpanId ?? toolSpanIdOf(parent.runId, parent.callId);
+    }
     const run = this.#span("run", "run", `invoke_agent ${event.agentId}`, at);
+    if (parent)
+      Object.assign(run.attributes, {
+        "loopguard.parent_run_id": parent.runId,
+        "loopguard.parent_call_id": parent.callId,
+        "loopguard.root_run_id": parent.rootRunId,
+        "loopguard.depth": parent.depth,
+      });
     Object.assign(run.attributes, {
       "loopguard.agent_id": event.agentId,
       "loopguard.model": event.model,
@@ -503,6 +548,32 @@ export class SpanBuilder {
     this.#tools.clear();
     this.#model = this.#step = this.#run = undefined;
     return open;
+  }
+
+  /** A delegated call's child run: named on the call's span, its start, park and end as events. */
+  #childProgress(
+    event: StoredEvent & { type: "child-run-start" | "child-run-wait" | "child-run-end" },
+    at: number,
+  ): void {
+    const tool =
+      event.type === "child-run-start"
+        ? event.tool
+        : (this.#toolUses.get(event.callId)?.name ?? "tool");
+    const span = this.#toolSpan(event.callId, tool, at);
+    span.attributes["loopguard.child_run_id"] = event.childRunId;
+    const attributes: Record<string, AttributeValue> = {
+      "loopguard.child_run_id": event.childRunId,
+    };
+    if (event.type === "child-run-start") {
+      span.attributes["loopguard.child_agent_id"] = event.agentId;
+      attributes["loopguard.depth"] = event.depth;
+    } else if (event.type === "child-run-wait") attributes["loopguard.status"] = event.status;
+    else {
+      attributes["loopguard.status"] = event.status;
+      attributes["loopguard.cost_usd"] = event.costUsd;
+      span.attributes["loopguard.child_cost_usd"] = event.costUsd;
+    }
+    span.events.push({ name: event.type.replaceAll("-", "."), time: at, attributes });
   }
 
   #toolSpan(toolUseId: string, tool: string, at: number): Span {
