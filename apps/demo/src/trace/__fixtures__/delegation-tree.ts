@@ -3,7 +3,13 @@
  * `ask_researcher` (the researcher agent through `asTool`), whose model calls `ask_checker`
  * (the checker agent), which reads a scan log. Scripted models, one store, a fake clock.
  */
-import { childRunId as childRunIdOf, createAgent, type StoredEvent, tool } from "@loopguard/core";
+import {
+  childRunId as childRunIdOf,
+  createAgent,
+  type EventStore,
+  type StoredEvent,
+  tool,
+} from "@loopguard/core";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
 import * as v from "valibot";
 
@@ -20,14 +26,15 @@ const say = (text: string) => ({
   usage: { input_tokens: 500, output_tokens: 20 },
 });
 
-/** Runs the tree and returns every log of its store, by run id. */
-export async function delegationTree(): Promise<Map<string, StoredEvent[]>> {
+/** Runs the tree (in `store`, default a memory store) and returns its three logs, by run id. */
+export async function delegationTree(
+  store: EventStore = memoryEventStore(),
+): Promise<Map<string, StoredEvent[]>> {
   let clock = Date.UTC(2026, 11, 2, 9, 0, 0);
   const now = () => {
     clock += 50;
     return clock;
   };
-  const store = memoryEventStore();
   const scanLog = tool({
     name: "read_scan_log",
     description: "Reads the courier's scan log of an order.",
