@@ -56,6 +56,7 @@ describe("the scorecard can fail", () => {
     ["delegation_taint_crosses", ["email_to_an_address_the_child_read_refused"]],
     ["delegation_stream_tags", ["child_events_tagged_depth_1", "grandchild_events_tagged_depth_2"]],
     ["delegation_approval_parks_both", ["parent_parked", "child_parked"]],
+    ["delegation_one_trace", ["same_trace_id", "child_under_the_execute_tool_span"]],
   ] as const)("without delegation, %s fails on its own checks", async (name, failing) => {
     const card = await runScenarios(scenarios, { only: [name], sabotage: ["delegation"] });
     const result = card.results[0]!;

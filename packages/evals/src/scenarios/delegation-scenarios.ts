@@ -803,13 +803,17 @@ export const delegationOneTrace: Scenario = scenario(
     const spans = exporter.spans;
     const runs = spans.filter((span) => span.kind === "run");
     const root = runs.find((span) => span.attributes["loopguard.run_id"] === result.runId);
-    const childSpan = runs.find((span) => span !== root);
+    // The child's run span wherever it went (every exporter the scenario made), so a child
+    // that started a trace of its own is compared, not just missed.
+    const childSpan = t.observed.exporters
+      .flatMap((recorded) => recorded.spans)
+      .find((span) => span.kind === "run" && span.attributes["loopguard.agent_id"] === "records");
     const call = spans.find(
       (span) => span.kind === "tool" && span.attributes["loopguard.tool.call_id"] === "toolu_tr",
     );
     t.check(
       "child_run_span_exported_with_the_parent",
-      childSpan !== undefined,
+      childSpan !== undefined && spans.some((span) => span.spanId === childSpan.spanId),
       `${runs.length} run span(s)`,
     );
     t.check(

@@ -14,6 +14,7 @@ import {
   delegationHaltLatch,
   delegationLinkedRunsResume,
   delegationOneBudget,
+  delegationOneTrace,
   delegationParentPolicyBinds,
   delegationStreamTags,
   delegationTaintCrosses,
@@ -71,4 +72,5 @@ export const scenarios: readonly Scenario[] = Object.freeze([
   delegationTaintCrosses,
   delegationStreamTags,
   delegationApprovalParksBoth,
+  delegationOneTrace,
 ]);
