@@ -125,6 +125,25 @@ describe("buildTraceTree", () => {
     expect(traceView(trace.spans).totals.costUsd).toBeCloseTo(total, 10);
   });
 
+  it("hangs a child whose own log names no parent under the call its parent's log names", async () => {
+    const unlinked = async (runId: string) => {
+      const events = logs.get(runId) ?? [];
+      if (runId !== childRunId) return events;
+      const [start, ...rest] = events;
+      const { parent: _parent, ...bare } = start as StoredEvent & { parent?: unknown };
+      return [bare as StoredEvent, ...rest];
+    };
+    const trace = await buildTraceTree(unlinked, rootRunId);
+    const childSpan = trace.spans.find(
+      (span) => span.kind === "run" && span.attributes["loopguard.run_id"] === childRunId,
+    )!;
+    const call = trace.spans.find(
+      (span) => span.kind === "tool" && span.attributes["loopguard.tool.call_id"] === "toolu_r1",
+    )!;
+    expect(childSpan.parentSpanId).toBe(call.spanId);
+    expect(traceView(trace.spans).rows.filter((row) => row.depth === 0)).toHaveLength(1);
+  });
+
   it("links a child's page to its parent, lists a missing child, and caps the runs read", async () => {
     const child = await buildTraceTree(read, childRunId, { href: (id) => `/runs/${id}` });
     expect(child.meta.parent).toEqual({ runId: rootRunId, href: `/runs/${rootRunId}` });
