@@ -39,6 +39,7 @@ async function writeLogs(store: EventStore, logs: Map<string, StoredEvent[]>): P
 }
 
 let tree: ServedTree;
+let parked: { root: string; child: string };
 
 beforeAll(async () => {
   if (!built || !hasChromium) return;
@@ -51,6 +52,8 @@ beforeAll(async () => {
   };
   const store = jsonlEventStore({ dir: join(dir, "runs") });
   await writeLogs(store, tree.logs);
+  await fixture.parkedTree(store);
+  parked = { root: fixture.parkedRootRunId, child: fixture.parkedChildRunId };
   const backend: WebBackend = {
     kind: "jsonl",
     where: dir,
@@ -146,4 +149,45 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
     expect(problems).toEqual([]);
     await context.close();
   });
+
+  it("shows an approval asked inside a child once, with the chain of runs above it", {
+    timeout: 120_000,
+  }, async () => {
+    const context = await signedIn();
+    const page = await context.newPage();
+    await page.goto(`${base}/`);
+    const cards = page.locator("article.approval");
+    await expect.poll(() => cards.count()).toBe(1);
+    const card = cards.first();
+    expect(await card.getAttribute("data-run")).toBe(parked.child);
+    expect(await card.locator(".chain-runs li").allTextContents()).toEqual([
+      "triage: The espresso grinder A1002 arrived smashed. → called ask_refunds",
+      "refunds: Refund order A1002 in full ($649).",
+    ]);
+    expect(await card.locator(".chain-runs li a").first().getAttribute("href")).toBe(
+      `/runs/${parked.root}`,
+    );
+    // The parent's page says it waits with its child.
+    await page.goto(`${base}/runs/${parked.root}`);
+    const row = page.locator("table.child-runs tbody tr");
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.locator("td").nth(3).textContent()).toContain("awaiting approval");
+    expect(await page.locator("dl.facts").textContent()).toContain("awaiting approval");
+    await context.close();
+  });
 });
+
+/** A browser context signed in with the shared secret. */
+async function signedIn() {
+  const login = await fetch(`${base}/login`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
+    body: `secret=${encodeURIComponent(secret)}`,
+    redirect: "manual",
+  });
+  expect(login.status).toBe(303);
+  const [name, value] = login.headers.get("set-cookie")!.split(";")[0]!.split("=");
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  await context.addCookies([{ name: name!, value: value!, url: base }]);
+  return context;
+}

@@ -194,6 +194,7 @@ function approvalCard(item: Pending, headingLevel: "h2" | "h3"): HTMLElement {
       h("a", { href: `/runs/${encodeURIComponent(item.runId)}` }, item.runId),
     ),
     item.task ? h("p", { class: "task" }, item.task) : null,
+    item.chain ? delegationChain(item.chain) : null,
     h("h4", {}, item.reasons.length > 1 ? `${item.reasons.length} reasons to ask` : "Why it asks"),
     h(
       "ul",
@@ -239,6 +240,28 @@ function approvalCard(item: Pending, headingLevel: "h2" | "h3"): HTMLElement {
     result,
   );
   return card;
+}
+
+/** The runs above a delegated approval, root first: each run's agent and task, and the call down. */
+function delegationChain(chain: NonNullable<Pending["chain"]>): HTMLElement {
+  return h(
+    "div",
+    { class: "chain" },
+    h("h4", {}, "Asked inside a delegated run"),
+    h(
+      "ol",
+      { class: "chain-runs" },
+      ...chain.map((link) =>
+        h(
+          "li",
+          { "data-run": link.runId },
+          h("a", { href: `/runs/${encodeURIComponent(link.runId)}` }, link.agentId),
+          `: ${link.task}`,
+          link.tool ? h("span", { class: "muted" }, ` → called `, h("code", {}, link.tool)) : null,
+        ),
+      ),
+    ),
+  );
 }
 
 function renderInbox(data: { pending: Pending[]; fleet: Freeze }): void {

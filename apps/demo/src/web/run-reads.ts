@@ -2,7 +2,7 @@ import type { StoredEvent } from "@loopguard/core";
 import { freezeState, pageOf, readRun, type WebBackend } from "./backend.js";
 import { HttpError } from "./http-error.js";
 import type { RunIndex } from "./run-index.js";
-import { type PendingApproval, type RunView, runView } from "./run-view.js";
+import { type ChainLink, type PendingApproval, type RunView, runView } from "./run-view.js";
 
 /** The inbox: every pending approval, oldest first, and the fleet's state. */
 export interface InboxData {
@@ -48,6 +48,7 @@ export class RunReads {
       if (!parked.has(runId)) this.#parkedLogs.delete(runId);
     const pending: PendingApproval[] = [];
     for (const view of views) pending.push(...view.pending);
+    await this.#addChains(views, pending);
     pending.sort((a, b) => a.askedAt - b.askedAt);
     return {
       pending,
@@ -113,6 +114,40 @@ export class RunReads {
     } catch (error) {
       if (error instanceof RangeError) throw new HttpError(400, error.message);
       throw error;
+    }
+  }
+
+  /**
+   * Gives each approval asked inside a delegated run the chain of runs above it, from the
+   * `child-run-wait` its root's log holds (the root is parked with it, so its log is cached).
+   */
+  async #addChains(views: RunView[], pending: PendingApproval[]): Promise<void> {
+    const roots = new Set<string>();
+    for (const view of views) if (view.parent) roots.add(view.parent.rootRunId);
+    if (roots.size === 0) return;
+    const chains = new Map<string, ChainLink[]>();
+    for (const rootRunId of roots) {
+      const row = this.#index.get(rootRunId);
+      const log = row
+        ? await this.#parkedLog(rootRunId, row.events)
+        : (await readRun(this.#backend.store, rootRunId)).events;
+      for (const event of log) {
+        if (event.type !== "child-run-wait") continue;
+        for (const request of event.approvals ?? [])
+          chains.set(
+            `${request.runId}\n${request.requestId}`,
+            request.chain.map((link) => ({
+              runId: link.runId,
+              agentId: link.agentId,
+              task: String(this.#backend.redact(link.task)),
+              ...(link.tool ? { tool: link.tool } : {}),
+            })),
+          );
+      }
+    }
+    for (const item of pending) {
+      const chain = chains.get(`${item.runId}\n${item.requestId}`);
+      if (chain && chain.length > 1) item.chain = chain;
     }
   }
 

@@ -29,6 +29,20 @@ export interface PendingApproval {
   /** The agent and task of the run, for context. */
   agentId?: string;
   task?: string;
+  /**
+   * For a run started by another run (`asTool`): the tree from its root down to this run,
+   * each run's agent and task and the call that started the next (from the root's log).
+   */
+  chain?: ChainLink[];
+}
+
+/** One run of the chain above a delegated approval. */
+export interface ChainLink {
+  runId: string;
+  agentId: string;
+  task: string;
+  /** The tool of this run that started the next run down. */
+  tool?: string;
 }
 
 /** An answered approval, for the run page. */
@@ -112,6 +126,10 @@ export function runView(
         view.costUsd += event.costUsd;
         for (const block of event.response.content ?? [])
           if (block.type === "tool_use") argsOf.set(block.id, block.input);
+        break;
+      case "child-run-wait":
+        // Parked with its child: on the child's approval, or while it runs elsewhere.
+        view.status = event.status;
         break;
       case "child-run-end":
         // Core charges a child's spend to its parent when the child ends.

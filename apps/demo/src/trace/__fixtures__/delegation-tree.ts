@@ -11,6 +11,7 @@ import {
   tool,
 } from "@loopguard/core";
 import { memoryEventStore, scriptedModel } from "@loopguard/core/testing";
+import { allow, argGt, ask, policy } from "@loopguard/policy";
 import * as v from "valibot";
 
 export const rootRunId = "run_tree_root";
@@ -84,4 +85,44 @@ export async function delegationTree(
   for (const runId of [rootRunId, childRunId, grandchildRunId])
     logs.set(runId, [...(await store.read(runId))]);
   return logs;
+}
+
+export const parkedRootRunId = "run_tree_parked";
+export const parkedChildRunId = childRunIdOf(parkedRootRunId, "toolu_p1");
+
+/**
+ * A tree parked on an approval asked inside the child: the triage agent hands a $649 refund
+ * to the refunds agent, whose policy asks a person first (durable approvals: both runs park).
+ */
+export async function parkedTree(store: EventStore): Promise<void> {
+  const refund = tool({
+    name: "issue_refund",
+    description: "Refunds an order.",
+    input: v.object({ order_id: v.string(), amount: v.number() }),
+    run: ({ order_id, amount }) => ({ order_id, amount, status: "refunded" }),
+  });
+  const refunds = createAgent({
+    agentId: "refunds",
+    model: scriptedModel([
+      call("toolu_rf", "issue_refund", { order_id: "A1002", amount: 649 }),
+      say("Refunded $649."),
+    ]),
+    tools: [refund],
+    gates: [policy([ask("issue_refund", { when: argGt("amount", 500) }), allow("*")])],
+  });
+  const triage = createAgent({
+    agentId: "triage",
+    store,
+    approval: { durable: true },
+    model: scriptedModel([
+      call("toolu_p1", "ask_refunds", { task: "Refund order A1002 in full ($649)." }),
+      say("Done."),
+    ]),
+    tools: [refunds.asTool({ name: "ask_refunds", description: "Issues refunds." })],
+  });
+  const result = await triage.run("The espresso grinder A1002 arrived smashed.", {
+    runId: parkedRootRunId,
+  });
+  if (result.status !== "awaiting_approval")
+    throw new Error(`the parked tree fixture ended ${result.status}: ${result.why}`);
 }
