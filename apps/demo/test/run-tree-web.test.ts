@@ -167,6 +167,34 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
     expect(await card.locator(".chain-runs li a").first().getAttribute("href")).toBe(
       `/runs/${parked.root}`,
     );
+    // This server does not run the tree's agents: it says where to answer instead of offering
+    // buttons that could not resume the tree.
+    expect(await card.locator("button").count()).toBe(0);
+    expect(await card.locator(".why-not").textContent()).toContain(
+      `Delegated: asked inside run ${parked.child}, which run ${parked.root} started through its tool ask_refunds: answer it where the tree's root agent runs, with agent.approve("${parked.root}", answer)`,
+    );
+    // And the API refuses an answer sent anyway, saying where to answer.
+    const refused = await page.evaluate(
+      async ({ runId, boot }) => {
+        const csrf = (JSON.parse(boot) as { csrf: string }).csrf;
+        const pending = (await (await fetch("/api/inbox")).json()) as {
+          pending: Array<{ runId: string; requestId: string }>;
+        };
+        const item = pending.pending.find((entry) => entry.runId === runId)!;
+        const response = await fetch(
+          `/api/runs/${encodeURIComponent(runId)}/approvals/${encodeURIComponent(item.requestId)}`,
+          {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-csrf-token": csrf },
+            body: JSON.stringify({ decision: "approve" }),
+          },
+        );
+        return { status: response.status, body: (await response.json()) as { error: string } };
+      },
+      { runId: parked.child, boot: (await page.locator("#boot").textContent()) ?? "{}" },
+    );
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toContain(`agent.approve("${parked.root}", answer)`);
     // The parent's page says it waits with its child.
     await page.goto(`${base}/runs/${parked.root}`);
     const row = page.locator("table.child-runs tbody tr");

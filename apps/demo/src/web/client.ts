@@ -234,7 +234,15 @@ function approvalCard(item: Pending, headingLevel: "h2" | "h3"): HTMLElement {
       : h(
           "p",
           { class: "why-not" },
-          h("strong", {}, item.state === "stale" ? "Stale: " : "Expired: "),
+          h(
+            "strong",
+            {},
+            item.state === "stale"
+              ? "Stale: "
+              : item.state === "elsewhere"
+                ? "Delegated: "
+                : "Expired: ",
+          ),
           item.why ?? "",
         ),
     result,

@@ -23,8 +23,11 @@ export interface PendingApproval {
   /** When the request was written (ms since the epoch). */
   askedAt: number;
   expiresAt: number;
-  /** `pending` can be answered; `expired` and `stale` can not, and `why` says why. */
-  state: "pending" | "expired" | "stale";
+  /**
+   * `pending` can be answered; `expired`, `stale` and `elsewhere` (asked inside a run another
+   * run delegated to, whose tree this server does not run) can not, and `why` says why.
+   */
+  state: "pending" | "expired" | "stale" | "elsewhere";
   why?: string;
   /** The agent and task of the run, for context. */
   agentId?: string;
@@ -202,6 +205,9 @@ export function runView(
     if (pending.expiresAt <= options.now) {
       pending.state = "expired";
       pending.why = `expired ${new Date(pending.expiresAt).toISOString()}: the run will treat it as a denial when it resumes`;
+    } else if (view.parent) {
+      pending.state = "elsewhere";
+      pending.why = `asked inside run ${runId}, which run ${view.parent.runId} started through its tool ${view.parent.tool}: answer it where the tree's root agent runs, with agent.approve("${view.parent.rootRunId}", answer) (one approval resumes the whole tree); this server runs only its own agent`;
     } else if (
       options.policyDigest !== undefined &&
       options.policyDigest !== pending.policyDigest
