@@ -17,12 +17,14 @@ export const readChunkBytes = 1 << 18;
 
 /**
  * The error for a log file that holds no complete event. Returned, not thrown: callers throw it
- * or quote its message.
+ * or quote its message. It carries `neverStarted: true`, so a caller that would start the run
+ * anyway (a parent starting its child again) can tell it from a damaged log.
  */
-export function emptyLog(file: string): CorruptLogError {
-  return new CorruptLogError(
+export function emptyLog(file: string): CorruptLogError & { neverStarted: true } {
+  const error = new CorruptLogError(
     `[checkpoint] ${file} holds no complete event: the run's first write never finished (a crash as it started, or the file was emptied), so nothing of it ran. Start the run again with the same id (its first append replaces the file), or delete the file`,
   );
+  return Object.assign(error, { neverStarted: true as const });
 }
 
 /** Runs a step that opens and closes one descriptor under the store's budget (rejects with what the step rejects with). */

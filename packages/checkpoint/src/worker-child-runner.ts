@@ -16,6 +16,8 @@ export interface QueueChildRunnerSettings {
   queue: ResolvedQueueOptions;
   /** The slice's job data: a child job keeps its tenant and priority. */
   data: RunJobData;
+  /** Lets the slice's store view write this child's `run-start`. */
+  permit?: (childRunId: string) => void;
 }
 
 /**
@@ -43,13 +45,14 @@ export function childJobId(runId: string): string {
  * queues its parent again, whose call then runs once more and reads the child's outcome.
  */
 export function queueChildRunner(settings: QueueChildRunnerSettings): ChildRunner {
-  const { boss, pool, queue, data } = settings;
+  const { boss, pool, queue, data, permit } = settings;
   return {
     name: "pg-boss",
     async run(request, control) {
       const recorded = await control.recorded();
       if (recorded) return recorded;
       // The child's run-start (its task, caps and parent), once; then its job, once.
+      permit?.(request.childRunId);
       await control.create();
       const job: RunJobData = {
         runId: request.childRunId,

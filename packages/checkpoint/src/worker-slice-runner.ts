@@ -159,9 +159,16 @@ export class WorkerSliceRunner {
       const events = claimed.events;
       const start = events[0];
       if (start?.type === "run-start" && start.parent) slice.parentRunId = start.parent.runId;
-      view = trackStore(store.fenced(runId, slice.epoch), events);
+      const tracked = trackStore(store.fenced(runId, slice.epoch), events);
+      view = tracked;
       const { boss, pool, queue } = this.#settings;
-      const childRunner = queueChildRunner({ boss, pool, queue, data });
+      const childRunner = queueChildRunner({
+        boss,
+        pool,
+        queue,
+        data,
+        permit: (childRunId) => tracked.permitChild(childRunId),
+      });
       const agent = await this.#settings.agent(view, {
         runId,
         epoch: slice.epoch,

@@ -13,6 +13,7 @@ import {
   unreachableSubmitError,
   withConnectionRetry,
 } from "./submit-connections.js";
+import { queueChildRunner } from "./worker-child-runner.js";
 import {
   ensureQueue,
   openQueue,
@@ -173,6 +174,13 @@ export async function approveQueuedRun(
       runId,
       epoch,
       workerId: "approveQueuedRun",
+      // The answer is only recorded here (no drive): a child it would start runs on the workers.
+      childRunner: queueChildRunner({
+        boss,
+        pool: await store.pool(),
+        queue: settings,
+        data: { runId },
+      }),
     });
     if (!agent || typeof agent.approve !== "function")
       throw new InvalidArgumentError(

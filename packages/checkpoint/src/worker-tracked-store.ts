@@ -1,6 +1,7 @@
 import {
   AppendConflictError,
   type EventStore,
+  InvalidArgumentError,
   LoopguardError,
   type StoredEvent,
 } from "@loopguard/core";
@@ -21,6 +22,13 @@ export interface TrackedStore extends EventStore {
   fenced: FencedError | undefined;
   /** Set when an append lost an `expectedSeq` race to a writer with no epoch. */
   conflict: AppendConflictError | undefined;
+  /**
+   * Lets this slice write the `run-start` of one child run (the slice's child runner does, just
+   * before it queues the child's job). Any other run's append is refused, so a child run inline
+   * (an agent built without the slice's runner) fails its call instead of writing through a
+   * view fenced to its parent.
+   */
+  permitChild(childRunId: string): void;
   /** Whether the run's own log holds a run-end (read or written in this slice; not a child's). */
   ended: boolean;
 }
@@ -33,6 +41,7 @@ export interface TrackedStore extends EventStore {
 export function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): TrackedStore {
   // The log read with the claim answers the first read of the slice (the agent's resume).
   let first = prefetched;
+  const children = new Set<string>();
   const tracked: TrackedStore = {
     name: view.name,
     runId: view.runId,
@@ -40,7 +49,12 @@ export function trackStore(view: FencedEventStore, prefetched?: StoredEvent[]): 
     fenced: undefined,
     conflict: undefined,
     ended: false,
+    permitChild: (childRunId) => void children.add(childRunId),
     async append(runId, events, appendOptions) {
+      if (runId !== view.runId && !children.has(runId))
+        throw new InvalidArgumentError(
+          `[checkpoint] this store view is fenced to run ${view.runId} (epoch ${view.epoch}); it cannot append to run ${runId}. A child run of an asTool call runs as a job of its own on workers: pass the slice's childRunner to createAgent`,
+        );
       try {
         const result = await view.append(runId, events, appendOptions);
         // Only this run's end counts (a parent reads and creates its children's logs too).

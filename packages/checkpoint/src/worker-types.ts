@@ -79,10 +79,9 @@ export interface SliceContext {
    * Runs the children of the agent's `asTool` tools as jobs of their own on the workers' queue
    * (pass it as `createAgent({ childRunner })`): the parent parks as `awaiting_child` and is
    * queued again when its child ends or waits on an approval. Without it, a child of a run on a
-   * worker cannot write its log (the slice's store view is fenced to its own run). Absent for
-   * `approveQueuedRun`.
+   * worker cannot write its log (the slice's store view is fenced to its own run).
    */
-  childRunner?: ChildRunner;
+  childRunner: ChildRunner;
 }
 
 /**

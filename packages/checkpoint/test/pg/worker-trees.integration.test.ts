@@ -75,7 +75,7 @@ function treeFactory(effects: Map<string, number>) {
       budget: { maxUsd: 5 },
       tools: [manager.asTool({ name: "manager", description: "Runs a team." })],
       model: fanOut("lead", "manager", 2),
-      ...(slice.childRunner ? { childRunner: slice.childRunner } : {}),
+      childRunner: slice.childRunner,
     });
   };
 }
@@ -174,6 +174,45 @@ describe.skipIf(!databaseUrl)("delegation trees on PostgreSQL workers", () => {
       );
       expect(rows, child).toEqual([{ singleton_key: child, priority: 3 }]);
     }
+    await store.close();
+  }, 600_000);
+
+  it("an agent built without the slice's childRunner cannot run a child on a worker: the call fails as child_failed, the parent goes on", async () => {
+    const schema = freshSchema("lg_tree_inline");
+    schemas.push(schema);
+    const store = postgresEventStore({ connectionString: databaseUrl!, schema, max: 4 });
+    const effects = new Map<string, number>();
+    const build = treeFactory(effects);
+    const reports: SliceReport[] = [];
+    const worker = createWorker({
+      store,
+      concurrency: 1,
+      leaseMs: 20_000,
+      sliceMs: 10_000,
+      pollingIntervalMs: 500,
+      // The factory drops the runner: children would run inline, through the parent's view.
+      agent: (view, slice) => build(view, { ...slice, childRunner: undefined as never }),
+      onSlice: (report) => reports.push(report),
+    });
+    await submitRun({ store }, "Run the project.", { runId: "run_inline_root" });
+    try {
+      await worker.start();
+      const until = Date.now() + 200_000;
+      while (!reports.some((report) => report.outcome === "ended")) {
+        if (Date.now() > until) throw new Error(`the run did not end: ${JSON.stringify(reports)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await worker.stop();
+    }
+    const events = await store.read("run_inline_root");
+    const failed = events.filter((event) => event.type === "tool-call-result");
+    expect(failed).toHaveLength(2);
+    for (const result of failed)
+      expect(result).toMatchObject({ isError: true, errorKind: "child_failed" });
+    expect(JSON.stringify(failed)).toContain("pass the slice's childRunner to createAgent");
+    expect(events.at(-1)).toMatchObject({ type: "run-end" });
+    expect(effects.size).toBe(0);
     await store.close();
   }, 600_000);
 
