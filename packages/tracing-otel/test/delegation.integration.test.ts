@@ -29,6 +29,7 @@ function tree(exporters: Parameters<typeof createAgent>[0]["exporters"]) {
   });
   const checker = createAgent({
     agentId: "checker",
+    store,
     model: scriptedModel([
       call("toolu_g1", "read_scan_log", { order_id: "A1001" }),
       { content: "Dropped at the depot." },
@@ -37,6 +38,7 @@ function tree(exporters: Parameters<typeof createAgent>[0]["exporters"]) {
   });
   const researcher = createAgent({
     agentId: "researcher",
+    store,
     model: scriptedModel([
       call("toolu_c1", "ask_checker", { task: "Check the scan log of A1001." }),
       { content: "The courier dropped it." },

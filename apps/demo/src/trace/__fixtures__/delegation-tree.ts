@@ -103,6 +103,7 @@ export async function parkedTree(store: EventStore): Promise<void> {
   });
   const refunds = createAgent({
     agentId: "refunds",
+    store,
     model: scriptedModel([
       call("toolu_rf", "issue_refund", { order_id: "A1002", amount: 649 }),
       say("Refunded $649."),
