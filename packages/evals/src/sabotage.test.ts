@@ -65,6 +65,20 @@ describe("the scorecard can fail", () => {
       expect(result.checks.find((item) => item.name === check)?.ok, check).toBe(false);
   });
 
+  // With the link in place, removing the one defence a property rests on fails it too.
+  it.each([
+    ["idempotency_keys", "delegation_linked_runs_resume", "every_side_effect_once"],
+    ["policy_deny", "delegation_parent_policy_binds", "refused_by_the_parents_policy"],
+    ["run_guard", "delegation_halt_latch", "parent_halted_by_the_child"],
+    ["taint_gate", "delegation_taint_crosses", "email_to_an_address_the_child_read_refused"],
+    ["policy_ask", "delegation_approval_parks_both", "parent_parked"],
+  ] as const)("without %s, %s fails %s", async (sabotage, name, check) => {
+    const card = await runScenarios(scenarios, { only: [name], sabotage: [sabotage] });
+    const result = card.results[0]!;
+    expect(result.status).toBe("FAIL");
+    expect(result.checks.find((item) => item.name === check)?.ok).toBe(false);
+  });
+
   it("rejects an unknown scenario name", async () => {
     await expect(runScenarios(scenarios, { only: ["nope"] })).rejects.toThrow(
       /no scenario is named "nope"/,
