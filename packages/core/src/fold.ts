@@ -105,7 +105,8 @@ export class RunFold {
   /** UTF-8 bytes of the conversation's JSON, kept as messages are added. */
   messageBytes: number;
   /** A running SHA-256 over every message after the first, digested only when asked. */
-  #chain = createSha256();
+  /** Made at the first message after the task (a run parked before it holds none). */
+  #chain: ReturnType<typeof createSha256> | undefined;
   #chainDigest: string | undefined = "";
   nextSeq = 1;
   /** The seq of the last `run-resume` (the session this process advances); absent before any. */
@@ -203,7 +204,10 @@ export class RunFold {
    * agree. Computed when a model request asks for it, not per message.
    */
   get chainDigest(): string {
-    this.#chainDigest ??= this.#chain.hexDigest().slice(0, 32);
+    if (this.#chainDigest === undefined) {
+      this.#chain ??= createSha256();
+      this.#chainDigest = this.#chain.hexDigest().slice(0, 32);
+    }
     return this.#chainDigest;
   }
 
@@ -212,6 +216,7 @@ export class RunFold {
     // Encoded once: the JSON serves both the byte count (the token bound) and the digest.
     const json = JSON.stringify(message);
     this.messageBytes += Buffer.byteLength(json) + 1;
+    this.#chain ??= createSha256();
     this.#chain.update(json);
     this.#chainDigest = undefined;
   }
