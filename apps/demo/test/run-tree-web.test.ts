@@ -134,6 +134,13 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
       tree.grandchildRunId,
     ]);
 
+    // The run list says which runs were delegated, and by whom.
+    await page.goto(`${base}/runs`);
+    const childRow = page.locator(`tr:has(a[href="/runs/${tree.childRunId}"]) .child-of a`);
+    await expect.poll(() => childRow.first().textContent()).toBe(tree.rootRunId);
+    await page.goto(`${base}/runs/${tree.rootRunId}`);
+    await expect.poll(() => rows.count()).toBe(1);
+
     // The child's page: its parent, and its own child.
     await rows.first().locator("a").click();
     await page.waitForURL(`${base}/runs/${tree.childRunId}`);

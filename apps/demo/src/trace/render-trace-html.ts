@@ -143,7 +143,7 @@ h1 { font-size:18px; margin:0; font-weight:600; }
 .dot { width:8px; height:8px; border-radius:50%; flex:none; }
 .badge { display:inline-block; font-size:11px; font-weight:600; border-radius:999px; padding:1px 8px; border:1px solid transparent; white-space:nowrap; }
 .b-blocked { color:#fff; background:var(--blocked); } .b-flagged { color:#fff; background:var(--flagged); } .b-error { color:var(--error); border-color:var(--error); }
-.b-completed { color:#fff; background:var(--tool); } .b-failed, .b-halted { color:#fff; background:var(--blocked); } .b-stopped, .b-awaiting_approval, .b-running { color:#fff; background:var(--flagged); }
+.b-completed { color:#fff; background:var(--tool); } .b-failed, .b-halted { color:#fff; background:var(--blocked); } .b-stopped, .b-awaiting_approval, .b-awaiting_child, .b-running { color:#fff; background:var(--flagged); }
 .fig { text-align:right; padding-right:12px; font-variant-numeric:tabular-nums; color:var(--ink); white-space:nowrap; }
 .fig.dim { color:#9aa0a6; }
 .lane { position:relative; height:18px; background:linear-gradient(90deg,#f1f1ee 1px,transparent 1px) 0 0/25% 100%; border-radius:3px; }

@@ -307,13 +307,21 @@ function renderRuns(
     h(
       "select",
       { id: "f-status", name: "status" },
-      ...["", "running", "awaiting_approval", "completed", "stopped", "halted", "failed"].map(
-        (status) =>
-          h(
-            "option",
-            { value: status, ...(query.status === status ? { selected: true } : {}) },
-            status === "" ? "any" : status.replace(/_/g, " "),
-          ),
+      ...[
+        "",
+        "running",
+        "awaiting_approval",
+        "awaiting_child",
+        "completed",
+        "stopped",
+        "halted",
+        "failed",
+      ].map((status) =>
+        h(
+          "option",
+          { value: status, ...(query.status === status ? { selected: true } : {}) },
+          status === "" ? "any" : status.replace(/_/g, " "),
+        ),
       ),
     ),
     h("label", { for: "f-agent" }, "Agent"),
@@ -343,7 +351,19 @@ function renderRuns(
           "tr",
           {},
           h("td", {}, statusBadge(row.status)),
-          h("td", {}, h("a", { href: `/runs/${encodeURIComponent(row.runId)}` }, row.runId)),
+          h(
+            "td",
+            {},
+            h("a", { href: `/runs/${encodeURIComponent(row.runId)}` }, row.runId),
+            row.parentRunId
+              ? h(
+                  "span",
+                  { class: "muted child-of" },
+                  " ↳ delegated by ",
+                  h("a", { href: `/runs/${encodeURIComponent(row.parentRunId)}` }, row.parentRunId),
+                )
+              : null,
+          ),
           h("td", {}, row.agentId ?? ""),
           h("td", { class: "task" }, row.error ? `log unreadable: ${row.error}` : (row.task ?? "")),
           h("td", { class: "num" }, money(row.costUsd)),

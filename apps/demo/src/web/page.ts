@@ -139,7 +139,7 @@ td.num { text-align:right; font-variant-numeric: tabular-nums; }
 td.task { max-width:360px; }
 .badge { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px; font-weight:600; background:#e4e8ec; color:var(--ink); white-space:nowrap; }
 .s-completed { background:#dff3e4; color:var(--ok); } .s-failed, .s-halted { background:#fbe3e6; color:var(--bad); }
-.s-awaiting_approval { background:#fff1c9; color:var(--warn); } .s-stopped { background:#eceff2; }
+.s-awaiting_approval, .s-awaiting_child { background:#fff1c9; color:var(--warn); } .s-stopped { background:#eceff2; }
 dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:4px 16px; background:var(--card); border:1px solid var(--line); border-radius:10px; padding:12px 16px; }
 dl.facts dt { color:var(--muted); } dl.facts dd { margin:0; overflow-wrap:anywhere; }
 iframe.trace { width:100%; height:640px; border:1px solid var(--line); border-radius:10px; background:#fff; }
