@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Span } from "@loopguard/core";
+import type { Span, StoredEvent } from "@loopguard/core";
 import { spansFromEvents } from "@loopguard/core/plugin";
 import { supportDefences } from "@loopguard/evals";
 import type { Command } from "commander";
@@ -74,7 +74,16 @@ export function register(program: Command, { out, colors }: CliShared): void {
     out(`wrote ${join(dir, "trace.json")} (${spans.length} spans)`);
     // The page shows the run's real status (from the log) and, for a delegating run, every
     // run below it nested under the call that started it, with links between the pages.
-    const read = (id: string) => demo.store.read(id);
+    // Each log is read once, however many pages of the tree show it.
+    const logs = new Map<string, Promise<readonly StoredEvent[]>>();
+    const read = (id: string) => {
+      let log = logs.get(id);
+      if (!log) {
+        log = demo.store.read(id);
+        logs.set(id, log);
+      }
+      return log;
+    };
     const tree = await buildTraceTree(read, runId, { redact });
     writeFileSync(join(dir, "trace.html"), renderTraceHtml(tree.spans, tree.meta), {
       mode: 0o600,
