@@ -19,7 +19,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { postgresEventStore } from "../../src/postgres-event-store.js";
 import { createWorker, type SliceContext, type SliceReport } from "../../src/worker.js";
 import { childJobId } from "../../src/worker-child-runner.js";
-import { submitRun } from "../../src/worker-submit-run.js";
+import { approveQueuedRun, submitRun } from "../../src/worker-submit-run.js";
 import { databaseUrl, dropSchema, freshSchema } from "./database.js";
 
 const results = (request: ModelRequest) =>
@@ -39,7 +39,7 @@ const fanOut = (who: string, name: string, count: number) =>
               type: "tool_use" as const,
               id: `toolu_${who}_${index}`,
               name,
-              input: count === 1 ? {} : { task: `part ${index}` },
+              input: name === "act" || name === "refund" ? {} : { task: `part ${index}` },
             })),
           }
         : { content: `${who} is done.` },
@@ -174,6 +174,107 @@ describe.skipIf(!databaseUrl)("delegation trees on PostgreSQL workers", () => {
       );
       expect(rows, child).toEqual([{ singleton_key: child, priority: 3 }]);
     }
+    await store.close();
+  }, 600_000);
+
+  it("an approval asked inside a child on a worker parks the child and its parent; approveQueuedRun on the child finishes both", async () => {
+    const schema = freshSchema("lg_tree_approval");
+    schemas.push(schema);
+    const store = postgresEventStore({ connectionString: databaseUrl!, schema, max: 6 });
+    const refunds: string[] = [];
+    const factory = (view: EventStore, slice: SliceContext) => {
+      const refund = tool({
+        name: "refund",
+        description: "Refunds the order.",
+        input: v.object({}),
+        run: async (_args, context) => {
+          refunds.push(context.idempotencyKey);
+          return "refunded";
+        },
+      });
+      const refunder = createAgent({
+        agentId: "refunder",
+        store: view,
+        tools: [refund],
+        model: fanOut("refunder", "refund", 1),
+        gates: [
+          {
+            name: "refund-approval",
+            step: "2",
+            digest: () => "refund-approval:v1",
+            check: (call) =>
+              call.tool === "refund"
+                ? {
+                    type: "ask",
+                    reason: "refund_needs_person",
+                    message: "A person approves refunds.",
+                  }
+                : { type: "allow" },
+          },
+        ],
+      });
+      return createAgent({
+        agentId: "desk",
+        store: view,
+        approval: { durable: true },
+        tools: [refunder.asTool({ name: "refunder", description: "Refunds orders." })],
+        model: fanOut("desk", "refunder", 1),
+        childRunner: slice.childRunner,
+      });
+    };
+    const reports: SliceReport[] = [];
+    const worker = createWorker({
+      store,
+      concurrency: 2,
+      leaseMs: 20_000,
+      sliceMs: 10_000,
+      pollingIntervalMs: 500,
+      agent: factory,
+      onSlice: (report) => reports.push(report),
+    });
+    const rootId = "run_tree_approval";
+    const childId = childRunId(rootId, "toolu_desk_0");
+    const waitFor = async (what: string, done: () => Promise<boolean>) => {
+      const until = Date.now() + 200_000;
+      while (!(await done())) {
+        if (Date.now() > until)
+          throw new Error(`timed out waiting for ${what}: ${JSON.stringify(reports)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    const statusOf = async (runId: string) =>
+      (await store.list({ limit: 10 })).find((summary) => summary.runId === runId)?.status;
+    await submitRun({ store }, "Refund order A1.", { runId: rootId });
+    try {
+      await worker.start();
+      await waitFor(
+        "both runs to wait on the approval",
+        async () =>
+          (await statusOf(childId)) === "awaiting_approval" &&
+          (await statusOf(rootId)) === "awaiting_approval",
+      );
+      expect(refunds).toEqual([]);
+      const result = await approveQueuedRun(
+        { store },
+        childId,
+        { decision: "approve", approver: "ana@acme.test" },
+        { agent: factory },
+      );
+      expect(result.status).toBe("running");
+      await waitFor("the tree to end", async () => (await statusOf(rootId)) === "completed");
+    } finally {
+      await worker.stop();
+    }
+    expect(refunds).toEqual([`${childId}:toolu_refunder_0`]);
+    expect((await store.read(childId)).at(-1)).toMatchObject({
+      type: "run-end",
+      status: "completed",
+    });
+    const root = await store.read(rootId);
+    expect(root.filter((event) => event.type === "child-run-end")).toHaveLength(1);
+    expect(
+      root.some((event) => event.type === "child-run-wait" && event.status === "awaiting_approval"),
+    ).toBe(true);
     await store.close();
   }, 600_000);
 
