@@ -215,6 +215,17 @@ describe("agent.asTool", () => {
     expect(() =>
       child.asTool({ name: "research", description: "Researches", budget: { maxUsd: -1 } }),
     ).toThrow(InvalidArgumentError);
+    // A child that throws at construction says which agent it is.
+    expect(() =>
+      createAgent({
+        model: { model: "claude-sonnet-5-5" } as never,
+        tools: [],
+        agentId: "researcher",
+        store: memoryEventStore(),
+      }),
+    ).toThrow(
+      /^\[core\] createAgent \(agent "researcher"\): model must implement the Model contract/,
+    );
     // A child on a model the parent's prices do not know.
     const custom = createAgent({
       model: scriptedModel([], { model: "house-model" }),
