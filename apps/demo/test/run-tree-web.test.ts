@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -140,6 +140,10 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
     await expect.poll(() => childRow.first().textContent()).toBe(tree.rootRunId);
     await page.goto(`${base}/runs/${tree.rootRunId}`);
     await expect.poll(() => rows.count()).toBe(1);
+    await expect.poll(() => frame.locator('.row[data-kind="run"]').count()).toBe(3);
+    const reports = join(import.meta.dirname, "../reports");
+    mkdirSync(reports, { recursive: true });
+    await page.screenshot({ path: join(reports, "run-tree.png"), fullPage: true });
 
     // The child's page: its parent, and its own child.
     await rows.first().locator("a").click();
@@ -167,6 +171,9 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
     await expect.poll(() => cards.count()).toBe(1);
     const card = cards.first();
     expect(await card.getAttribute("data-run")).toBe(parked.child);
+    // One request waits, though two runs are parked on it.
+    const count = page.locator('header nav a[href="/"] .count');
+    expect(await count.textContent()).toBe("1");
     expect(await card.locator(".chain-runs li").allTextContents()).toEqual([
       "triage: The espresso grinder A1002 arrived smashed. → called ask_refunds",
       "refunds: Refund order A1002 in full ($649).",
@@ -208,6 +215,7 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.locator("td").nth(3).textContent()).toContain("awaiting approval");
     expect(await page.locator("dl.facts").textContent()).toContain("awaiting approval");
+    expect(await count.textContent()).toBe("1");
     await context.close();
   });
 });

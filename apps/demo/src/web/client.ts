@@ -291,7 +291,9 @@ function renderInbox(data: { pending: Pending[]; fleet: Freeze }): void {
       : h("p", { class: "muted" }, `${data.pending.length} waiting, oldest first.`),
     h("div", { class: "cards" }, ...data.pending.map((item) => approvalCard(item, "h2"))),
   );
-  const waiting = data.pending.filter((item) => item.state === "pending").length;
+  const waiting = data.pending.filter(
+    (item) => item.state === "pending" || item.state === "elsewhere",
+  ).length;
   document.title = `(${waiting}) Inbox · loopguard`;
   setCount(waiting);
 }

@@ -61,11 +61,16 @@ function page(
   shown: { view: PageBoot["view"]; data: unknown; version: string; query?: Record<string, string> },
 ): Response {
   const { view, data, version, query } = shown;
+  // Requests waiting on a person: one per approval, though a request asked inside a delegated
+  // run parks every run above it too (those runs have no request of their own).
   const waiting =
     view === "inbox"
-      ? (data as { pending: PendingApproval[] }).pending.filter((item) => item.state === "pending")
-          .length
-      : context.index.filter({ status: "awaiting_approval" }).length;
+      ? (data as { pending: PendingApproval[] }).pending.filter(
+          (item) => item.state === "pending" || item.state === "elsewhere",
+        ).length
+      : context.index
+          .filter({ status: "awaiting_approval" })
+          .filter((row) => row.parentRunId === undefined).length;
   const boot: PageBoot = {
     view,
     user: c.get("user"),
