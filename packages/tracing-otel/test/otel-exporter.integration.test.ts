@@ -273,7 +273,7 @@ describe("otelExporter over real OTLP/HTTP protobuf", () => {
         exporters: [otelExporter({ exporter: otlp.exporter, captureContent: true })],
       }),
     ).rejects.toThrow(
-      /\[core\] createAgent: exporter "otel" captures message content but the agent has no redact: pass redact: createRedactor\(\) from @loopguard\/redact \(or redact: false/,
+      /\[core\] createAgent(?: \(agent "support-desk"\))?: exporter "otel" captures message content but the agent has no redact: pass redact: createRedactor\(\) from @loopguard\/redact \(or redact: false/,
     );
     await otlp.shutdown();
   });
