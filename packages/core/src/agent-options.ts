@@ -223,13 +223,14 @@ export interface ResolvedAgentOptions {
 
 /** Checks `createAgent`'s options; throws `InvalidArgumentError` saying what is wrong and how to fix it. */
 export function validateAgentOptions(options: AgentOptions): ResolvedAgentOptions {
-  // Name the agent when it has a usable id: in a tree of agents-as-tools, the error says which.
+  // Name the agent (at the end) when it has a usable id: in a tree of agents-as-tools, the
+  // error says which one.
   const named =
     typeof options?.agentId === "string" && /^[A-Za-z0-9_.:-]{1,64}$/.test(options.agentId)
       ? ` (agent "${options.agentId}")`
       : "";
   const fail = (message: string): never => {
-    throw new InvalidArgumentError(`[core] createAgent${named}: ${message}`);
+    throw new InvalidArgumentError(`[core] createAgent: ${message}${named}`);
   };
   if (!options || typeof options !== "object")
     fail("options must be an object with at least { model, tools }");

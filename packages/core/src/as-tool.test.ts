@@ -224,7 +224,7 @@ describe("agent.asTool", () => {
         store: memoryEventStore(),
       }),
     ).toThrow(
-      /^\[core\] createAgent \(agent "researcher"\): model must implement the Model contract/,
+      /^\[core\] createAgent: model must implement the Model contract.* \(agent "researcher"\)$/,
     );
     // A child on a model the parent's prices do not know.
     const custom = createAgent({

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import { type Agent, createAgent } from "./agent.js";
+import { childRunId } from "./child-run-id.js";
 import type { EventStore, StoredEvent } from "./contracts/event-store.js";
 import type { ModelRequest } from "./contracts/model.js";
 import { requestBytes } from "./pricing.js";
@@ -10,9 +11,10 @@ import { tool } from "./tool.js";
 
 const fetchPage = tool({
   name: "fetch_page",
-  description: "Fetch a page.",
+  description: "Fetch a page (a paid API: each call costs).",
   input: v.object({ page: v.number() }),
   trust: "trusted",
+  costUsd: 0.0004,
   run: async ({ page }) => `page ${page}: ${"line; ".repeat(30)}`,
 });
 
@@ -103,12 +105,13 @@ function buildTree(store: EventStore, shape: Shape): Agent {
   });
 }
 
-/** Every run's billed spend in a store (responses, billed retries and errors). */
+/** Every run's billed spend in a store (responses, billed retries and errors, priced tool calls). */
 async function storeSpend(store: EventStore): Promise<number> {
   let usd = 0;
   for (const row of await store.list({ limit: 1000 }))
     for (const event of await store.read(row.runId))
-      if (
+      if (event.type === "tool-call-intent") usd += event.costUsd ?? 0;
+      else if (
         (event.type === "model-response" ||
           event.type === "model-retry" ||
           event.type === "model-error") &&
@@ -238,5 +241,60 @@ describe("one budget for a tree of runs", () => {
     expect(end.costUsd).toBeLessThanOrEqual(start.budget.maxUsd + 1e-12);
     expect(end.status).toBe("stopped");
     expect(result.costUsd).toBeLessThanOrEqual(0.1);
+  });
+
+  it("a priced tool in one child is refused when its running siblings left the tree too little", async () => {
+    const store = memoryEventStore();
+    const paid: string[] = [];
+    const report = tool({
+      name: "buy_report",
+      description: "Buys a credit report.",
+      input: v.object({}),
+      costUsd: 0.03,
+      run: (_args, context) => {
+        paid.push(context.runId);
+        return "report";
+      },
+    });
+    const buyer = (name: string) =>
+      createAgent({
+        model: scriptedModel([
+          {
+            content: [{ type: "tool_use", id: `toolu_${name}`, name: "buy_report", input: {} }],
+            usage: { input_tokens: 10, output_tokens: 5 },
+          },
+          { content: "Bought.", usage: { input_tokens: 10, output_tokens: 5 } },
+        ]),
+        tools: [report],
+        agentId: name,
+        store,
+        maxTokens: 64,
+      }).asTool({ name, description: "Buys a report." });
+    const root = createAgent({
+      model: delegator("root", ["first", "second"], 1),
+      tools: [buyer("first"), buyer("second")],
+      agentId: "root",
+      store,
+      maxTokens: 64,
+      budget: { maxUsd: 0.05 },
+    });
+    const result = await root.run("Buy two reports.", { runId: "run_buy" });
+    // Each child's own cap allows one report ($0.03 of about $0.05); the tree allows one.
+    expect(paid).toHaveLength(1);
+    const refusal = (
+      await Promise.all(
+        ["first", "second"].map(async (_, index) =>
+          store.read(childRunId("run_buy", `toolu_root_1_${index}`)),
+        ),
+      )
+    )
+      .flat()
+      .find((event) => event.type === "tool-call-refusal");
+    expect(refusal).toMatchObject({
+      tool: "buy_report",
+      decision: { reason: "budget_exceeded", message: expect.stringContaining("tree of agents") },
+    });
+    expect(result.costUsd).toBeLessThanOrEqual(0.05);
+    expect(await storeSpend(store)).toBeLessThanOrEqual(0.05);
   });
 });

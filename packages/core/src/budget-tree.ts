@@ -93,6 +93,14 @@ export function nodeOf(fold: RunFold): BudgetNode {
   return node;
 }
 
+/**
+ * USD a run may still spend counting its tree: its own cap and every ancestor's, less what the
+ * run and its running children use. `undefined` for a run with no node (no tree around it).
+ */
+export function treeLeftUsd(fold: RunFold): number | undefined {
+  return nodes.get(fold)?.left().usd;
+}
+
 /** Gives a child run's fold its node (made before the fold existed). */
 export function attachNode(fold: RunFold, node: BudgetNode): void {
   nodes.set(fold, node);

@@ -56,7 +56,8 @@ export class RunQueue {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#running < this.limit && this.#waiting.length === 0) {
       this.#running += 1;
-      return Promise.resolve(this.#slot(queuedAt));
+      // Admitted at once: it waited 0 ms (reading the clock twice could straddle a millisecond).
+      return Promise.resolve(this.#slot(undefined));
     }
     return new Promise<RunSlot>((resolve, reject) => {
       const waiter: Waiter = {
@@ -91,10 +92,10 @@ export class RunQueue {
     this.#waiting.splice(index, 0, waiter);
   }
 
-  #slot(queuedAt: number): RunSlot {
+  #slot(queuedAt: number | undefined): RunSlot {
     let released = false;
     return {
-      waitedMs: Math.max(0, this.#now() - queuedAt),
+      waitedMs: queuedAt === undefined ? 0 : Math.max(0, this.#now() - queuedAt),
       release: () => {
         if (released) return;
         released = true;

@@ -1,4 +1,5 @@
 import type { AgentStreamSink } from "./agent-stream.js";
+import { treeLeftUsd } from "./budget-tree.js";
 import type { DenyDecision, ToolCall } from "./contracts/gate.js";
 import type { ToolUseBlock } from "./contracts/model.js";
 import type { Vault } from "./contracts/vault.js";
@@ -153,17 +154,29 @@ function callOf(
   return call;
 }
 
-/** Step 5 for a tool with a price: refuses a call the run's USD budget cannot cover. */
+/**
+ * Step 5 for a tool with a price: refuses a call the run's USD budget cannot cover, counting
+ * its tree (every ancestor's cap, and the spend of children running beside it).
+ */
 function toolBudget(fold: RunFold, item: Tool<any, any> | undefined): DenyDecision | undefined {
+  if (!item || item.costUsd === 0) return undefined;
   const max = fold.start.budget.maxUsd;
-  if (!item || max === undefined || item.costUsd === 0) return undefined;
-  if (fold.committedUsd + item.costUsd > max) {
+  const cost = `This call costs $${item.costUsd.toFixed(4)}`;
+  const fixHints = ["Finish with what you have; tell the user the budget ran out."];
+  if (max !== undefined && fold.committedUsd + item.costUsd > max)
     return {
       type: "deny",
       reason: "budget_exceeded",
-      message: `This call costs $${item.costUsd.toFixed(4)} and the run has $${Math.max(0, max - fold.committedUsd).toFixed(4)} left of its $${max} budget.`,
-      fixHints: ["Finish with what you have; tell the user the budget ran out."],
+      message: `${cost} and the run has $${Math.max(0, max - fold.committedUsd).toFixed(4)} left of its $${max} budget.`,
+      fixHints,
     };
-  }
+  const treeLeft = treeLeftUsd(fold);
+  if (treeLeft !== undefined && item.costUsd > treeLeft)
+    return {
+      type: "deny",
+      reason: "budget_exceeded",
+      message: `${cost} and the run's tree of agents has $${Math.max(0, treeLeft).toFixed(4)} left of its budget (the parent's, less what its running children use).`,
+      fixHints,
+    };
   return undefined;
 }
