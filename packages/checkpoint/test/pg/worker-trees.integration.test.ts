@@ -177,6 +177,41 @@ describe.skipIf(!databaseUrl)("delegation trees on PostgreSQL workers", () => {
     await store.close();
   }, 600_000);
 
+  it("one worker with one slot runs a whole tree: a parked parent holds no slot", async () => {
+    const schema = freshSchema("lg_tree_one_slot");
+    schemas.push(schema);
+    const store = postgresEventStore({ connectionString: databaseUrl!, schema, max: 4 });
+    const effects = new Map<string, number>();
+    const reports: SliceReport[] = [];
+    const worker = createWorker({
+      store,
+      concurrency: 1,
+      leaseMs: 20_000,
+      sliceMs: 10_000,
+      pollingIntervalMs: 500,
+      agent: treeFactory(effects),
+      onSlice: (report) => reports.push(report),
+    });
+    await submitRun({ store }, "Run the project.", { runId: "run_one_slot" });
+    try {
+      await worker.start();
+      const until = Date.now() + 200_000;
+      while (
+        !reports.some((report) => report.runId === "run_one_slot" && report.outcome === "ended")
+      ) {
+        if (Date.now() > until) throw new Error(`the tree did not end: ${JSON.stringify(reports)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await worker.stop();
+    }
+    expect((await store.list({ limit: 100 })).map((summary) => summary.status)).toEqual(
+      Array.from({ length: 7 }, () => "completed"),
+    );
+    expect([...effects.values()]).toEqual([1, 1, 1, 1]);
+    await store.close();
+  }, 600_000);
+
   it("an approval asked inside a child on a worker parks the child and its parent; approveQueuedRun on the child finishes both", async () => {
     const schema = freshSchema("lg_tree_approval");
     schemas.push(schema);
