@@ -2,6 +2,7 @@ import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describeEventStore } from "@loopguard/core/testing";
+import { describe, expect, it } from "vitest";
 import { type JsonlEventStore, jsonlEventStore } from "./jsonl-event-store.js";
 
 const dirOf = (store: unknown) => (store as JsonlEventStore).dir;
@@ -21,4 +22,25 @@ await describeEventStore({
     writeFileSync(file, lines.join("\n"));
     return `${runId}.jsonl:${seq + 1}`;
   },
+});
+
+describe("a log whose first write never finished", () => {
+  it("is refused as corrupt_log with neverStarted: true, and its first append replaces it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lg-torn-first-"));
+    writeFileSync(join(dir, "run_torn.jsonl"), '{"seq":0,"type":"run-start","runId":"run_to');
+    const store = jsonlEventStore({ dir });
+    const error = (await store.read("run_torn").catch((caught: unknown) => caught)) as {
+      code?: string;
+      neverStarted?: boolean;
+    };
+    expect(error.code).toBe("corrupt_log");
+    expect(error.neverStarted).toBe(true);
+    await store.append(
+      "run_torn",
+      [{ type: "run-halt", reason: "test", message: "first complete event", at: 1 } as never],
+      { expectedSeq: 0 },
+    );
+    expect(await store.read("run_torn")).toHaveLength(1);
+    await store.close();
+  });
 });
