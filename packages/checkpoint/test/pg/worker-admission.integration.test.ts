@@ -187,8 +187,9 @@ describe.skipIf(!databaseUrl)("worker admission: concurrency, order, queue wait"
     for (const [index, report] of first.entries()) {
       const wait = report.queueWaitMs;
       expect(wait, `${report.runId} reports its queue wait`).toBeTypeOf("number");
-      // One slot: the k-th run admitted waited at least the k tool calls before it held it.
-      expect(wait!).toBeGreaterThanOrEqual(index * holdMs);
+      // One slot: the k-th run admitted waited at least the k tool calls before it held it
+      // (5 ms a hold of slack: a timer may fire a millisecond early and the clocks round).
+      expect(wait!).toBeGreaterThanOrEqual(index * (holdMs - 5));
       // And no longer than from its submission to its slice (the database runs on this clock;
       // 50 ms for the two clocks' reading points).
       expect(wait!).toBeLessThanOrEqual(
