@@ -185,7 +185,8 @@ export class WorkerSliceRunner {
           slice.finish("skipped", { error: `run ${runId} has no log and its job carries no task` });
           return { view, result, thrown, skipped: true };
         }
-        // The wait in the worker's queue goes on the run-start (the agent adds its own, if any).
+        // The wait in the worker's queue, for the run-start (core does not read it yet: the
+        // worker reports it on SliceReport.queueWaitMs).
         const runOptions: RunOptions & { queueWaitMs?: number } = {
           runId,
           pauseSignal: pause.signal,

@@ -19,7 +19,8 @@ export interface WorkerOptions extends RunQueueOptions {
   /**
    * Runs this worker advances at once (one slice each); the others wait in the queue, higher
    * `submitRun({ priority })` first, then in the order they were queued. Each slice reports its
-   * wait (`SliceReport.queueWaitMs`; a run's first wait is also its `run-start`'s `queueWaitMs`).
+   * wait (`SliceReport.queueWaitMs`; it is also passed to the agent's `run` as `queueWaitMs`,
+   * which the log's `run-start` records once core reads that option: today it does not).
    * Default 4.
    */
   concurrency?: number;

@@ -2,8 +2,7 @@
  * Admission control of a worker's slices, on a real PostgreSQL: a worker advances at most
  * `concurrency` runs at once (never one more, and it does reach its limit), the others wait in
  * the queue by priority then in the order they were queued, and each slice reports how long
- * its run waited (on the database's clock), which a run's first wait also writes on its
- * `run-start`.
+ * its run waited (on the database's clock).
  */
 import { createAgent, tool } from "@loopguard/core";
 import { scriptedModel } from "@loopguard/core/testing";
