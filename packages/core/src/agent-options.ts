@@ -20,7 +20,7 @@ import { type ExportQueueOptions, validateExportQueueOptions } from "./export-qu
 import { memoryEventStore } from "./memory-event-store.js";
 import type { OutputEnvelope } from "./output.js";
 import { defaultMaxOutputChars, minOutputChars } from "./output-limit.js";
-import { defaultHaltOn } from "./pipeline.js";
+import { defaultHaltOn, stepOrder } from "./pipeline.js";
 import { type ModelPrice, priceOf, validatePrices } from "./pricing.js";
 import type { RetryOptions } from "./retry.js";
 import { validateRunBudgets } from "./run-budgets.js";
@@ -401,6 +401,10 @@ function checkToolsAndGates(
     ) {
       fail(`gates[${index}] is not a gate: it needs name, step and check(call)`);
     }
+    if (!stepOrder.includes(gate.step))
+      fail(
+        `gates[${index}] ("${gate.name}") has step ${JSON.stringify(gate.step)}, which is not a pipeline step: use one of ${stepOrder.map((step) => `"${step}"`).join(", ")} (a gate at an unknown step would never run)`,
+      );
   }
   return gates;
 }

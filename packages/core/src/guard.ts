@@ -318,13 +318,13 @@ function pendingRefusal(
 }
 
 function guardPathOptions(options: GuardOptions): ToolPathOptions {
-  const gates = sortGates(options.gates ?? []);
-  for (const [index, gate] of gates.entries()) {
+  for (const [index, gate] of (options.gates ?? []).entries()) {
     if (!gate || typeof gate.check !== "function")
       throw new InvalidArgumentError(
         `[core] guardTool: gates[${index}] is not a gate (it needs name, step and check)`,
       );
   }
+  const gates = sortGates(options.gates ?? []);
   const haltOn = options.haltOn ?? defaultHaltOn;
   return {
     gates,

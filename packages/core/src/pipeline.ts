@@ -10,6 +10,7 @@ import {
   type ToolCall,
 } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
+import { InvalidArgumentError } from "./errors.js";
 import type { DecisionRecord } from "./events.js";
 import type { JsonValue } from "./json.js";
 import { RunState } from "./run-state.js";
@@ -31,6 +32,8 @@ export const stepOrder: readonly GateStep[] = [
   "7",
 ];
 
+const stepRank = new Map<string | undefined, number>(stepOrder.map((step, index) => [step, index]));
+
 /** Refusal reasons that halt the run even without a RunGuard. */
 export const defaultHaltOn: readonly string[] = Object.freeze([
   "kill_switch",
@@ -46,12 +49,28 @@ export interface HaltingGate extends Gate {
   haltOnRefusal?(call: ToolCall, decision: DenyDecision): boolean | string;
 }
 
-/** Sorts gates by step, keeping the given order within a step. */
+/**
+ * Sorts gates by step, keeping the given order within a step. A gate whose step is not one of
+ * {@link stepOrder} is refused here: the pipeline runs gates in step order, so a gate at an
+ * unknown step would otherwise sort first and never come due, and every gate behind it with it.
+ */
 export function sortGates(gates: readonly Gate[]): Gate[] {
   return gates
-    .map((gate, index) => ({ gate, index, rank: stepOrder.indexOf(gate.step) }))
+    .map((gate, index) => {
+      const rank = stepRank.get(gate?.step);
+      if (rank === undefined) throw unknownStepError(gate, index);
+      return { gate, index, rank };
+    })
     .sort((a, b) => a.rank - b.rank || a.index - b.index)
     .map((entry) => entry.gate);
+}
+
+/** The error for a gate declared at a step the pipeline does not have. */
+export function unknownStepError(gate: Gate | undefined, index: number): InvalidArgumentError {
+  const name = typeof gate?.name === "string" ? `"${gate.name}"` : `#${index}`;
+  return new InvalidArgumentError(
+    `[core] gate ${name} (gates[${index}]) has step ${JSON.stringify(gate?.step)}, which is not a pipeline step: use one of ${stepOrder.map((step) => `"${step}"`).join(", ")} (a gate at an unknown step would never run)`,
+  );
 }
 
 /**
@@ -107,8 +126,6 @@ export type Judgement =
 export async function judgeCall(input: JudgeInput): Promise<Judgement> {
   return new CallJudgement(input).judge();
 }
-
-const stepRank = new Map(stepOrder.map((step, index) => [step, index]));
 
 /** The judging of one call: the steps passed so far, the asks met and the breaker slot held. */
 class CallJudgement {
@@ -223,7 +240,11 @@ class CallJudgement {
    */
   #due(upTo: GateStep): boolean {
     const next = this.#gates[0];
-    return next !== undefined && stepRank.get(next.step)! <= stepRank.get(upTo)!;
+    // A gate at a step the pipeline does not know (one that bypassed sortGates) is due at once:
+    // it and the gates behind it are judged, never skipped.
+    if (next === undefined) return false;
+    const rank = stepRank.get(next.step);
+    return rank === undefined || rank <= stepRank.get(upTo)!;
   }
 
   async #runGates(upTo: GateStep): Promise<Judgement | undefined> {
