@@ -238,9 +238,8 @@ describe.each(["jsonl", "sqlite"] as const)(
       await store.close();
     });
 
-    // Fails today (core's child runner treats the torn child log as corrupt: the call returns
-    // child_failed and the child never runs): run with LOOPGUARD_KNOWN_TREE_BUGS=1.
-    it.runIf(kind === "jsonl" && process.env.LOOPGUARD_KNOWN_TREE_BUGS === "1")(
+    // Only JSONL can tear a first write (the others commit the first event whole).
+    it.runIf(kind === "jsonl")(
       "starts a child again whose first write was torn by the kill (its file holds no complete event)",
       async () => {
         // Killed right after the parent's child-run-start is durable: the child has not written yet.
@@ -308,12 +307,6 @@ describe.each(["jsonl", "sqlite"] as const)(
           const where2 = await landing(kind, dir, runId);
           landed[where2] += 1;
           const resumed = await runTree(root, kind, dir, runId, "resume");
-          if (where2 === "child-torn" && process.env.LOOPGUARD_KNOWN_TREE_BUGS !== "1") {
-            // A known failure of core's child runner (the torn child is read as damaged and
-            // never started again), shown deterministically by the opt-in test above: counted,
-            // not checked, unless LOOPGUARD_KNOWN_TREE_BUGS=1.
-            continue;
-          }
           if (where2 === "before-start") {
             // Nothing was logged: nothing to resume, and nothing happened.
             expect(resumed.stdout, where).toMatch(/threw (run_not_found|corrupt_log) /);

@@ -18,7 +18,7 @@ import {
 } from "./child-runner.js";
 import type { DelegatedOutcome, ParentCall } from "./delegation.js";
 import { drive } from "./drive-run.js";
-import { RunNotFoundError } from "./errors.js";
+import { CorruptLogError, RunNotFoundError } from "./errors.js";
 import type { Budget, ChildApprovalRequest, ChildRunEndEvent, RunParent } from "./events.js";
 import type { RunFold } from "./fold.js";
 import type { JsonValue } from "./json.js";
@@ -224,6 +224,9 @@ function childControl(
       return await open(loop, id, withSink, spanId);
     } catch (error) {
       if (RunNotFoundError.isInstance(error)) return undefined;
+      // A crash tore the child's first write: it never started, and its first append replaces
+      // the torn file. Starting it (with the same id, so its calls keep their keys) loses nothing.
+      if (CorruptLogError.isInstance(error) && error.neverStarted === true) return undefined;
       throw error;
     }
   };

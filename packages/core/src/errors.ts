@@ -101,6 +101,11 @@ export class AppendConflictError extends LoopguardError {
 /** A run's log cannot be folded back into a run. Code `corrupt_log`. */
 export class CorruptLogError extends LoopguardError {
   static override readonly marker: string = "loopguard.error.CorruptLogError";
+  /**
+   * Set by a store when the log holds no complete event (a crash tore its first write): the run
+   * never started, and starting it again with the same id replaces the file.
+   */
+  declare neverStarted?: true;
   constructor(message: string, options?: { cause?: unknown }) {
     super("corrupt_log", message, options);
   }

@@ -83,6 +83,11 @@ export class RunFold {
   pendingTurn: PendingTurn | undefined;
   /** A model request with no response yet (in flight, or the process died during the call). */
   orphanRequest: ModelRequestEvent | undefined;
+  /**
+   * Worst cases of requests that never got an outcome and were sent again after a resume: the
+   * API may have billed them, so they stay spent.
+   */
+  supersededUsd = 0;
   lastAssistantText = "";
   /** The stop reason of the last model response. */
   lastStopReason: string | null | undefined;
@@ -174,6 +179,7 @@ export class RunFold {
   get committedUsd(): number {
     return (
       this.state.spend.usd +
+      this.supersededUsd +
       (this.orphanRequest?.estimateUsd ?? 0) +
       (this.orphanCompaction?.estimateUsd ?? 0)
     );
@@ -365,6 +371,8 @@ export class RunFold {
           throw new CorruptLogError(
             `[core] ${this.#label(event)} is a model request while tool calls of step ${this.pendingTurn.step} have no result`,
           );
+        // A request the process died during, sent again: the first may have been billed.
+        if (this.orphanRequest) this.supersededUsd += this.orphanRequest.estimateUsd;
         this.orphanRequest = event;
         break;
       case "model-retry":
