@@ -25,6 +25,7 @@ import type { JsonValue } from "./json.js";
 import { type LoopContext, open, writerOptions } from "./loop-context.js";
 import type { RecordedScan } from "./output.js";
 import { withRunLease } from "./run-lease.js";
+import { type Lineage, lineageOf } from "./run-state.js";
 import { resultOf } from "./run-result.js";
 import { RunWriter } from "./run-writer.js";
 import { toolSpanIdOf } from "./spans.js";
@@ -150,7 +151,9 @@ export async function runChildCall(
       });
       return { type: "parked", status: outcome.status, approvals: outcome.approvals };
     }
-    const ended = (outcome as Ended)[endedKey] ?? (await endedFromLog(loop, id));
+    const ended =
+      (outcome as Ended)[endedKey] ??
+      (await endedFromLog(loop, id, lineageOf(fold.state, call.callId)));
     if (!recorded?.end)
       await call.write({
         type: "child-run-end",
@@ -199,6 +202,8 @@ function childControl(
   const sink = call.sink ? depthSink(call.sink, parent.depth) : undefined;
   // The child's spans hang under this call's span in the parent's current session.
   const spanId = toolSpanIdOf(parent.runId, parent.callId, call.fold.resumeSeq);
+  // What the parent had read and done when it wrote the task: the child inherits its provenance.
+  const lineage = lineageOf(call.fold.state, call.callId);
   const create = async (withSink?: AgentStreamSink): Promise<RunWriter> => {
     const { options } = writerOptions(loop, id, withSink, spanId);
     const writer = new RunWriter(loop.store, id, 0, options);
@@ -217,11 +222,12 @@ function childControl(
       ...(context ? { context } : {}),
       parent,
     });
+    writer.fold.state.inherit(lineage);
     return writer;
   };
   const existing = async (withSink?: AgentStreamSink): Promise<RunWriter | undefined> => {
     try {
-      return await open(loop, id, withSink, spanId);
+      return await open(loop, id, withSink, spanId, lineage);
     } catch (error) {
       if (RunNotFoundError.isInstance(error)) return undefined;
       // A crash tore the child's first write: it never started, and its first append replaces
@@ -267,7 +273,7 @@ function childControl(
           loop.store,
           id,
           async () => {
-            const writer = await open(loop, id, sink, spanId);
+            const writer = await open(loop, id, sink, spanId, lineage);
             return settledOutcome(loop, writer.fold) ?? advance(writer, true);
           },
           loop.reportError,
@@ -291,14 +297,21 @@ function settledOutcome(loop: LoopContext, fold: RunFold): ChildRunOutcome | und
   return undefined;
 }
 
-/** What the parent records of an ended child: its spend, status and the provenance of its answer. */
+/**
+ * What the parent records of an ended child: its spend, status and the provenance of its
+ * answer. The answer is `trusted` only when every output of its view was: the ancestors'
+ * (whose reads the parent's model had when it wrote the task) and its own. A child that read
+ * nothing is as trusted as its task, never more. The scan is the worst of its own outputs.
+ */
 function endedOf(fold: RunFold): EndedChild {
   const end = fold.end!;
   const spend = fold.state.spend;
   let trust: "trusted" | "untrusted" = "trusted";
   let scan: RecordedScan | undefined;
-  for (const output of fold.state.outputs) {
+  const inherited = fold.state.inheritedOutputs;
+  for (const [index, output] of fold.state.outputs.entries()) {
     if (output.trust !== "trusted") trust = "untrusted";
+    if (index < inherited) continue;
     if (
       output.scan &&
       (!scan ||
@@ -330,8 +343,8 @@ function rank(verdict: string): number {
 }
 
 /** Reads an ended child's log (for a runner that answered `ended` without `recorded()`). */
-async function endedFromLog(loop: LoopContext, id: string): Promise<EndedChild> {
-  const writer = await open(loop, id);
+async function endedFromLog(loop: LoopContext, id: string, lineage: Lineage): Promise<EndedChild> {
+  const writer = await open(loop, id, undefined, undefined, lineage);
   if (!writer.fold.end)
     throw new Error(
       `[core] the child runner said child run ${id} ended, but its log has no run-end`,

@@ -5,12 +5,14 @@ import type { EventStore } from "./contracts/event-store.js";
 import type { Gate } from "./contracts/gate.js";
 import { digestOf } from "./digest.js";
 import { InvalidArgumentError, RunNotFoundError } from "./errors.js";
+import type { RunParent } from "./events.js";
 import { foldLog } from "./fold-stream.js";
 import type { ModelStepContext } from "./model-step.js";
 import { policyDigestOf, sortGates } from "./pipeline.js";
 import { priceOf } from "./pricing.js";
 import { resolveRetryOptions } from "./retry.js";
 import { runBudgetHooks } from "./run-budgets.js";
+import { type Lineage, lineageOf } from "./run-state.js";
 import { Telemetry } from "./run-telemetry.js";
 import { RunWriter, type RunWriterOptions } from "./run-writer.js";
 import type { SpanBuilder } from "./spans.js";
@@ -147,6 +149,7 @@ export async function open(
   runId: string,
   sink?: AgentStreamSink,
   parentSpanId?: string,
+  lineage?: Lineage,
 ): Promise<RunWriter> {
   const { store } = loop;
   if (typeof runId !== "string" || runId.trim() === "")
@@ -165,5 +168,51 @@ export async function open(
     spans ? (event, fold) => spans.push(event, fold.messages) : undefined,
   );
   if (!folded) throw new RunNotFoundError(runId, `the ${store.name} event store`);
+  const parent = folded.fold.start.parent;
+  if (parent)
+    folded.fold.state.inherit(
+      lineage ?? (await storedLineage(store, parent, folded.fold.start.task, options.reveal)),
+    );
   return new RunWriter(store, runId, folded.events, options, folded.fold);
+}
+
+/**
+ * A child run's lineage read from its ancestors' logs (a child resumed alone). When the
+ * parent's log cannot be read, the child's task itself stands as an untrusted output: its
+ * values are then untrusted (fail closed), never the user's.
+ */
+async function storedLineage(
+  store: EventStore,
+  parent: RunParent,
+  childTask: string,
+  reveal: ((text: string) => string) | undefined,
+  depth = 0,
+): Promise<Lineage> {
+  const where = `run ${parent.runId} (${store.name} store)`;
+  let folded: Awaited<ReturnType<typeof foldLog>>;
+  try {
+    folded =
+      depth < 32 ? await foldLog(store, parent.runId, where, reveal ? { reveal } : {}) : undefined;
+  } catch {
+    folded = undefined;
+  }
+  if (!folded)
+    return {
+      task: undefined,
+      outputs: [
+        {
+          tool: parent.tool,
+          toolUseId: parent.callId,
+          text: reveal ? reveal(childTask) : childTask,
+          trust: "untrusted",
+        },
+      ],
+      calls: [],
+    };
+  const grand = folded.fold.start.parent;
+  if (grand)
+    folded.fold.state.inherit(
+      await storedLineage(store, grand, folded.fold.start.task, reveal, depth + 1),
+    );
+  return lineageOf(folded.fold.state, parent.callId);
 }

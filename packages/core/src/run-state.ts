@@ -10,6 +10,33 @@ import type { JsonValue } from "./json.js";
 
 export type { AdmittedCall, RefusedCall, SeenOutput, Spend } from "./contracts/run-view.js";
 
+/** What a child run inherits of its ancestors when its parent delegates (see `RunState.inherit`). */
+export interface Lineage {
+  /** The root's task (the user's words). */
+  task: string | undefined;
+  /** The outputs every ancestor had read when the parent made the call, oldest first. */
+  outputs: readonly SeenOutput[];
+  /** The calls every ancestor had made up to and including the delegating call. */
+  calls: readonly AdmittedCall[];
+}
+
+/**
+ * The lineage a parent hands the child of its call `callId`: what the parent's view holds
+ * (its own lineage first) up to that call.
+ */
+export function lineageOf(parent: RunView, callId: string): Lineage {
+  const index = parent.calls.findIndex((call) => call.toolUseId === callId);
+  const call = index >= 0 ? parent.calls[index] : undefined;
+  const outputsBefore = call?.outputsBefore ?? parent.outputs.length;
+  return {
+    task: parent.task,
+    outputs: parent.outputs.slice(0, outputsBefore).map((output) => ({ ...output })),
+    calls: (index >= 0 ? parent.calls.slice(0, index + 1) : parent.calls).map((entry) => ({
+      ...entry,
+    })),
+  };
+}
+
 /** Who is running, for roles and diagnostics. */
 export interface RunContextInput {
   runId?: string;
@@ -31,13 +58,21 @@ export class RunState implements RunView {
   readonly agentId: string;
   readonly roles: readonly string[];
   readonly attributes: Readonly<Record<string, JsonValue>>;
-  /** The task the run was given (its first user message), when known; gates may trust it. */
-  readonly task: string | undefined;
+  /**
+   * The trusted task: the run's first user message; for a child run, its root's (the user's
+   * words), since a child's own task is text its parent's model wrote (see `inherit`).
+   */
+  get task(): string | undefined {
+    return this.#task;
+  }
   readonly calls: AdmittedCall[] = [];
   readonly refusals: RefusedCall[] = [];
   readonly outputs: SeenOutput[] = [];
   readonly spend: Spend = { usd: 0, inputTokens: 0, outputTokens: 0, steps: 0 };
   #memory: Map<GateMemoryKey<unknown>, unknown> | undefined;
+  #task: string | undefined;
+  #inheritedOutputs = 0;
+  #inherited = false;
   #halted = false;
   #haltReason: string | undefined;
   #listeners = new Set<(reason: string, source: string) => void>();
@@ -47,7 +82,31 @@ export class RunState implements RunView {
     this.agentId = input.agentId;
     this.roles = Object.freeze([...(input.roles ?? [])]);
     this.attributes = Object.freeze({ ...(input.attributes ?? {}) });
-    this.task = input.task;
+    this.#task = input.task;
+  }
+
+  /**
+   * Makes a child run's view carry its ancestors' provenance, before any gate reads it: the
+   * trusted task becomes the lineage's (the root's), and the outputs the ancestors had read
+   * and the calls they had made when the parent delegated come first (the run's own calls
+   * keep their place: `outputsBefore` counts the inherited outputs). A value the parent read
+   * in an untrusted output is then untrusted in the child, as it was in the parent. Once.
+   */
+  inherit(lineage: Lineage): void {
+    if (this.#inherited) return;
+    this.#inherited = true;
+    const shift = lineage.outputs.length;
+    for (const call of this.calls)
+      if (call.outputsBefore !== undefined) call.outputsBefore += shift;
+    this.outputs.unshift(...lineage.outputs);
+    this.calls.unshift(...lineage.calls);
+    this.#task = lineage.task;
+    this.#inheritedOutputs = shift;
+  }
+
+  /** How many of `outputs` are the ancestors' (see `inherit`); 0 for a root run. */
+  get inheritedOutputs(): number {
+    return this.#inheritedOutputs;
   }
 
   /** A gate's memory of this run, made by `key.init` on first use (see `gateMemory`). */

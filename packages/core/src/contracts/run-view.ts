@@ -88,7 +88,12 @@ export interface RunView {
   readonly agentId: string;
   readonly roles: readonly string[];
   readonly attributes: Readonly<Record<string, JsonValue>>;
-  /** The task the run was given, when known; gates may trust it. */
+  /**
+   * The user's task, when known; gates may trust it. For a child run (`asTool`) it is its
+   * root's task: the child's own task is text its parent's model wrote, so it is not here, and
+   * `outputs` and `calls` start with what its ancestors had read and called when the parent
+   * delegated (a value the parent read in untrusted text is untrusted in the child too).
+   */
   readonly task: string | undefined;
   /** Whether the halt latch is set (every later call is refused as `run_halted`). */
   readonly halted: boolean;
@@ -97,7 +102,7 @@ export interface RunView {
   readonly calls: ReadonlyArray<Readonly<AdmittedCall>>;
   /** Refused calls, in order. */
   readonly refusals: ReadonlyArray<Readonly<RefusedCall>>;
-  /** Tool outputs the model saw, in order. */
+  /** Tool outputs the model saw, in order (a child run's start with its ancestors'). */
   readonly outputs: ReadonlyArray<Readonly<SeenOutput>>;
   readonly spend: Readonly<Spend>;
   /**

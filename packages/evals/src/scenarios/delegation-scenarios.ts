@@ -736,7 +736,10 @@ export const delegationApprovalParksBoth: Scenario = scenario(
     });
     const rootId = "run_approval_tree";
     const childId = childRunId(rootId, "toolu_ap");
-    const parked = await parent.run("Handle the espresso grinder complaint.", { runId: rootId });
+    // The user names the order: the child's refund carries the user's values, not ones the
+    // triage model made up (those a provenance gate refuses in the child as in the parent).
+    const userTask = "Handle the espresso grinder complaint: order A1002, a $649 refund.";
+    const parked = await parent.run(userTask, { runId: rootId });
     const statusOf = async (runId: string) =>
       (await store.list()).find((row) => row.runId === runId)?.status ?? "no run";
     t.check("parent_parked", parked.status === "awaiting_approval", parked.status);
@@ -752,8 +755,7 @@ export const delegationApprovalParksBoth: Scenario = scenario(
       "parent_log_holds_the_whole_chain",
       request?.tool === "issue_refund" &&
         request.runId === childId &&
-        request.chain.map((link) => link.task).join(" > ") ===
-          `Handle the espresso grinder complaint. > ${bigRefundTask}`,
+        request.chain.map((link) => link.task).join(" > ") === `${userTask} > ${bigRefundTask}`,
       JSON.stringify(request?.chain.map((link) => [link.agentId, link.task, link.tool ?? ""])),
     );
     const done = await parent.approve(rootId, { decision: "approve", approver: "dana" });
