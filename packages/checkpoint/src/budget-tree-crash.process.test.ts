@@ -117,10 +117,9 @@ const treeBilled = (logs: Map<string, StoredEvent[]>) =>
 const treeEvents = (logs: Map<string, StoredEvent[]>) =>
   [...logs.values()].reduce((sum, events) => sum + events.length, 0);
 
-// Fails today: after a kill and a resume the tree bills past the cap (a resumed parent does not
-// count the logged spend of children not yet re-opened, nor a superseded unanswered request).
-// Run with LOOPGUARD_KNOWN_TREE_BUGS=1.
-describe.runIf(process.env.LOOPGUARD_KNOWN_TREE_BUGS === "1")(
+// It failed before core counted a started child at its caps until its log is open again, and
+// every unanswered request that was sent again (seen: $0.3046 and $0.308 of a $0.30 cap).
+describe(
   "one budget for a tree of 50 children through 100 SIGKILLs (JSONL store, real processes)",
   () => {
     let root: string;

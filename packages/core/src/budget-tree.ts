@@ -21,6 +21,8 @@ export interface TreeSpend {
 export class BudgetNode {
   readonly parent: BudgetNode | undefined;
   readonly caps: Pick<Budget, "maxUsd" | "maxTokens">;
+  /** The child run this node is for (absent on a root's node). */
+  readonly runId: string | undefined;
   readonly #own: () => TreeSpend;
   readonly #children = new Set<BudgetNode>();
   #held: TreeSpend = { usd: 0, tokens: 0 };
@@ -30,10 +32,12 @@ export class BudgetNode {
     caps: Pick<Budget, "maxUsd" | "maxTokens">,
     own: () => TreeSpend,
     parent?: BudgetNode,
+    runId?: string,
   ) {
     this.caps = caps;
     this.#own = own;
     this.parent = parent;
+    this.runId = runId;
     if (parent) parent.#children.add(this);
   }
 
@@ -74,6 +78,12 @@ export class BudgetNode {
     this.#held = { usd: 0, tokens: 0 };
   }
 
+  /** Whether a child run of this node's run is live in the tree (has its own node). */
+  hasChild(runId: string): boolean {
+    for (const child of this.#children) if (child.runId === runId) return true;
+    return false;
+  }
+
   /** Takes the node out of its parent's use (its spend is in the parent's log now). */
   detach(): void {
     if (this.parent) this.parent.#children.delete(this);
@@ -87,7 +97,8 @@ const nodes = new WeakMap<RunFold, BudgetNode>();
 export function nodeOf(fold: RunFold): BudgetNode {
   let node = nodes.get(fold);
   if (!node) {
-    node = new BudgetNode(fold.start.budget, () => foldSpend(fold));
+    const root: BudgetNode = new BudgetNode(fold.start.budget, () => foldSpend(fold, root));
+    node = root;
     nodes.set(fold, node);
   }
   return node;
@@ -106,10 +117,28 @@ export function attachNode(fold: RunFold, node: BudgetNode): void {
   nodes.set(fold, node);
 }
 
-/** A run's committed spend as its fold holds it. */
-export function foldSpend(fold: RunFold): TreeSpend {
+/**
+ * A run's committed spend as its fold holds it. With the run's `node`, a child the log started
+ * and has not ended, and that has no live node in this process (a resumed parent that has not
+ * reopened it yet), counts at its caps: it may have spent up to them before the crash, and its
+ * siblings must not step against an ancestor that looks richer than it is.
+ */
+export function foldSpend(fold: RunFold, node?: BudgetNode): TreeSpend {
   const spend = fold.state.spend;
-  return { usd: fold.committedUsd, tokens: spend.inputTokens + spend.outputTokens };
+  let usd = fold.committedUsd;
+  let tokens = spend.inputTokens + spend.outputTokens;
+  if (node)
+    for (const child of fold.pendingTurn?.children?.values() ?? []) {
+      if (child.end || node.hasChild(child.start.childRunId)) continue;
+      usd += child.start.budget.maxUsd ?? 0;
+      tokens += child.start.budget.maxTokens ?? 0;
+    }
+  return { usd, tokens };
+}
+
+/** A child's caps as spend: what a child the log started may have used before a crash. */
+export function capsSpend(caps: Pick<Budget, "maxUsd" | "maxTokens">): TreeSpend {
+  return { usd: caps.maxUsd ?? 0, tokens: caps.maxTokens ?? 0 };
 }
 
 /**

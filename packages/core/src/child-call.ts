@@ -7,7 +7,7 @@
  * or `child-run-wait` when the child parks (the intent stays open and the parent parks).
  */
 import type { AgentStreamSink } from "./agent-stream.js";
-import { attachNode, BudgetNode, childCaps, foldSpend, nodeOf } from "./budget-tree.js";
+import { attachNode, BudgetNode, capsSpend, childCaps, foldSpend, nodeOf } from "./budget-tree.js";
 import { childLoopOf } from "./child-loop.js";
 import { childRunId } from "./child-run-id.js";
 import {
@@ -25,8 +25,8 @@ import type { JsonValue } from "./json.js";
 import { type LoopContext, open, writerOptions } from "./loop-context.js";
 import type { RecordedScan } from "./output.js";
 import { withRunLease } from "./run-lease.js";
-import { type Lineage, lineageOf } from "./run-state.js";
 import { resultOf } from "./run-result.js";
+import { type Lineage, lineageOf } from "./run-state.js";
 import { RunWriter } from "./run-writer.js";
 import { toolSpanIdOf } from "./spans.js";
 
@@ -89,16 +89,39 @@ export async function runChildCall(
         `The agent "${spec.child.config.agentId}" was not started: ${caps.exhausted}. Finish with what you have.`,
       );
     budget = caps.budget;
-    await call.write({
-      type: "child-run-start",
-      step: call.step,
-      callId: call.callId,
-      tool: spec.tool,
-      childRunId: id,
-      agentId: loop.config.agentId,
-      depth,
-      budget,
-    });
+  }
+  // The child's node counts its spend in every ancestor's from its first step on. It is made
+  // before child-run-start is written, so the parent's fold never holds a started child with
+  // no node; a recorded child counts at its caps until its log is open again (a crash may have
+  // left it with spend this process has not read yet).
+  const holder: { fold?: RunFold } = {};
+  const node = new BudgetNode(
+    budget,
+    () =>
+      holder.fold
+        ? foldSpend(holder.fold, node)
+        : recorded
+          ? capsSpend(budget)
+          : { usd: 0, tokens: 0 },
+    nodeOf(fold),
+    id,
+  );
+  if (!recorded) {
+    try {
+      await call.write({
+        type: "child-run-start",
+        step: call.step,
+        callId: call.callId,
+        tool: spec.tool,
+        childRunId: id,
+        agentId: loop.config.agentId,
+        depth,
+        budget,
+      });
+    } catch (error) {
+      node.detach();
+      throw error;
+    }
   }
   const parent: RunParent = {
     runId: parentRunId,
@@ -117,13 +140,6 @@ export async function runChildCall(
     depth,
     budget,
   };
-  // The child's node counts its spend in every ancestor's from its first step on.
-  const holder: { fold?: RunFold } = {};
-  const node = new BudgetNode(
-    budget,
-    () => (holder.fold ? foldSpend(holder.fold) : { usd: 0, tokens: 0 }),
-    nodeOf(fold),
-  );
   const task = spec.task(call.args);
   const control = childControl(loop, request, parent, task, call, node, holder, !!recorded);
   let outcome: ChildRunOutcome;
