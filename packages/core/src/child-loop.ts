@@ -1,5 +1,6 @@
 import { treeBudgetHooks } from "./budget-tree.js";
 import { type LoopContext, loopContext } from "./loop-context.js";
+import { treeScanner } from "./tree-scanner.js";
 
 /** Child loops already made, per parent loop and child agent. */
 const made = new WeakMap<LoopContext, WeakMap<LoopContext, LoopContext>>();
@@ -27,6 +28,10 @@ export function childLoopOf(parent: LoopContext, child: LoopContext): LoopContex
     store: parent.store,
     vault: tree.vault ?? base.vault,
     gates: [...child.gates, ...parent.gates],
+    // What the child reads is scanned as what the parent reads (and by the child's own scanner
+    // too); the child's envelope wraps it when it has one, else the tree's.
+    scanner: treeScanner(base.scanner, tree.scanner),
+    envelope: base.envelope ?? tree.envelope,
     haltOn: [...new Set([...base.haltOn, ...tree.haltOn])],
     approver: tree.approver,
     approval: tree.approval,
