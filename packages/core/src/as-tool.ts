@@ -172,11 +172,55 @@ export function checkDelegations(
       );
     }
   }
+  sameNameTools(agentId, new Map(), tools);
   const depth = treeDepth(agentId, tools, []);
   if (depth > maxDepth)
     throw new InvalidArgumentError(
       `[core] createAgent (agent "${agentId}"): its agents-as-tools nest ${depth} deep, past maxDepth ${maxDepth}; flatten the tree or raise maxDepth`,
     );
+}
+
+/** A tool's input schema as canonical JSON (what its arguments are named and typed). */
+function inputOf(item: object): string | undefined {
+  const schema = (item as Partial<Tool>).spec?.input_schema;
+  return schema === undefined ? undefined : canonicalJson(schema as unknown as JsonValue);
+}
+
+/**
+ * Refuses a tree in which a descendant has a tool with an ancestor's tool's name but other
+ * arguments: an ancestor's gates judge the descendant's calls by tool name, so a sink spec or
+ * policy rule on an argument the other tool names differently would check nothing.
+ */
+function sameNameTools(
+  agentId: string,
+  above: ReadonlyMap<string, { input: string | undefined; owner: string }>,
+  tools: readonly object[],
+  owner = agentId,
+  seen: ReadonlySet<object> = new Set(),
+): void {
+  const here = new Map(above);
+  for (const item of tools) {
+    const name = (item as Partial<Tool>).spec?.name;
+    if (typeof name !== "string") continue;
+    const input = inputOf(item);
+    const ancestor = above.get(name);
+    if (ancestor && ancestor.input !== input)
+      throw new InvalidArgumentError(
+        `[core] createAgent (agent "${agentId}"): agent "${owner}" has a tool "${name}" whose arguments differ from the tool "${name}" of its ancestor agent "${ancestor.owner}"; the ancestor's gates judge the child's calls by tool name, so rename one of them (or give both the same input schema)`,
+      );
+    if (!here.has(name)) here.set(name, { input, owner });
+  }
+  for (const item of tools) {
+    const delegation = delegationOf(item);
+    if (!delegation || seen.has(delegation.agent)) continue;
+    sameNameTools(
+      agentId,
+      here,
+      delegation.tools,
+      delegation.agentId,
+      new Set([...seen, delegation.agent]),
+    );
+  }
 }
 
 /** How deep the delegations under `tools` go; throws on an agent reachable from itself. */
