@@ -1,5 +1,6 @@
 import { treeBudgetHooks } from "./budget-tree.js";
 import { type LoopContext, loopContext } from "./loop-context.js";
+import { type ModelPrice, priceOf } from "./pricing.js";
 import { treeScanner } from "./tree-scanner.js";
 
 /** Child loops already made, per parent loop and child agent. */
@@ -47,9 +48,44 @@ export function childLoopOf(parent: LoopContext, child: LoopContext): LoopContex
   });
   const built: LoopContext = {
     ...loop,
+    // The tree bills a child at the dearer of its own price and the tree's for its model, so a
+    // child given cheaper `prices` cannot stretch an ancestor's budget.
+    price: dearerPrice(loop.price, treePriceOf(base.model.model, tree.prices)),
     telemetry: parent.telemetry,
     runBudgets: treeBudgetHooks(loop.runBudgets),
   };
   byChild.set(child, built);
   return built;
+}
+
+/** The tree's price of a model, when the tree knows it (construction refuses one it does not). */
+function treePriceOf(
+  model: string,
+  prices: Readonly<Record<string, ModelPrice>> | undefined,
+): ModelPrice | undefined {
+  try {
+    return priceOf(model, prices);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Per rate, the larger of two prices; a long-prompt band applies from the lower threshold. */
+export function dearerPrice(own: ModelPrice, tree: ModelPrice | undefined): ModelPrice {
+  if (!tree || tree === own) return own;
+  const rates = (a: Omit<ModelPrice, "longPrompt">, b: Omit<ModelPrice, "longPrompt">) => ({
+    inputPerMTok: Math.max(a.inputPerMTok, b.inputPerMTok),
+    outputPerMTok: Math.max(a.outputPerMTok, b.outputPerMTok),
+    cacheWrite5mPerMTok: Math.max(a.cacheWrite5mPerMTok, b.cacheWrite5mPerMTok),
+    cacheWrite1hPerMTok: Math.max(a.cacheWrite1hPerMTok, b.cacheWrite1hPerMTok),
+    cacheReadPerMTok: Math.max(a.cacheReadPerMTok, b.cacheReadPerMTok),
+  });
+  const base = rates(own, tree);
+  const bands = [own.longPrompt, tree.longPrompt].filter((band) => band !== undefined);
+  if (bands.length === 0) return base;
+  const band = bands.reduce((a, b) => ({
+    ...rates(a, b),
+    thresholdTokens: Math.min(a.thresholdTokens, b.thresholdTokens),
+  }));
+  return { ...base, longPrompt: { ...rates(band, base), thresholdTokens: band.thresholdTokens } };
 }
