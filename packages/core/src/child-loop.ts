@@ -1,4 +1,5 @@
 import { treeBudgetHooks } from "./budget-tree.js";
+import type { RunBudget } from "./contracts/run-budget.js";
 import { type LoopContext, loopContext } from "./loop-context.js";
 import { type ModelPrice, priceOf } from "./pricing.js";
 import { treeScanner } from "./tree-scanner.js";
@@ -42,6 +43,9 @@ export function childLoopOf(parent: LoopContext, child: LoopContext): LoopContex
     onEvent: tree.onEvent,
     onError: tree.onError,
     now: tree.now ?? base.now,
+    // The tree's run budgets (a tenant's daily spend) bill the child's steps too; the child is
+    // not a new run of the tree, so their `start` is not asked for it.
+    budgets: treeRunBudgets(base.budgets, tree.budgets),
     // The tree's depth limit and runner are the root's.
     maxDepth: tree.maxDepth,
     childRunner: tree.childRunner,
@@ -88,4 +92,41 @@ export function dearerPrice(own: ModelPrice, tree: ModelPrice | undefined): Mode
     thresholdTokens: Math.min(a.thresholdTokens, b.thresholdTokens),
   }));
   return { ...base, longPrompt: { ...rates(band, base), thresholdTokens: band.thresholdTokens } };
+}
+
+/** Steps only: a run budget of the tree as a child run sees it (its `start` counts top runs). */
+const stepsOnly = new WeakMap<RunBudget, RunBudget>();
+/** The budget a steps-only wrapper stands for. */
+const wrappedBy = new WeakMap<RunBudget, RunBudget>();
+
+const originalOf = (budget: RunBudget): RunBudget => wrappedBy.get(budget) ?? budget;
+
+/**
+ * The run budgets a child's steps are reserved and settled against: its own and the tree's
+ * (each once, a budget shared by parent and child too), the tree's without `start` (a child is
+ * not a new run of the tree's tenant).
+ */
+function treeRunBudgets(
+  own: readonly RunBudget[],
+  tree: readonly RunBudget[],
+): readonly RunBudget[] {
+  const result = [...own];
+  const seen = new Set(own.map(originalOf));
+  for (const budget of tree) {
+    const original = originalOf(budget);
+    if (seen.has(original)) continue;
+    seen.add(original);
+    let wrapped = stepsOnly.get(original);
+    if (!wrapped) {
+      wrapped = {
+        name: original.name,
+        reserve: (run, step) => original.reserve(run, step),
+        settle: (run, step) => original.settle(run, step),
+      };
+      stepsOnly.set(original, wrapped);
+      wrappedBy.set(wrapped, original);
+    }
+    result.push(wrapped);
+  }
+  return result;
 }
