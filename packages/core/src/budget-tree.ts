@@ -93,11 +93,17 @@ export class BudgetNode {
 /** Each run's node, by its fold (the run as this process holds it). */
 const nodes = new WeakMap<RunFold, BudgetNode>();
 
-/** The node of a run, made (as a root) the first time a child asks for it. */
-export function nodeOf(fold: RunFold): BudgetNode {
+/**
+ * The node of a run, made (as a root) the first time a child asks for it. `inline`: its children
+ * run in this process (the default runner), so a child its log started and no live node holds
+ * counts at its caps (see `foldSpend`); children run elsewhere keep the caps fixed at their start.
+ */
+export function nodeOf(fold: RunFold, inline = true): BudgetNode {
   let node = nodes.get(fold);
   if (!node) {
-    const root: BudgetNode = new BudgetNode(fold.start.budget, () => foldSpend(fold, root));
+    const root: BudgetNode = new BudgetNode(fold.start.budget, () =>
+      foldSpend(fold, inline ? root : undefined),
+    );
     node = root;
     nodes.set(fold, node);
   }

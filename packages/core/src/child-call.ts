@@ -79,10 +79,13 @@ export async function runChildCall(
     );
   const loop = childLoopOf(host, spec.child);
   const recorded = fold.pendingTurn?.children?.get(call.callId);
+  // Children run in this process (the default runner) are held live in the budget tree; one
+  // its log started and no live node holds yet counts at its caps until reopened.
+  const inline = (host.config.childRunner ?? inlineChildRunner) === inlineChildRunner;
   let budget: Budget;
   if (recorded) budget = recorded.start.budget;
   else {
-    const caps = childCaps(spec.budget, spec.share, nodeOf(fold), fold, host.now());
+    const caps = childCaps(spec.budget, spec.share, nodeOf(fold, inline), fold, host.now());
     if ("exhausted" in caps)
       return failure(
         "child_budget",
@@ -99,11 +102,11 @@ export async function runChildCall(
     budget,
     () =>
       holder.fold
-        ? foldSpend(holder.fold, node)
-        : recorded
+        ? foldSpend(holder.fold, inline ? node : undefined)
+        : recorded && inline
           ? capsSpend(budget)
           : { usd: 0, tokens: 0 },
-    nodeOf(fold),
+    nodeOf(fold, inline),
     id,
   );
   if (!recorded) {
