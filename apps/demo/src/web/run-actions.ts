@@ -3,6 +3,7 @@ import { HttpError } from "./http-error.js";
 import type { LiveFeed } from "./live-feed.js";
 import type { RunIndex } from "./run-index.js";
 import { runView } from "./run-view.js";
+import { answersTree } from "./tree-answer.js";
 
 /** What the inbox's approval form sends. */
 export interface AnswerForm {
@@ -145,6 +146,13 @@ export class RunActions {
         );
       throw new HttpError(404, `run ${runId} has no approval request ${requestId}`);
     }
+    // Asked inside a delegated run: answerable here only when this server runs the tree's root.
+    if (
+      pending.state === "elsewhere" &&
+      view.parent &&
+      (await answersTree(this.#backend, view.parent.rootRunId))
+    )
+      return;
     if (pending.state !== "pending")
       throw new HttpError(409, `cannot be answered: ${pending.why ?? pending.state}`);
   }

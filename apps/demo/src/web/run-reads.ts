@@ -3,6 +3,7 @@ import { freezeState, pageOf, readRun, type WebBackend } from "./backend.js";
 import { HttpError } from "./http-error.js";
 import type { RunIndex } from "./run-index.js";
 import { type ChainLink, type PendingApproval, type RunView, runView } from "./run-view.js";
+import { answersTree } from "./tree-answer.js";
 
 /** The inbox: every pending approval, oldest first, and the fleet's state. */
 export interface InboxData {
@@ -47,7 +48,11 @@ export class RunReads {
     for (const runId of this.#parkedLogs.keys())
       if (!parked.has(runId)) this.#parkedLogs.delete(runId);
     const pending: PendingApproval[] = [];
-    for (const view of views) pending.push(...view.pending);
+    const roots = new Map<string, Promise<boolean>>();
+    for (const view of views) {
+      await this.#answerHere(view, roots);
+      pending.push(...view.pending);
+    }
     await this.#addChains(views, pending);
     pending.sort((a, b) => a.askedAt - b.askedAt);
     return {
@@ -65,6 +70,7 @@ export class RunReads {
     const { events, error } = await readRun(this.#backend.store, runId);
     if (events.length === 0 && !error) return undefined;
     const view = this.#view(runId, events);
+    await this.#answerHere(view);
     // A child still running shows its live state (parked on an approval, say), not just
     // "running" from its parent's log.
     if (view.children.length > 0) await this.#index.refresh();
@@ -148,6 +154,27 @@ export class RunReads {
     for (const item of pending) {
       const chain = chains.get(`${item.runId}\n${item.requestId}`);
       if (chain && chain.length > 1) item.chain = chain;
+    }
+  }
+
+  /**
+   * Makes the approvals asked inside a delegated run answerable here when this server runs the
+   * tree's root agent (see `answersTree`); otherwise they stay `elsewhere`, saying where to
+   * answer. `roots` remembers the roots checked during one read.
+   */
+  async #answerHere(view: RunView, roots = new Map<string, Promise<boolean>>()): Promise<void> {
+    if (!view.parent || !view.pending.some((item) => item.state === "elsewhere")) return;
+    const rootRunId = view.parent.rootRunId;
+    let here = roots.get(rootRunId);
+    if (!here) {
+      here = answersTree(this.#backend, rootRunId);
+      roots.set(rootRunId, here);
+    }
+    if (!(await here)) return;
+    for (const item of view.pending) {
+      if (item.state !== "elsewhere") continue;
+      item.state = "pending";
+      delete item.why;
     }
   }
 

@@ -25,7 +25,8 @@ export interface PendingApproval {
   expiresAt: number;
   /**
    * `pending` can be answered; `expired`, `stale` and `elsewhere` (asked inside a run another
-   * run delegated to, whose tree this server does not run) can not, and `why` says why.
+   * run delegated to, whose tree this server does not run: the reads make it `pending` when the
+   * tree's root was started by the served agent) can not, and `why` says why.
    */
   state: "pending" | "expired" | "stale" | "elsewhere";
   why?: string;
@@ -207,7 +208,7 @@ export function runView(
       pending.why = `expired ${new Date(pending.expiresAt).toISOString()}: the run will treat it as a denial when it resumes`;
     } else if (view.parent) {
       pending.state = "elsewhere";
-      pending.why = `asked inside run ${runId}, which run ${view.parent.runId} started through its tool ${view.parent.tool}: answer it where the tree's root agent runs, with agent.approve("${view.parent.rootRunId}", answer) (one approval resumes the whole tree); this server runs only its own agent`;
+      pending.why = `asked inside run ${runId}, which run ${view.parent.runId} started through its tool ${view.parent.tool}: answer it where the tree's root agent runs, with agent.approve("${view.parent.rootRunId}", answer) (one approval resumes the whole tree); this server does not run that tree's root agent (its policy digest is not the served agent's)`;
     } else if (
       options.policyDigest !== undefined &&
       options.policyDigest !== pending.policyDigest

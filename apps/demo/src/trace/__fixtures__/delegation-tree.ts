@@ -95,13 +95,26 @@ export const parkedChildRunId = childRunIdOf(parkedRootRunId, "toolu_p1");
  * to the refunds agent, whose policy asks a person first (durable approvals: both runs park).
  */
 export async function parkedTree(store: EventStore): Promise<void> {
+  await parkedTreeAgents(store).park();
+}
+
+/**
+ * The agents of the parked tree, sharing `store`: `triage` (the root agent), the refunds it
+ * made (`refunds`, one entry per refund tool run), and `park()`, which runs the tree until it
+ * parks on the approval.
+ */
+export function parkedTreeAgents(store: EventStore) {
+  const refunds: Array<{ order_id: string; amount: number }> = [];
   const refund = tool({
     name: "issue_refund",
     description: "Refunds an order.",
     input: v.object({ order_id: v.string(), amount: v.number() }),
-    run: ({ order_id, amount }) => ({ order_id, amount, status: "refunded" }),
+    run: ({ order_id, amount }) => {
+      refunds.push({ order_id, amount });
+      return { order_id, amount, status: "refunded" };
+    },
   });
-  const refunds = createAgent({
+  const refundsAgent = createAgent({
     agentId: "refunds",
     store,
     model: scriptedModel([
@@ -119,11 +132,14 @@ export async function parkedTree(store: EventStore): Promise<void> {
       call("toolu_p1", "ask_refunds", { task: "Refund order A1002 in full ($649)." }),
       say("Done."),
     ]),
-    tools: [refunds.asTool({ name: "ask_refunds", description: "Issues refunds." })],
+    tools: [refundsAgent.asTool({ name: "ask_refunds", description: "Issues refunds." })],
   });
-  const result = await triage.run("The espresso grinder A1002 arrived smashed.", {
-    runId: parkedRootRunId,
-  });
-  if (result.status !== "awaiting_approval")
-    throw new Error(`the parked tree fixture ended ${result.status}: ${result.why}`);
+  const park = async () => {
+    const result = await triage.run("The espresso grinder A1002 arrived smashed.", {
+      runId: parkedRootRunId,
+    });
+    if (result.status !== "awaiting_approval")
+      throw new Error(`the parked tree fixture ended ${result.status}: ${result.why}`);
+  };
+  return { triage, refunds, park };
 }
