@@ -16,6 +16,7 @@ import {
 } from "./errors.js";
 import { cloneJson } from "./json.js";
 import { summarize, summarizeInto } from "./summary.js";
+import { validateListFilter } from "./validate-list-filter.js";
 
 /** Options of `memoryEventStore`. */
 export interface MemoryEventStoreOptions {
@@ -125,6 +126,7 @@ export function memoryEventStore(
       return cloneJson(logs.get(runId) ?? []);
     },
     async list(filter: ListFilter = {}): Promise<RunSummary[]> {
+      validateListFilter(filter, "core");
       // The store updates its summaries in place: callers get copies.
       return filterSummaries([...summaries.values()], filter).map((summary) => ({ ...summary }));
     },
@@ -193,6 +195,12 @@ export function filterSummaries(
   const out = summaries
     .filter((summary) => (statuses ? statuses.has(summary.status) : true))
     .filter((summary) => (filter.agentId === undefined ? true : summary.agentId === filter.agentId))
+    .filter((summary) =>
+      filter.parentRunId === undefined ? true : summary.parentRunId === filter.parentRunId,
+    )
+    .filter((summary) =>
+      filter.rootRunId === undefined ? true : summary.rootRunId === filter.rootRunId,
+    )
     .filter((summary) =>
       filter.updatedAfter === undefined ? true : summary.updatedAt > filter.updatedAfter,
     )

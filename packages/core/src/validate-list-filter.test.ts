@@ -24,6 +24,8 @@ describe("validateListFilter", () => {
       {
         status: fc.oneof(fc.string(), fc.array(fc.string())),
         agentId: fc.string(),
+        parentRunId: fc.string(),
+        rootRunId: fc.string(),
         updatedAfter: fc.double({ noNaN: true }),
         limit: fc.nat(),
         order: fc.constantFrom("newest" as const, "oldest" as const),
@@ -40,6 +42,8 @@ describe("validateListFilter", () => {
     [{ status: 3 }, "status must be a status or an array of statuses"],
     [{ status: ["running", 3] }, "status must be a status or an array of statuses"],
     [{ agentId: 7 }, "agentId must be a string"],
+    [{ parentRunId: 7 }, "parentRunId must be a run id (a string)"],
+    [{ rootRunId: null }, "rootRunId must be a run id (a string)"],
     [{ updatedAfter: "2026-12-01" }, "updatedAfter must be a time in milliseconds since the epoch"],
     [{ updatedAfter: Number.NaN }, "updatedAfter must be a time in milliseconds since the epoch"],
     [{ order: "asc" }, 'order must be "newest" or "oldest", got "asc"'],

@@ -4,7 +4,7 @@ import { InvalidArgumentError } from "./errors.js";
 /**
  * Checks a `list` filter against `ListFilter`, so a typo is an error rather than an unfiltered
  * list: each field must be of its type (`status` a string or an array of strings, `agentId` a
- * string, `updatedAfter` a number, `order` `"newest"` or `"oldest"`, `after` a `{ updatedAt,
+ * string, `parentRunId` and `rootRunId` strings, `updatedAfter` a number, `order` `"newest"` or `"oldest"`, `after` a `{ updatedAt,
  * runId }` row, `limit` a non-negative integer). Event stores call it first in `list`; the
  * error (`InvalidArgumentError`) is prefixed with the store's package, e.g. `[checkpoint]`.
  *
@@ -18,7 +18,7 @@ export function validateListFilter(filter: ListFilter, packageName: string): voi
   const where = `[${packageName}] list(filter)`;
   if (typeof filter !== "object" || filter === null)
     throw new InvalidArgumentError(`${where}: filter must be an object`);
-  const { status, agentId, updatedAfter, limit, order, after } = filter;
+  const { status, agentId, parentRunId, rootRunId, updatedAfter, limit, order, after } = filter;
   if (
     status !== undefined &&
     typeof status !== "string" &&
@@ -27,6 +27,10 @@ export function validateListFilter(filter: ListFilter, packageName: string): voi
     throw new InvalidArgumentError(`${where}: status must be a status or an array of statuses`);
   if (agentId !== undefined && typeof agentId !== "string")
     throw new InvalidArgumentError(`${where}: agentId must be a string`);
+  if (parentRunId !== undefined && typeof parentRunId !== "string")
+    throw new InvalidArgumentError(`${where}: parentRunId must be a run id (a string)`);
+  if (rootRunId !== undefined && typeof rootRunId !== "string")
+    throw new InvalidArgumentError(`${where}: rootRunId must be a run id (a string)`);
   if (
     updatedAfter !== undefined &&
     (typeof updatedAfter !== "number" || Number.isNaN(updatedAfter))

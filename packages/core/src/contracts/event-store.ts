@@ -71,6 +71,17 @@ export interface ListCursor {
 export interface ListFilter {
   status?: string | readonly string[];
   agentId?: string;
+  /**
+   * Only the direct children of this run: the runs whose summary's `parentRunId` is it (from
+   * their `run-start.parent`). A store that keeps summaries in columns indexes this one.
+   */
+  parentRunId?: string;
+  /**
+   * Only the runs below this root, at every depth: the runs whose summary's `rootRunId` is it.
+   * The root itself is not one of them (a root run's summary has no `rootRunId`); read it by
+   * its id to show a whole tree.
+   */
+  rootRunId?: string;
   updatedAfter?: number;
   limit?: number;
   /**

@@ -51,6 +51,13 @@ export interface EventStoreSuiteOptions {
    * Every store that names files, rows or keys after the run id must reject them.
    */
   acceptsPathLikeRunIds?: boolean;
+  /**
+   * Whether `list` implements the tree filters `parentRunId` and `rootRunId` (default `true`).
+   * A store that does not yet may pass `false`: the tree-filter case is then registered as
+   * skipped (it shows as skipped in the report, never as passed). The summary fields
+   * (`parentRunId`, `rootRunId`, `depth`) are checked either way.
+   */
+  supportsTreeFilter?: boolean;
 }
 
 let runCounter = 0;
@@ -538,6 +545,8 @@ function listCases(suite: Suite): void {
       expect(summary?.status).toBe("completed");
     });
 
+    treeListCases(suite);
+
     if (reopen) {
       it("lists the same summaries after reopening", async () => {
         let store = await create();
@@ -551,6 +560,91 @@ function listCases(suite: Suite): void {
       });
     }
   });
+}
+
+/** Two small trees (root, children, a grandchild) and a lone run, appended to a store. */
+async function appendTrees(store: EventStore) {
+  const at = 900_000 + Math.floor(Math.random() * 1_000);
+  const runs: Array<{ runId: string; events: StoredEventInput[] }> = [];
+  const add = (label: string, parent?: { runId: string; rootRunId: string; depth: number }) => {
+    const runId = newRunId(`tree_${label}`);
+    const events = smallRun(runId, at + runs.length * 10, { agentId: `tree_${label}` });
+    if (parent) {
+      const start = events[0] as Extract<StoredEventInput, { type: "run-start" }>;
+      events[0] = {
+        ...start,
+        parent: { ...parent, callId: `toolu_${label}`, tool: `delegate_${label}` },
+      };
+    }
+    runs.push({ runId, events });
+    return runId;
+  };
+  const rootA = add("rootA");
+  const childA1 = add("childA1", { runId: rootA, rootRunId: rootA, depth: 1 });
+  const childA2 = add("childA2", { runId: rootA, rootRunId: rootA, depth: 1 });
+  const grandA = add("grandA", { runId: childA1, rootRunId: rootA, depth: 2 });
+  const rootB = add("rootB");
+  const childB1 = add("childB1", { runId: rootB, rootRunId: rootB, depth: 1 });
+  const lone = add("lone");
+  for (const run of runs) await store.append(run.runId, run.events, { expectedSeq: 0 });
+  const ids = new Set(runs.map((run) => run.runId));
+  return { runs, ids, rootA, childA1, childA2, grandA, rootB, childB1, lone };
+}
+
+/** The tree fields of summaries and the `parentRunId` / `rootRunId` filters of `list`. */
+function treeListCases(suite: Suite): void {
+  const { expect, it } = suite.vitest;
+  const { create } = suite;
+  it("lists a child run with its parentRunId, rootRunId and depth (none on a root)", async () => {
+    const store = await create();
+    const tree = await appendTrees(store);
+    const listed = new Map(
+      (await store.list())
+        .filter((summary) => tree.ids.has(summary.runId))
+        .map((summary) => [summary.runId, summary]),
+    );
+    expect(listed.size).toBe(tree.runs.length);
+    const fields = (runId: string) => {
+      const summary = listed.get(runId)!;
+      return [summary.parentRunId, summary.rootRunId, summary.depth];
+    };
+    for (const root of [tree.rootA, tree.rootB, tree.lone])
+      expect(fields(root), root).toEqual([undefined, undefined, undefined]);
+    expect(fields(tree.childA1)).toEqual([tree.rootA, tree.rootA, 1]);
+    expect(fields(tree.childA2)).toEqual([tree.rootA, tree.rootA, 1]);
+    expect(fields(tree.grandA)).toEqual([tree.childA1, tree.rootA, 2]);
+    expect(fields(tree.childB1)).toEqual([tree.rootB, tree.rootB, 1]);
+    for (const run of tree.runs)
+      expect(listed.get(run.runId), run.runId).toEqual(expectedSummary(run.runId, run.events));
+  });
+
+  const treeFilter = suite.options.supportsTreeFilter === false ? it.skip : it;
+  treeFilter(
+    "filters by parentRunId (direct children) and rootRunId (every run below the root)",
+    async () => {
+      const store = await create();
+      const tree = await appendTrees(store);
+      const ids = async (filter: Parameters<EventStore["list"]>[0]) =>
+        (await store.list(filter)).map((summary) => summary.runId).sort();
+      const sorted = (...runIds: string[]) => [...runIds].sort();
+      expect(await ids({ parentRunId: tree.rootA })).toEqual(sorted(tree.childA1, tree.childA2));
+      expect(await ids({ parentRunId: tree.childA1 })).toEqual([tree.grandA]);
+      expect(await ids({ parentRunId: tree.rootB })).toEqual([tree.childB1]);
+      expect(await ids({ parentRunId: tree.grandA })).toEqual([]);
+      expect(await ids({ parentRunId: tree.lone })).toEqual([]);
+      expect(await ids({ rootRunId: tree.rootA })).toEqual(
+        sorted(tree.childA1, tree.childA2, tree.grandA),
+      );
+      expect(await ids({ rootRunId: tree.rootB })).toEqual([tree.childB1]);
+      expect(await ids({ rootRunId: tree.childA1 })).toEqual([]);
+      expect(await ids({ rootRunId: `${tree.rootA}_unknown` })).toEqual([]);
+      // The tree filters combine with the others (and with order and limit).
+      expect(await ids({ rootRunId: tree.rootA, agentId: "tree_grandA" })).toEqual([tree.grandA]);
+      expect(await ids({ parentRunId: tree.rootA, status: "failed" })).toEqual([]);
+      const oldest = await store.list({ rootRunId: tree.rootA, order: "oldest", limit: 2 });
+      expect(oldest.map((summary) => summary.runId)).toEqual([tree.childA1, tree.childA2]);
+    },
+  );
 }
 
 /** Durability across reopen, torn tails and corrupt records (when the store can simulate them). */
