@@ -1,5 +1,4 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jsonlEventStore } from "@loopguard/checkpoint";
@@ -7,9 +6,9 @@ import type { EventStore, StoredEvent, StoredEventInput } from "@loopguard/core"
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WebBackend } from "../src/web/backend.js";
-import type { WebHandler, WebOptions } from "../src/web/web-server.js";
 import { chromiumPath, hasChromium, launchChromium } from "./browser.js";
 import { built } from "./cli-helpers.js";
+import { neverFrozen, type ServedWeb, serveWeb, signedInContext } from "./web-harness.js";
 
 // The web run page of a delegation tree in Chromium: a parent lists the runs it delegated to
 // with links, a child links back to its parent, and the framed trace nests the child runs.
@@ -18,8 +17,7 @@ if (!hasChromium && process.env.CI)
 
 const secret = "run-tree-web-secret-for-tests";
 const dir = mkdtempSync(join(tmpdir(), "loopguard-run-tree-web-"));
-let server: Server;
-let handler: WebHandler;
+let web: ServedWeb;
 let base = "";
 let browser: Browser;
 
@@ -58,35 +56,21 @@ beforeAll(async () => {
     kind: "jsonl",
     where: dir,
     store,
-    freezeStore: {
-      name: "memory",
-      status: async () => ({ frozen: false }),
-      freeze: async () => undefined,
-      unfreeze: async () => undefined,
-    },
+    freezeStore: neverFrozen,
     redact: (value) => value,
     answer: async () => ({ status: "running" }),
     resume: async () => ({ status: "running" }),
     halt: async () => ({ status: "halted" }),
     close: async () => undefined,
   };
-  server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  base = `http://127.0.0.1:${port}`;
-  const { createWebHandler } = (await import("../dist/web/web-server.js")) as {
-    createWebHandler: (options: WebOptions) => WebHandler;
-  };
-  handler = createWebHandler({ backend, secret, user: "ops", host: "127.0.0.1", port });
-  server.on("request", (request, response) => void handler.handle(request, response));
-  await handler.ready;
+  web = await serveWeb(backend, secret);
+  base = web.base;
   browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  handler?.close();
-  if (server) await new Promise((resolve) => server.close(resolve));
+  await web?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -94,16 +78,7 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
   it("lists the children with links, links a child to its parent, and nests runs in the trace", {
     timeout: 120_000,
   }, async () => {
-    const login = await fetch(`${base}/login`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
-      body: `secret=${encodeURIComponent(secret)}`,
-      redirect: "manual",
-    });
-    expect(login.status).toBe(303);
-    const [name, value] = login.headers.get("set-cookie")!.split(";")[0]!.split("=");
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([{ name: name!, value: value!, url: base }]);
+    const context = await signedInContext(browser, base, secret);
     const page = await context.newPage();
     const problems: string[] = [];
     page.on("pageerror", (error) => problems.push(error.message));
@@ -221,16 +196,6 @@ describe.skipIf(!built || !hasChromium)("a delegation tree on the web run page",
 });
 
 /** A browser context signed in with the shared secret. */
-async function signedIn() {
-  const login = await fetch(`${base}/login`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
-    body: `secret=${encodeURIComponent(secret)}`,
-    redirect: "manual",
-  });
-  expect(login.status).toBe(303);
-  const [name, value] = login.headers.get("set-cookie")!.split(";")[0]!.split("=");
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.addCookies([{ name: name!, value: value!, url: base }]);
-  return context;
+function signedIn() {
+  return signedInContext(browser, base, secret);
 }

@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jsonlEventStore } from "@loopguard/checkpoint";
@@ -7,9 +6,9 @@ import { type EventStore, memoryEventStore } from "@loopguard/core";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WebBackend } from "../src/web/backend.js";
-import type { WebHandler, WebOptions } from "../src/web/web-server.js";
 import { chromiumPath, eventually, hasChromium, launchChromium } from "./browser.js";
 import { built } from "./cli-helpers.js";
+import { neverFrozen, type ServedWeb, serveWeb, signedInContext } from "./web-harness.js";
 
 // An approval asked inside a delegated run, answered from the web inbox of the server that
 // runs the tree's root agent: the card offers the buttons, one click records the answer in the
@@ -20,9 +19,7 @@ if (!hasChromium && process.env.CI)
 
 const secret = "tree-answer-web-secret-for-tests";
 const dir = mkdtempSync(join(tmpdir(), "loopguard-tree-answer-web-"));
-let server: Server;
-let handler: WebHandler;
-let base = "";
+let web: ServedWeb;
 let browser: Browser;
 let store: EventStore;
 let fixture: typeof import("../src/trace/__fixtures__/delegation-tree.js");
@@ -41,34 +38,19 @@ beforeAll(async () => {
   const backend = localBackend({
     where: dir,
     store,
-    freezeStore: {
-      name: "memory",
-      status: async () => ({ frozen: false }),
-      freeze: async () => undefined,
-      unfreeze: async () => undefined,
-    },
+    freezeStore: neverFrozen,
     redact: (value: unknown) => value,
     policyDigest: tree.triage.policyDigest,
     agentFor: async () => tree.triage,
     out: (line: string) => lines.push(line),
   });
-  server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  base = `http://127.0.0.1:${port}`;
-  const { createWebHandler } = (await import("../dist/web/web-server.js")) as {
-    createWebHandler: (options: WebOptions) => WebHandler;
-  };
-  handler = createWebHandler({ backend, secret, user: "ops", host: "127.0.0.1", port });
-  server.on("request", (request, response) => void handler.handle(request, response));
-  await handler.ready;
+  web = await serveWeb(backend, secret);
   browser = await launchChromium();
 }, 120_000);
 
 afterAll(async () => {
   await browser?.close();
-  handler?.close();
-  if (server) await new Promise((resolve) => server.close(resolve));
+  await web?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -76,16 +58,8 @@ describe.skipIf(!built || !hasChromium)("answering a delegated approval from the
   it("offers the buttons when this server runs the root agent, and one approval completes the tree", {
     timeout: 120_000,
   }, async () => {
-    const login = await fetch(`${base}/login`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
-      body: `secret=${encodeURIComponent(secret)}`,
-      redirect: "manual",
-    });
-    expect(login.status).toBe(303);
-    const [name, value] = login.headers.get("set-cookie")!.split(";")[0]!.split("=");
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([{ name: name!, value: value!, url: base }]);
+    const base = web.base;
+    const context = await signedInContext(browser, base, secret);
     const page = await context.newPage();
     const problems: string[] = [];
     page.on("pageerror", (error) => problems.push(error.message));

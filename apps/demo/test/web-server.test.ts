@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { WebBackend } from "../src/web/backend.js";
 import type { WebHandler, WebOptions } from "../src/web/web-server.js";
 import { built } from "./cli-helpers.js";
+import { loginCookie } from "./web-harness.js";
 
 // The request guards of `loopguard serve`'s web inbox, without a browser: Host, Origin, the
 // one-time link, sessions (expiry, sign-out), CSRF, bodies, methods and errors. The built
@@ -83,14 +84,7 @@ function raw(
 }
 
 async function signIn(): Promise<{ cookie: string; csrf: string }> {
-  const login = await fetch(`${base}/login`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
-    body: `secret=${encodeURIComponent(secret)}`,
-    redirect: "manual",
-  });
-  expect(login.status).toBe(303);
-  const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+  const cookie = await loginCookie(base, secret);
   const page = await (await fetch(`${base}/fleet`, { headers: { cookie } })).text();
   const csrf = /&quot;csrf&quot;:&quot;([\w-]+)&quot;|"csrf":"([\w-]+)"/.exec(page);
   expect(csrf, "the page embeds its CSRF token").not.toBeNull();

@@ -6,6 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromiumPath, eventually, hasChromium, launchChromium } from "./browser.js";
 import { built, ledgerOf, run, runIdOf, start } from "./cli-helpers.js";
+import { loginCookie } from "./web-harness.js";
 
 // The web inbox of `loopguard serve`, driven in real Chromium (Debian's package).
 if (!hasChromium && process.env.CI)
@@ -271,14 +272,7 @@ describe.skipIf(!built || !hasChromium)("loopguard serve: the web inbox in Chrom
     });
     expect(rebinding).toBe(403);
     // A session without the page's CSRF token cannot answer.
-    const login = await fetch(`${base}/login`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", origin: base },
-      body: `secret=${encodeURIComponent(secret)}`,
-      redirect: "manual",
-    });
-    expect(login.status).toBe(303);
-    const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+    const cookie = await loginCookie(base, secret);
     const forged = await fetch(`${base}/api/fleet/freeze`, {
       method: "POST",
       headers: { cookie, origin: base, "content-type": "application/json" },
