@@ -1,5 +1,6 @@
 import type { ListFilter } from "@loopguard/core";
 import { validateListFilter } from "@loopguard/core/plugin";
+import { treeField } from "./d1-schema.js";
 
 /**
  * The SELECT over `loopguard_runs` for a `list` filter, checked first (core's
@@ -9,7 +10,7 @@ import { validateListFilter } from "@loopguard/core/plugin";
  */
 export function listQuery(filter: ListFilter): { sql: string; values: Array<string | number> } {
   validateListFilter(filter, "cloudflare");
-  const { status, agentId, updatedAfter, limit, order, after } = filter;
+  const { status, agentId, parentRunId, rootRunId, updatedAfter, limit, order, after } = filter;
   const clauses: string[] = [];
   const values: Array<string | number> = [];
   if (status !== undefined) {
@@ -20,6 +21,14 @@ export function listQuery(filter: ListFilter): { sql: string; values: Array<stri
   if (agentId !== undefined) {
     clauses.push("agent_id = ?");
     values.push(agentId);
+  }
+  if (parentRunId !== undefined) {
+    clauses.push(`${treeField("parentRunId")} = ?`);
+    values.push(parentRunId);
+  }
+  if (rootRunId !== undefined) {
+    clauses.push(`${treeField("rootRunId")} = ?`);
+    values.push(rootRunId);
   }
   if (updatedAfter !== undefined) {
     clauses.push("updated_at > ?");

@@ -1,18 +1,20 @@
 /**
- * The D1 store lists a delegation tree's runs with their place in it: a child run's summary
- * carries `parentRunId`, `rootRunId` and `depth` from its `run-start` (a root's none), and a
- * parent's cost includes its ended children's, also read back by a new store on the binding.
+ * What core's `describeEventStore` tree case does not check, on a real D1 binding (workerd's
+ * SQLite through miniflare): a parent's summary holds its ended child's cost (`child-run-end`),
+ * a new store on the same binding lists the tree with the same fields and filters, and
+ * `list({ parentRunId })` / `list({ rootRunId })` search the tree indexes (the query plan names them).
  */
 import { childRunId, type EventStore, type StoredEventInput } from "@loopguard/core";
 import { Miniflare } from "miniflare";
 import { afterAll, expect, it } from "vitest";
 import type { D1Database } from "./d1-database.js";
 import { d1EventStore } from "./d1-event-store.js";
+import { listQuery } from "./list-query.js";
 
 const miniflare = new Miniflare({
   modules: true,
   script: "export default { fetch: () => new Response('') };",
-  d1Databases: { DB: "loopguard-tree-summaries" },
+  d1Databases: { DB: "loopguard-tree-list" },
   compatibilityDate: "2026-04-01",
 });
 afterAll(() => miniflare.dispose());
@@ -35,10 +37,10 @@ const start = (
     at: 1_000,
   }) as StoredEventInput;
 
-it("lists a tree's runs with parentRunId, rootRunId and depth; a parent's cost holds its ended child's", async () => {
+it("lists a tree by parentRunId and rootRunId from its indexes, with a child's cost in its parent, after a reopen", async () => {
   const database = (await miniflare.getD1Database("DB")) as unknown as D1Database;
   const store: EventStore = d1EventStore({ database });
-  const root = "run_tree_summary";
+  const root = "run_tree_list";
   const child = childRunId(root, "toolu_a");
   const grandchild = childRunId(child, "toolu_b");
   await store.append(root, [start(root)], { expectedSeq: 0 });
@@ -80,28 +82,32 @@ it("lists a tree's runs with parentRunId, rootRunId and depth; a parent's cost h
     ],
     { expectedSeq: 1 },
   );
-  for (const reader of [store, d1EventStore({ database })]) {
-    const byId = new Map(
-      (await reader.list({ limit: 100 })).map((summary) => [summary.runId, summary]),
+  const reader = d1EventStore({ database });
+  const ids = async (filter: Parameters<EventStore["list"]>[0]) =>
+    (await reader.list(filter)).map((summary) => summary.runId).sort();
+  expect(await ids({ parentRunId: root })).toEqual([child]);
+  expect(await ids({ parentRunId: child })).toEqual([grandchild]);
+  expect(await ids({ rootRunId: root })).toEqual([child, grandchild].sort());
+  const below = new Map((await reader.list({ rootRunId: root })).map((row) => [row.runId, row]));
+  expect(below.get(child)).toMatchObject({
+    parentRunId: root,
+    rootRunId: root,
+    depth: 1,
+    costUsd: 0.25,
+  });
+  expect(below.get(grandchild)).toMatchObject({ parentRunId: child, rootRunId: root, depth: 2 });
+  // The very statement list() sends, explained by D1's SQLite.
+  for (const [filter, index] of [
+    [{ parentRunId: root, limit: 10 }, "loopguard_runs_by_parent"],
+    [{ rootRunId: root, order: "oldest" }, "loopguard_runs_by_root"],
+  ] as const) {
+    const { sql, values } = listQuery(filter);
+    const plan = await database
+      .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      .bind(...values)
+      .all<{ detail: string }>();
+    expect((plan.results ?? []).map((row) => row.detail).join("; ")).toContain(
+      `USING INDEX ${index}`,
     );
-    expect(byId.size).toBe(3);
-    const rootSummary = byId.get(root)!;
-    expect([rootSummary.parentRunId, rootSummary.rootRunId, rootSummary.depth]).toEqual([
-      undefined,
-      undefined,
-      undefined,
-    ]);
-    expect(byId.get(child)).toMatchObject({
-      parentRunId: root,
-      rootRunId: root,
-      depth: 1,
-      costUsd: 0.25,
-    });
-    expect(byId.get(grandchild)).toMatchObject({
-      parentRunId: child,
-      rootRunId: root,
-      depth: 2,
-      status: "completed",
-    });
   }
 });
