@@ -135,6 +135,8 @@ export class PostgresAppender {
         expectedSeq,
         chains,
         head ?? null,
+        summary.parentRunId ?? null,
+        summary.rootRunId ?? null,
       ],
     });
     if (rows.length === 0) {
@@ -255,14 +257,16 @@ function encode(events: readonly StoredEventInput[], expectedSeq: number): Encod
 /** The append statement: the guarded upsert of the run's row and the insert of the events. */
 function appendStatement(s: string): string {
   return `WITH guard AS (
-         INSERT INTO ${s}.runs AS r (run_id, next_seq, status, agent_id, created_at, updated_at, summary, head)
-         SELECT $1, $7, $8, $9, $10, $11, $12, $15 WHERE $13::integer = 0 AND $2::bigint IS NULL
+         INSERT INTO ${s}.runs AS r (run_id, next_seq, status, agent_id, created_at, updated_at, summary, head, parent_run_id, root_run_id)
+         SELECT $1, $7, $8, $9, $10, $11, $12, $15, $16, $17 WHERE $13::integer = 0 AND $2::bigint IS NULL
          ON CONFLICT (run_id) DO UPDATE SET next_seq = excluded.next_seq, status = excluded.status, agent_id = excluded.agent_id,
-           created_at = excluded.created_at, updated_at = excluded.updated_at, summary = excluded.summary, head = excluded.head
+           created_at = excluded.created_at, updated_at = excluded.updated_at, summary = excluded.summary, head = excluded.head,
+           parent_run_id = excluded.parent_run_id, root_run_id = excluded.root_run_id
          WHERE r.next_seq = $13 AND ($2::bigint IS NULL OR r.epoch = $2)
          RETURNING r.epoch
        ), fenced_update AS (
-         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12, head = $15
+         UPDATE ${s}.runs SET next_seq = $7, status = $8, agent_id = $9, created_at = $10, updated_at = $11, summary = $12, head = $15,
+           parent_run_id = $16, root_run_id = $17
          WHERE run_id = $1 AND NOT ($13::integer = 0 AND $2::bigint IS NULL) AND next_seq = $13 AND ($2::bigint IS NULL OR epoch = $2)
          RETURNING epoch
        ), written AS (

@@ -198,6 +198,14 @@ export class PostgresLogReader {
       values.push(filter.agentId);
       conditions.push(`agent_id = $${values.length}`);
     }
+    if (filter.parentRunId !== undefined) {
+      values.push(filter.parentRunId);
+      conditions.push(`parent_run_id = $${values.length}`);
+    }
+    if (filter.rootRunId !== undefined) {
+      values.push(filter.rootRunId);
+      conditions.push(`root_run_id = $${values.length}`);
+    }
     if (filter.updatedAfter !== undefined) {
       values.push(filter.updatedAfter);
       conditions.push(`updated_at > $${values.length}`);

@@ -59,6 +59,23 @@ const migrations: readonly Migration[] = [
       `ALTER TABLE ${s}.runs ADD COLUMN head text`,
     ],
   },
+  {
+    version: 3,
+    name: "tree columns",
+    statements: (s) => [
+      // list({ parentRunId }) and list({ rootRunId }): a child run's place in its tree (from its
+      // summary, set by every append), indexed; partial, so the indexes hold child runs only.
+      `ALTER TABLE ${s}.runs ADD COLUMN parent_run_id text, ADD COLUMN root_run_id text`,
+      // Runs written before: read from their summaries (JSON text). The json cast refuses an
+      // escaped NUL anywhere in the text (a task may hold one), so it is replaced first by a
+      // space escape, which keeps the JSON valid and cannot touch a run id.
+      `UPDATE ${s}.runs SET parent_run_id = replace(summary, '\\u0000', '\\u0020')::json ->> 'parentRunId',
+         root_run_id = replace(summary, '\\u0000', '\\u0020')::json ->> 'rootRunId'
+       WHERE summary LIKE '%"parentRunId"%'`,
+      `CREATE INDEX runs_parent_idx ON ${s}.runs (parent_run_id, updated_at DESC, run_id) WHERE parent_run_id IS NOT NULL`,
+      `CREATE INDEX runs_root_idx ON ${s}.runs (root_run_id, updated_at DESC, run_id) WHERE root_run_id IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The newest schema version this package knows. */

@@ -21,6 +21,12 @@ CREATE TABLE IF NOT EXISTS loopguard_runs (
   summary TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS loopguard_runs_by_update ON loopguard_runs (updated_at DESC, run_id);
+-- list({ parentRunId }) and list({ rootRunId }): the tree fields of the summary, indexed on the
+-- expression list() queries (only child runs have them, so the indexes hold child runs only).
+CREATE INDEX IF NOT EXISTS loopguard_runs_by_parent ON loopguard_runs (json_extract(summary, '$.parentRunId'), updated_at, run_id)
+  WHERE json_extract(summary, '$.parentRunId') IS NOT NULL;
+CREATE INDEX IF NOT EXISTS loopguard_runs_by_root ON loopguard_runs (json_extract(summary, '$.rootRunId'), updated_at, run_id)
+  WHERE json_extract(summary, '$.rootRunId') IS NOT NULL;
 CREATE TABLE IF NOT EXISTS loopguard_leases (
   run_id TEXT PRIMARY KEY,
   holder TEXT NOT NULL

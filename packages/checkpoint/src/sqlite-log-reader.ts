@@ -100,6 +100,15 @@ export class SqliteLogReader {
       clauses.push("agent_id = ?");
       parameters.push(filter.agentId);
     }
+    // The same expressions as the indexes loopguard_runs_by_parent / _by_root.
+    if (filter.parentRunId !== undefined) {
+      clauses.push("json_extract(summary, '$.parentRunId') = ?");
+      parameters.push(filter.parentRunId);
+    }
+    if (filter.rootRunId !== undefined) {
+      clauses.push("json_extract(summary, '$.rootRunId') = ?");
+      parameters.push(filter.rootRunId);
+    }
     if (filter.updatedAfter !== undefined) {
       clauses.push("updated_at > ?");
       parameters.push(filter.updatedAfter);

@@ -344,6 +344,7 @@ describe.skipIf(!databaseUrl)("postgresEventStore", async () => {
         expect(rows).toEqual([
           { version: 1, name: "runs, events, freeze" },
           { version: 2, name: "hash chain" },
+          { version: 3, name: "tree columns" },
         ]);
       } finally {
         await client.end();
