@@ -142,6 +142,37 @@ describe("stop reasons", () => {
 });
 
 describe("tool calls", () => {
+  it("a reply with two calls sharing one id fails as malformed before any call is judged or run", async () => {
+    // Intents, decisions and results are keyed by the id: the second call would run under the
+    // first one's decision, with its arguments, skipping every gate.
+    for (const content of [
+      [
+        use("dup", "lookup_order", { order_id: "A1" }),
+        use("dup", "issue_refund", { order_id: "A1", amount: 5 }),
+      ],
+      [
+        use("dup", "issue_refund", { order_id: "A1", amount: 5 }),
+        use("dup", "lookup_order", { order_id: "A1" }),
+      ],
+    ]) {
+      const { tools, effects } = workload();
+      const store = memoryEventStore();
+      const result = await createAgent({
+        model: scriptedModel([{ content }, "done"]),
+        tools,
+        store,
+        retry: { maxAttempts: 1 },
+      }).run("refund A1");
+      expect(result.status).toBe("failed");
+      expect(result.error).toMatch(
+        /malformed model response: content\[1\] is a tool_use with id "dup"/,
+      );
+      expect(effects).toEqual([]);
+      const types = (await store.read(result.runId)).map((event) => event.type);
+      expect(types).not.toContain("tool-call-intent");
+    }
+  });
+
   it("runs the calls of a turn concurrently and answers in ONE message, in block order", async () => {
     const { tools, effects } = workload();
     const model = scriptedModel([

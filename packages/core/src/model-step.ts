@@ -479,6 +479,7 @@ function validateResponse(response: unknown): asserts response is ModelResponse 
   const record = response as Record<string, unknown>;
   if (!Array.isArray(record.content))
     throw new MalformedResponseError("content must be an array of blocks");
+  const toolUseIds = new Set<string>();
   for (const [index, block] of (record.content as unknown[]).entries()) {
     if (
       !block ||
@@ -493,6 +494,15 @@ function validateResponse(response: unknown): asserts response is ModelResponse 
       (typeof typed.id !== "string" || typeof typed.name !== "string")
     ) {
       throw new MalformedResponseError(`content[${index}] is a tool_use without an id or name`);
+    }
+    // Intents, decisions and results are keyed by the call's id: a second call with the same
+    // id would run under the first one's decision (the Messages API never sends one).
+    if (typed.type === "tool_use") {
+      if (toolUseIds.has(typed.id as string))
+        throw new MalformedResponseError(
+          `content[${index}] is a tool_use with id ${JSON.stringify(typed.id)}, which an earlier tool_use of the same reply has: every call needs its own id`,
+        );
+      toolUseIds.add(typed.id as string);
     }
   }
   const usage = record.usage as Record<string, unknown> | undefined;
