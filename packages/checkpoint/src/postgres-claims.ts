@@ -8,7 +8,7 @@ import type { PostgresAppender } from "./postgres-appender.js";
 import { FencedError } from "./postgres-errors.js";
 import type { PostgresLogReader } from "./postgres-log-reader.js";
 import type { PgPool } from "./postgres-pool.js";
-import type { FencedEventStore } from "./postgres-store-types.js";
+import type { FencedEventStore, TenantSlotRequest } from "./postgres-store-types.js";
 import { assertRunId } from "./run-id.js";
 
 /** What `PostgresClaims` needs from the store that composes it. */
@@ -18,7 +18,7 @@ export interface PostgresClaimsSettings {
   /** The pool, migrated (opened on first use). */
   ready: () => Promise<PgPool>;
   /** Names of the prepared statements. */
-  names: { claim: string; claimRead: string };
+  names: { claim: string; claimRead: string; claimReadSlot: string };
   appender: PostgresAppender;
   reader: PostgresLogReader;
 }
@@ -52,7 +52,7 @@ export class PostgresClaims {
   /** Claims the run and reads its log in one round trip. */
   async claimAndRead(runId: string): Promise<{ epoch: number; events: StoredEvent[] }> {
     assertRunId(runId, "postgresEventStore.claimAndRead");
-    const { quoted: s, reader } = this.#settings;
+    const { quoted: s } = this.#settings;
     const pool = await this.#settings.ready();
     // The claim returns the row's latest version (it waits for an append holding the row
     // lock), but the join reads the events as of the statement's start: if an append committed
@@ -69,6 +69,47 @@ export class PostgresClaims {
        ORDER BY e.seq`,
       values: [runId],
     });
+    return this.#claimed(runId, rows);
+  }
+
+  /**
+   * Takes the run's tenant slot and, only when it is granted, claims the run and reads its log:
+   * one statement (one transaction), so the slot and the claim are taken together or not at
+   * all. The slot function runs first (a CTE the claim's INSERT reads); refused, it claims
+   * nothing and returns epoch 0.
+   */
+  async claimAndReadWithSlot(
+    runId: string,
+    slot: TenantSlotRequest,
+  ): Promise<{ epoch: number; events: StoredEvent[] }> {
+    assertRunId(runId, "postgresEventStore.claimAndReadWithSlot");
+    const { quoted: s } = this.#settings;
+    const pool = await this.#settings.ready();
+    const { rows } = await pool.query({
+      name: this.#settings.names.claimReadSlot,
+      text: `WITH slot AS MATERIALIZED (
+         SELECT ${s}.lg_tenant_slot_acquire($2, $1, $3, $4, $5) AS ok
+       ), claimed AS (
+         INSERT INTO ${s}.runs (run_id, epoch) SELECT $1, 1 FROM slot WHERE slot.ok
+         ON CONFLICT (run_id) DO UPDATE SET epoch = ${s}.runs.epoch + 1
+         RETURNING epoch, next_seq
+       )
+       SELECT claimed.epoch, claimed.next_seq, e.seq, e.body, e.chain
+       FROM slot LEFT JOIN claimed ON true
+       LEFT JOIN ${s}.events e ON claimed.epoch IS NOT NULL AND e.run_id = $1
+       ORDER BY e.seq`,
+      values: [runId, slot.tenant, slot.holder, slot.limit, slot.ttlMs],
+    });
+    if (rows[0]?.epoch === null || rows[0]?.epoch === undefined) return { epoch: 0, events: [] };
+    return this.#claimed(runId, rows);
+  }
+
+  /** The claim's epoch and the log its rows hold (read again when an append landed meanwhile). */
+  async #claimed(
+    runId: string,
+    rows: Array<Record<string, unknown>>,
+  ): Promise<{ epoch: number; events: StoredEvent[] }> {
+    const { reader } = this.#settings;
     const first = rows[0]!;
     const epoch = Number(first.epoch);
     const nextSeq = Number(first.next_seq);

@@ -62,6 +62,17 @@ export interface PostgresEventStore extends EventStore {
    * slice. `events` is the whole log as of the claim (empty for a run that has none yet).
    */
   claimAndRead(runId: string): Promise<{ epoch: number; events: StoredEvent[] }>;
+  /**
+   * For workers with `tenantConcurrency`: takes the run's tenant slot, then (only when it was
+   * granted) claims the run and reads its log, in one statement, so a slot is never held
+   * without a claim nor a claim made past the cap. `{ epoch: 0, events: [] }` when the tenant
+   * is at its cap (nothing claimed). Needs the slot function `createWorker` creates in the
+   * store's schema.
+   */
+  claimAndReadWithSlot(
+    runId: string,
+    slot: TenantSlotRequest,
+  ): Promise<{ epoch: number; events: StoredEvent[] }>;
   /** The run's current epoch (0 when it was never claimed). */
   epochOf(runId: string): Promise<number>;
   /** A view of the store whose appends to `runId` are fenced by `epoch`. */
@@ -79,4 +90,15 @@ export interface PostgresEventStore extends EventStore {
   readBatches(runId: string, options?: { batchSize?: number }): AsyncIterable<StoredEvent[]>;
   /** Ends the pool when the store opened it; safe to call twice. */
   close(): Promise<void>;
+}
+
+/** The tenant slot a worker asks for with its claim (`claimAndReadWithSlot`). */
+export interface TenantSlotRequest {
+  tenant: string;
+  /** The worker taking the slot (only it releases it). */
+  holder: string;
+  /** The tenant's cap: slots held at once, fleet-wide. */
+  limit: number;
+  /** How long the slot lasts when never released (its worker died), on the database's clock. */
+  ttlMs: number;
 }

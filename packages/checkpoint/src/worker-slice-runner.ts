@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type RunOptions, type RunResult } from "@loopguard/core";
 import { inTransaction, type PgPool } from "./postgres-pool.js";
-import type { PostgresEventStore } from "./postgres-store-types.js";
+import type { PostgresEventStore, TenantSlotRequest } from "./postgres-store-types.js";
 import { queueChildRunner } from "./worker-child-runner.js";
 import {
   jobSettings,
@@ -46,6 +46,11 @@ interface Slice {
   queueWaitMs: number | undefined;
   /** The parent run, when this run is a child of an `asTool` call (from its run-start). */
   parentRunId?: string;
+  /** The tenant slot this slice asks for with its claim (`tenantConcurrency`). */
+  slot?: TenantSlotRequest;
+  /** Whether the slot was granted, and whether the slice's closing transaction gave it back. */
+  slotHeld: boolean;
+  slotReleased: boolean;
   finish: (outcome: SliceReport["outcome"], extra?: Partial<SliceReport>) => void;
 }
 
@@ -83,15 +88,18 @@ export class WorkerSliceRunner {
     const { runId } = data;
     const queueWaitMs = queueWaitOf(job, data);
     const tenant = slots && typeof data.tenant === "string" ? data.tenant : undefined;
-    let slotHeld = false;
     const slice: Slice = {
       job,
       data,
       runId,
       epoch: 0,
       queueWaitMs,
+      ...(tenant !== undefined ? { slot: slots!.request(tenant, runId, workerId) } : {}),
+      slotHeld: false,
+      slotReleased: false,
       finish: (outcome, extra = {}) => {
-        if (slotHeld)
+        // Given back here only when the closing transaction did not (it failed or never ran).
+        if (slice.slotHeld && !slice.slotReleased)
           slots!
             .release(tenant!, runId, workerId)
             .catch((error: unknown) => reportError(error, `tenant slot of run ${runId}`));
@@ -108,24 +116,6 @@ export class WorkerSliceRunner {
         });
       },
     };
-    if (tenant !== undefined) {
-      try {
-        slotHeld = await slots!.acquire(tenant, runId, workerId);
-        // Its next wait at the cap starts again from a short backoff.
-        if (slotHeld) delete data.deferrals;
-        if (!slotHeld) {
-          // The tenant is at its cap: the run waits in the queue, this worker takes other jobs.
-          await deferJob(boss, this.#settings.pool, queue, job, data, 4);
-          slice.finish("deferred");
-          return;
-        }
-      } catch (error) {
-        // Left active, the job is retried when its lease expires: the run is not lost.
-        reportError(error, `tenant slot of run ${runId}`);
-        slice.finish("failed", { error: error instanceof Error ? error.message : String(error) });
-        return;
-      }
-    }
     const advanced = await this.#advance(slice);
     if (advanced.skipped) return;
     try {
@@ -152,9 +142,25 @@ export class WorkerSliceRunner {
     let thrown: unknown;
     try {
       await this.#holdToLease(job);
-      // One round trip claims the run and reads its log; the agent's own read of the log
-      // (on resume) is served from it.
-      const claimed = await store.claimAndRead(runId);
+      // One round trip claims the run and reads its log (and takes the tenant's slot first,
+      // when capped: refused, nothing is claimed); the agent's own read of the log (on resume)
+      // is served from it.
+      const claimed = slice.slot
+        ? await store.claimAndReadWithSlot(runId, slice.slot)
+        : await store.claimAndRead(runId);
+      if (slice.slot && claimed.epoch === 0) {
+        // The tenant is at its cap: the run waits in the queue, this worker takes other jobs.
+        // (A failure here leaves the job active: it is retried when its lease expires.)
+        const { boss, pool, queue } = this.#settings;
+        await deferJob(boss, pool, queue, job, data, 4);
+        slice.finish("deferred");
+        return { view, result, thrown, skipped: true };
+      }
+      // Its next wait at the cap starts again from a short backoff.
+      if (slice.slot) {
+        slice.slotHeld = true;
+        delete data.deferrals;
+      }
       slice.epoch = claimed.epoch;
       const events = claimed.events;
       const start = events[0];
@@ -272,10 +278,14 @@ export class WorkerSliceRunner {
   }
 
   /** Ends a job under the claim: nothing happens unless the slice's epoch is still the run's epoch. */
-  #settle(slice: Slice, action: Action, detail: object): Promise<boolean> {
-    const { pool, boss, queue, store } = this.#settings;
-    const { job, runId, epoch, data } = slice;
-    return inTransaction(
+  async #settle(slice: Slice, action: Action, detail: object): Promise<boolean> {
+    const { pool, boss, queue, store, slots } = this.#settings;
+    const { job, runId, epoch, data, slot } = slice;
+    // The tenant slot goes back in the same transaction (its first round trip): it commits with
+    // the job's end, fenced or not (only this worker's slot matches), or rolls back with it.
+    const release =
+      slot && slice.slotHeld ? `${slots!.releaseStatement(slot.tenant, runId, slot.holder)}; ` : "";
+    const settled = await inTransaction(
       pool,
       async (client, rows) => {
         if (Number(rows[0]?.epoch ?? 0) !== epoch) return false;
@@ -317,8 +327,10 @@ export class WorkerSliceRunner {
       // BEGIN and the check in one round trip (a simple query: no parameters, so the run id,
       // checked by assertRunId to letters, digits and _.:-, is written in as a literal).
       // FOR SHARE makes a concurrent claim (an UPDATE of this row) wait for this transaction.
-      `BEGIN; SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
+      `BEGIN; ${release}SELECT epoch FROM "${store.schema}".runs WHERE run_id = '${runId}' FOR SHARE`,
     );
+    if (release) slice.slotReleased = true;
+    return settled;
   }
 
   /** Holds a job to this worker's lease when it was sent with another (before the queue had ours). */

@@ -9,15 +9,25 @@
  */
 import { InvalidArgumentError } from "@loopguard/core";
 import { connectGuarded, type PgPool } from "./postgres-pool.js";
+import type { TenantSlotRequest } from "./postgres-store-types.js";
 import type { QueueClient, QueueJob, ResolvedQueueOptions, RunJobData } from "./worker-queue.js";
 import { jobSettings, queueDb, timeOf } from "./worker-queue.js";
 
 /** The tenant slots of one schema. */
 export interface TenantSlots {
-  /** Takes (or renews) run `runId`'s slot for tenant `tenant`; false when the tenant is at its cap. */
-  acquire(tenant: string, runId: string, holder: string): Promise<boolean>;
-  /** Gives the slot back (only the holder's). */
+  /**
+   * What a slice asks for to take (or renew) run `runId`'s slot for `tenant`: the store's
+   * `claimAndReadWithSlot` takes it in the statement that claims the run.
+   */
+  request(tenant: string, runId: string, holder: string): TenantSlotRequest;
+  /** Gives the slot back (only the holder's), in a round trip of its own. */
   release(tenant: string, runId: string, holder: string): Promise<void>;
+  /**
+   * The same release as one SQL statement with its values written in as literals (escaped),
+   * to run in the simple query that opens the slice's closing transaction: it commits with the
+   * job's end, or rolls back with it (then `release` gives the slot back).
+   */
+  releaseStatement(tenant: string, runId: string, holder: string): string;
 }
 
 /** Checks `tenantConcurrency`: a positive whole number, or a function of the tenant. */
@@ -98,6 +108,24 @@ export async function tenantSlots(
   return slotsOn(pool, s, limitOf, ttlMs);
 }
 
+/**
+ * A SQL string literal, escaped as pg's `escapeLiteral` does (quotes doubled; backslashes
+ * doubled in the `E''` form when there is one), so it reads back as `value` whatever
+ * `standard_conforming_strings` is.
+ */
+export function escapeLiteral(value: string): string {
+  let body = "";
+  let backslash = false;
+  for (const character of value) {
+    if (character === "'") body += "''";
+    else if (character === "\\") {
+      body += "\\\\";
+      backslash = true;
+    } else body += character;
+  }
+  return backslash ? ` E'${body}'` : `'${body}'`;
+}
+
 function slotsOn(
   pool: PgPool,
   s: string,
@@ -105,19 +133,15 @@ function slotsOn(
   ttlMs: number,
 ): TenantSlots {
   return {
-    async acquire(tenant, runId, holder) {
-      const { rows } = await pool.query(
-        `SELECT ${s}.lg_tenant_slot_acquire($1, $2, $3, $4, $5) AS ok`,
-        [tenant, runId, holder, limitOf(tenant), ttlMs],
-      );
-      return rows[0]?.ok === true;
-    },
+    request: (tenant, _runId, holder) => ({ tenant, holder, limit: limitOf(tenant), ttlMs }),
     async release(tenant, runId, holder) {
       await pool.query(
         `DELETE FROM ${s}.tenant_slots WHERE tenant = $1 AND run_id = $2 AND holder = $3`,
         [tenant, runId, holder],
       );
     },
+    releaseStatement: (tenant, runId, holder) =>
+      `DELETE FROM ${s}.tenant_slots WHERE tenant = ${escapeLiteral(tenant)} AND run_id = ${escapeLiteral(runId)} AND holder = ${escapeLiteral(holder)}`,
   };
 }
 

@@ -120,8 +120,14 @@ describe.skipIf(!databaseUrl)("tenantConcurrency and priorities", () => {
     // The run-start of a run submitted with a tenant records it (what tenantBudget counts).
     const check = postgresEventStore({ connectionString: databaseUrl!, schema, max: 1 });
     const [start] = await check.read("acme-0");
+    // Every slot went back with its slice's job (taken with the claim, released in the
+    // transaction that ended the job): none is left held once the runs ended.
+    const { rows: held } = await (await check.pool()).query(
+      `SELECT count(*)::int AS n FROM "${schema}".tenant_slots`,
+    );
     await check.close();
     expect(start?.type === "run-start" && start.context?.tenant).toBe("acme");
+    expect(held[0]?.n).toBe(0);
   }, 600_000);
 
   it("a run with a higher priority is taken first", async () => {
