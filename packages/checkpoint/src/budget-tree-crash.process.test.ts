@@ -119,110 +119,107 @@ const treeEvents = (logs: Map<string, StoredEvent[]>) =>
 
 // It failed before core counted a started child at its caps until its log is open again, and
 // every unanswered request that was sent again (seen: $0.3046 and $0.308 of a $0.30 cap).
-describe(
-  "one budget for a tree of 50 children through 100 SIGKILLs (JSONL store, real processes)",
-  () => {
-    let root: string;
-    let uncrashedEvents: number;
-    beforeAll(async () => {
-      root = buildForChild();
-      writeFileSync(join(root, "budget-tree.mjs"), childSource);
-      // The cap binds: without it the tree costs far more (in process, on a memory-backed JSONL dir).
-      const dir = mkdtempSync(join(tmpdir(), "lg-budget-free-"));
-      const store = jsonlEventStore({ dir });
-      const free = await budgetTree(store, { capUsd: 100 }).run("Do the project.", {
-        runId: "run_free",
-      });
-      await store.close();
-      expect(free.status).toBe("completed");
-      expect(free.costUsd).toBeGreaterThan(2.5 * treeCapUsd);
-      expect((await readTree(dir)).size).toBe(
-        1 + treeShape.managers * (1 + treeShape.workersPerManager),
-      );
-      // The capped tree, uncrashed: how many events it writes (kill points are drawn among them).
-      const cappedDir = mkdtempSync(join(tmpdir(), "lg-budget-capped-"));
-      const capped = jsonlEventStore({ dir: cappedDir });
-      const result = await budgetTree(capped).run("Do the project.", { runId: "run_capped" });
-      await capped.close();
-      expect(result.costUsd).toBeLessThanOrEqual(treeCapUsd);
-      uncrashedEvents = treeEvents(await readTree(cappedDir));
+describe("one budget for a tree of 50 children through 100 SIGKILLs (JSONL store, real processes)", () => {
+  let root: string;
+  let uncrashedEvents: number;
+  beforeAll(async () => {
+    root = buildForChild();
+    writeFileSync(join(root, "budget-tree.mjs"), childSource);
+    // The cap binds: without it the tree costs far more (in process, on a memory-backed JSONL dir).
+    const dir = mkdtempSync(join(tmpdir(), "lg-budget-free-"));
+    const store = jsonlEventStore({ dir });
+    const free = await budgetTree(store, { capUsd: 100 }).run("Do the project.", {
+      runId: "run_free",
     });
+    await store.close();
+    expect(free.status).toBe("completed");
+    expect(free.costUsd).toBeGreaterThan(2.5 * treeCapUsd);
+    expect((await readTree(dir)).size).toBe(
+      1 + treeShape.managers * (1 + treeShape.workersPerManager),
+    );
+    // The capped tree, uncrashed: how many events it writes (kill points are drawn among them).
+    const cappedDir = mkdtempSync(join(tmpdir(), "lg-budget-capped-"));
+    const capped = jsonlEventStore({ dir: cappedDir });
+    const result = await budgetTree(capped).run("Do the project.", { runId: "run_capped" });
+    await capped.close();
+    expect(result.costUsd).toBeLessThanOrEqual(treeCapUsd);
+    uncrashedEvents = treeEvents(await readTree(cappedDir));
+  });
 
-    it("never bills the tree past the root's maxUsd, after any kill or at the end", {
-      timeout: 900_000,
-    }, async () => {
-      const seed = Number(process.env.CRASH_SEED ?? 20261202);
-      const next = random(seed);
-      const target = 100;
-      const killsPerCase = 4;
-      let kills = 0;
-      let cases = 0;
-      let highest = 0;
-      const finals: string[] = [];
-      const runCase = async () => {
-        const index = cases++;
-        const dir = mkdtempSync(join(tmpdir(), "lg-budget-kill-"));
-        const runId = `run_budget_${index}`;
-        let mode: "run" | "resume" = "run";
-        let caseKills = 0;
-        for (let attempt = 0; attempt < killsPerCase + 2 && caseKills < killsPerCase; attempt++) {
-          if (kills >= target) break;
-          const written = treeEvents(await readTree(dir));
-          // Anywhere in what is left of the run (the resumed run writes about what is missing).
-          const left = Math.max(1, uncrashedEvents - written);
-          const kill = { ack: Math.floor(next() * left), delayMs: Math.floor(next() * 6) };
-          const where = `case ${index} (seed ${seed}, ${dir}) attempt ${attempt}: ${mode}, kill at ack ${kill.ack}+${kill.delayMs} ms`;
-          const outcome = await runTree(root, dir, runId, mode, kill);
-          const logs = await readTree(dir);
-          const billed = treeBilled(logs);
-          highest = Math.max(highest, billed);
-          expect(billed, `${where}: the tree billed past its cap`).toBeLessThanOrEqual(
-            treeCapUsd + 1e-9,
-          );
-          if (logs.has(runId)) mode = "resume";
-          if (!outcome.killed) break;
-          kills += 1;
-          caseKills += 1;
-        }
-        // The last process runs to the end.
-        const final = await runTree(root, dir, runId, mode);
-        expect(final.killed).toBe(false);
+  it("never bills the tree past the root's maxUsd, after any kill or at the end", {
+    timeout: 900_000,
+  }, async () => {
+    const seed = Number(process.env.CRASH_SEED ?? 20261202);
+    const next = random(seed);
+    const target = 100;
+    const killsPerCase = 4;
+    let kills = 0;
+    let cases = 0;
+    let highest = 0;
+    const finals: string[] = [];
+    const runCase = async () => {
+      const index = cases++;
+      const dir = mkdtempSync(join(tmpdir(), "lg-budget-kill-"));
+      const runId = `run_budget_${index}`;
+      let mode: "run" | "resume" = "run";
+      let caseKills = 0;
+      for (let attempt = 0; attempt < killsPerCase + 2 && caseKills < killsPerCase; attempt++) {
+        if (kills >= target) break;
+        const written = treeEvents(await readTree(dir));
+        // Anywhere in what is left of the run (the resumed run writes about what is missing).
+        const left = Math.max(1, uncrashedEvents - written);
+        const kill = { ack: Math.floor(next() * left), delayMs: Math.floor(next() * 6) };
+        const where = `case ${index} (seed ${seed}, ${dir}) attempt ${attempt}: ${mode}, kill at ack ${kill.ack}+${kill.delayMs} ms`;
+        const outcome = await runTree(root, dir, runId, mode, kill);
         const logs = await readTree(dir);
-        const where = `case ${index} (seed ${seed}) at the end`;
-        expect(final.stdout, where).toMatch(/^done (completed|stopped) /m);
         const billed = treeBilled(logs);
         highest = Math.max(highest, billed);
         expect(billed, `${where}: the tree billed past its cap`).toBeLessThanOrEqual(
           treeCapUsd + 1e-9,
         );
-        // One tree: every run ended, each child at most once (ids derived from parent and call).
-        expect(logs.size, where).toBeLessThanOrEqual(51);
-        for (const [runIdOfLog, events] of logs) {
-          expect(events.at(-1)?.type, `${where}: ${runIdOfLog} did not end`).toBe("run-end");
-          const start = events[0];
-          if (runIdOfLog !== runId && start?.type === "run-start") {
-            expect(start.parent, where).toBeDefined();
-            expect(childRunId(start.parent!.runId, start.parent!.callId)).toBe(runIdOfLog);
-          }
-        }
-        finals.push(final.stdout.split("\n")[0]!);
-      };
-      const worker = async () => {
-        while (kills < target && cases < 60) await runCase();
-      };
-      await Promise.all([worker(), worker(), worker()]);
-      console.log(
-        `[budget tree] ${kills} kills over ${cases} cases (seed ${seed}); highest billed $${highest.toFixed(4)} of cap $${treeCapUsd}; ends: ${JSON.stringify(
-          finals.reduce<Record<string, number>>((counts, line) => {
-            const status = line.split(" ")[1] ?? line;
-            counts[status] = (counts[status] ?? 0) + 1;
-            return counts;
-          }, {}),
-        )}`,
+        if (logs.has(runId)) mode = "resume";
+        if (!outcome.killed) break;
+        kills += 1;
+        caseKills += 1;
+      }
+      // The last process runs to the end.
+      const final = await runTree(root, dir, runId, mode);
+      expect(final.killed).toBe(false);
+      const logs = await readTree(dir);
+      const where = `case ${index} (seed ${seed}) at the end`;
+      expect(final.stdout, where).toMatch(/^done (completed|stopped) /m);
+      const billed = treeBilled(logs);
+      highest = Math.max(highest, billed);
+      expect(billed, `${where}: the tree billed past its cap`).toBeLessThanOrEqual(
+        treeCapUsd + 1e-9,
       );
-      expect(kills).toBeGreaterThanOrEqual(target);
-      // The cap was reached, not merely respected by a tree that stayed small.
-      expect(highest).toBeGreaterThan(0.8 * treeCapUsd);
-    });
-  },
-);
+      // One tree: every run ended, each child at most once (ids derived from parent and call).
+      expect(logs.size, where).toBeLessThanOrEqual(51);
+      for (const [runIdOfLog, events] of logs) {
+        expect(events.at(-1)?.type, `${where}: ${runIdOfLog} did not end`).toBe("run-end");
+        const start = events[0];
+        if (runIdOfLog !== runId && start?.type === "run-start") {
+          expect(start.parent, where).toBeDefined();
+          expect(childRunId(start.parent!.runId, start.parent!.callId)).toBe(runIdOfLog);
+        }
+      }
+      finals.push(final.stdout.split("\n")[0]!);
+    };
+    const worker = async () => {
+      while (kills < target && cases < 60) await runCase();
+    };
+    await Promise.all([worker(), worker(), worker()]);
+    console.log(
+      `[budget tree] ${kills} kills over ${cases} cases (seed ${seed}); highest billed $${highest.toFixed(4)} of cap $${treeCapUsd}; ends: ${JSON.stringify(
+        finals.reduce<Record<string, number>>((counts, line) => {
+          const status = line.split(" ")[1] ?? line;
+          counts[status] = (counts[status] ?? 0) + 1;
+          return counts;
+        }, {}),
+      )}`,
+    );
+    expect(kills).toBeGreaterThanOrEqual(target);
+    // The cap was reached, not merely respected by a tree that stayed small.
+    expect(highest).toBeGreaterThan(0.8 * treeCapUsd);
+  });
+});
