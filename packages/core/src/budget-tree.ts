@@ -118,6 +118,16 @@ export function treeLeftUsd(fold: RunFold): number | undefined {
   return nodes.get(fold)?.left().usd;
 }
 
+/**
+ * What a run may still spend counting its tree (USD and tokens): its own caps and every
+ * ancestor's, less what the run and its running children use. `undefined` for a run with no
+ * node, or whose node is a root (nothing above it: its own caps are checked by the loop).
+ */
+export function treeLeft(fold: RunFold): TreeSpend | undefined {
+  const node = nodes.get(fold);
+  return node?.parent ? node.left() : undefined;
+}
+
 /** Gives a child run's fold its node (made before the fold existed). */
 export function attachNode(fold: RunFold, node: BudgetNode): void {
   nodes.set(fold, node);

@@ -158,7 +158,7 @@ describe("tool calls", () => {
       const { tools, effects } = workload();
       const store = memoryEventStore();
       const result = await createAgent({
-        model: scriptedModel([{ content }, "done"]),
+        model: scriptedModel([{ content }, { content: "done" }]),
         tools,
         store,
         retry: { maxAttempts: 1 },

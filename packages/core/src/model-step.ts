@@ -1,4 +1,5 @@
 import { type AgentStreamSink, toolCallEvent } from "./agent-stream.js";
+import { treeLeft } from "./budget-tree.js";
 import { recordServerEdits, type ServerContextEdits } from "./context-server-edits.js";
 import type {
   ContentBlock,
@@ -15,7 +16,7 @@ import { LoopguardError, ModelCallError } from "./errors.js";
 import type { RunFold } from "./fold.js";
 import { costOf, type ModelPrice, promptTokenBound, worstCaseCost } from "./pricing.js";
 import { backoffDelay, classifyError, type ResolvedRetryOptions, sleep } from "./retry.js";
-import type { RunBudgetHooks } from "./run-budgets.js";
+import { type RunBudgetHooks, RunBudgetStop } from "./run-budgets.js";
 import type { RunWriter } from "./run-writer.js";
 import { shortMessage } from "./short-message.js";
 import { StopRun } from "./stop-run.js";
@@ -101,7 +102,7 @@ export async function modelStep(
     context,
     writer,
     request,
-    step,
+    { step, estimateUsd, estimateTokens: promptBound + maxTokens },
     signal,
     sink,
   );
@@ -231,7 +232,7 @@ async function callWithRetries(
   context: ModelStepContext,
   writer: RunWriter,
   request: ModelRequest,
-  step: number,
+  reserved: { step: number; estimateUsd: number; estimateTokens: number },
   signal: AbortSignal,
   sink: AgentStreamSink | undefined,
 ): Promise<{
@@ -243,6 +244,7 @@ async function callWithRetries(
   skipped: readonly StreamSkip[];
 }> {
   const fold = writer.fold;
+  const { step } = reserved;
   const budget = fold.start.budget;
   const settings = context.streaming;
   let attempt = 0;
@@ -306,6 +308,7 @@ async function callWithRetries(
     ) {
       throw new StopRun("wall_clock", "wallClockMs");
     }
+    checkRetryAffordable(fold, reserved, billed);
     await writer.write({
       type: "model-retry",
       step,
@@ -319,6 +322,50 @@ async function callWithRetries(
     });
     await sleep(waitMs, signal);
   }
+}
+
+/**
+ * Throws `StopRun` when the run, or its tree, cannot afford another attempt of the step: the
+ * step's worst case was reserved once, for one attempt, and what a failed attempt billed is
+ * spent on top of it (a stream cut after its usage was reported, say), so the next attempt
+ * must still fit with that spent. The reserved worst case bounds the next attempt (same
+ * request), so it fits when the run's committed spend (which holds the step's estimate while it
+ * is in flight) plus the failed attempt's cost stays under each cap.
+ */
+function checkRetryAffordable(
+  fold: RunFold,
+  reserved: { estimateUsd: number; estimateTokens: number },
+  billed: { usage?: Usage; costUsd?: number },
+): void {
+  const budget = fold.start.budget;
+  const costUsd = billed.costUsd ?? 0;
+  const tokens = billed.usage ? usageTokens(billed.usage) : 0;
+  if (budget.maxUsd !== undefined && fold.committedUsd + costUsd > budget.maxUsd)
+    throw new StopRun("budget", "maxUsd");
+  if (budget.maxTokens !== undefined) {
+    const spent = fold.state.spend.inputTokens + fold.state.spend.outputTokens;
+    if (spent + tokens + reserved.estimateTokens > budget.maxTokens)
+      throw new StopRun("budget", "maxTokens");
+  }
+  // In a tree: every ancestor holds the step's worst case (and sees the in-flight estimate in
+  // the run's committed spend, so the estimate is added back once).
+  const left = treeLeft(fold);
+  if (!left) return;
+  if (left.usd + reserved.estimateUsd - costUsd < 0 || left.tokens - tokens < 0)
+    throw new RunBudgetStop(
+      "parent_budget",
+      `[core] the parent run's budget cannot cover another attempt of this child run's step (a failed attempt billed $${costUsd.toFixed(4)} and ${tokens} tokens beyond the step's reserved worst case)`,
+    );
+}
+
+/** Every token a usage block counts (input with cache reads and writes, and output). */
+function usageTokens(usage: Usage): number {
+  return (
+    usage.input_tokens +
+    (usage.cache_creation_input_tokens ?? 0) +
+    (usage.cache_read_input_tokens ?? 0) +
+    usage.output_tokens
+  );
 }
 
 function usageFields(usage: Usage, context: ModelStepContext): { usage: Usage; costUsd: number } {
