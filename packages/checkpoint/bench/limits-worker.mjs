@@ -4,9 +4,13 @@
 // SIGTERM stops it.
 import { createAgent } from "@loopguard/core";
 import { tenantBudget } from "../../policy/dist/index.js";
-import { postgresEventStore } from "../dist/postgres-event-store.js";
-import { postgresLimitStore } from "../dist/postgres-limit-store.js";
-import { createWorker } from "../dist/worker.js";
+
+// LG_DIST: another build of this package (e.g. an older commit built aside), to compare.
+const dist = process.env.LG_DIST ?? new URL("../dist", import.meta.url).pathname;
+const { postgresEventStore } = await import(`${dist}/postgres-event-store.js`);
+const { postgresLimitStore } = await import(`${dist}/postgres-limit-store.js`);
+const { createWorker } = await import(`${dist}/worker.js`);
+
 import { work, workModel } from "../test/pg/fixtures/work-model.mjs";
 
 const env = process.env;
