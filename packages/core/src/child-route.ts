@@ -9,6 +9,7 @@ import type { StoredEvent } from "./contracts/event-store.js";
 import { delegationOf } from "./delegation.js";
 import { AmbiguousApprovalError, InvalidArgumentError } from "./errors.js";
 import type { ChildApprovalRequest } from "./events.js";
+import { guardRunModel } from "./fold.js";
 import { type LoopContext, open } from "./loop-context.js";
 import { type ApprovalAnswer, recordAnswer } from "./record-answer.js";
 import { withRunLease } from "./run-lease.js";
@@ -17,19 +18,52 @@ import type { RunWriter } from "./run-writer.js";
 /** Ids `childRunId` makes; other ids are roots (their log is not read to find out). */
 const childIdPattern = /\.c[0-9a-f]{12}$|^run_c[0-9a-f]{40}$/;
 
-/** The loop that advances run `runId` of `root`'s tree. */
-export async function loopOfRun(root: LoopContext, runId: string): Promise<LoopContext> {
-  if (typeof runId !== "string" || !childIdPattern.test(runId)) return root;
+/**
+ * The loop that advances run `runId` of `root`'s tree. For a child run, refuses a tree whose
+ * runs another agent started (see `checkStartedBy`); the run itself is checked by the caller
+ * once it is open (`checkStartedBy(loop, writer.fold.start)`), so a root's log is read once.
+ */
+export async function loopOfRun(
+  root: LoopContext,
+  runId: string,
+  checkRoot = false,
+): Promise<LoopContext> {
+  if (typeof runId !== "string" || !childIdPattern.test(runId)) {
+    if (checkRoot) {
+      const start = await firstEvent(root, runId);
+      if (start?.type === "run-start") checkStartedBy(root, start, runId);
+    }
+    return root;
+  }
   const start = await firstEvent(root, runId);
   if (!start || start.type !== "run-start" || !start.parent) return root;
-  const parentLoop = await loopOfRun(root, start.parent.runId);
+  const parentLoop = await loopOfRun(root, start.parent.runId, true);
   const item = parentLoop.tools.get(start.parent.tool);
   const delegation = item ? delegationOf(item) : undefined;
   if (!delegation)
     throw new InvalidArgumentError(
       `[core] run ${runId} is a child of run ${start.parent.runId} through tool "${start.parent.tool}", which agent "${parentLoop.config.agentId}" does not have as an asTool tool; resume it through the root agent of its tree (run ${start.parent.rootRunId})`,
     );
-  return childLoopOf(parentLoop, delegation.loop as LoopContext);
+  const loop = childLoopOf(parentLoop, delegation.loop as LoopContext);
+  if (checkRoot) checkStartedBy(loop, start, runId);
+  return loop;
+}
+
+/**
+ * Refuses to advance or answer a run that another agent started: its `run-start` names another
+ * `agentId`, so going on here would run it under this agent's gates, tools and budgets instead
+ * of its own. A guarded run (`withRun`/`guardTool`) has no loop: any agent may record an answer
+ * to it.
+ */
+export function checkStartedBy(
+  loop: LoopContext,
+  start: { agentId: string; model: string },
+  runId: string,
+): void {
+  if (start.model === guardRunModel || start.agentId === loop.config.agentId) return;
+  throw new InvalidArgumentError(
+    `[core] run ${runId} was started by agent "${start.agentId}", not by agent "${loop.config.agentId}": resuming or answering it here would go on under this agent's gates, tools and budgets; use the agent that started it (createAgent({ agentId: "${start.agentId}", ... }) with its configuration)`,
+  );
 }
 
 /** A run's first event (its `run-start`), read without the whole log where the store allows. */

@@ -11,6 +11,12 @@ export type ToolExecution =
       message: string;
       attempts: number;
       durationMs: number;
+      /**
+       * Whether the last failure could pass on a retry (a transient `ToolError`, a timeout, a
+       * connection error). A `ToolError` that is not transient is the tool answering "no"
+       * (no such order, bad input): the dependency behind it is up.
+       */
+      transient?: boolean;
     };
 
 /** Options for running one call. */
@@ -62,6 +68,7 @@ export async function executeTool(
       message: outcome.message,
       attempts: attempt,
       durationMs: performance.now() - started,
+      transient: outcome.transient,
     };
     if (!outcome.transient || attempt === maxAttempts) break;
     try {

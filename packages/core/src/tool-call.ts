@@ -216,7 +216,11 @@ export class ToolCallPath {
           : {}),
       },
     );
-    if (result.status === "ok") breaker.onSuccess();
+    // A ToolError that is not transient is the tool answering (no such order, bad input), not
+    // an outage: counting it would let one caller's bad arguments open the process-wide breaker
+    // for every run (another tenant's included).
+    if (result.status === "ok" || (result.errorKind === "tool_error" && result.transient === false))
+      breaker.onSuccess();
     else if (result.errorKind !== "aborted") breaker.onFailure();
     else breaker.release();
     let performance: Performance;
