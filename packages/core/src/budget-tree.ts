@@ -11,29 +11,30 @@ import type { RunFold } from "./fold.js";
 import { type ModelPrice, worstCaseCost } from "./pricing.js";
 import { type RunBudgetHooks, RunBudgetStop } from "./run-budgets.js";
 
-/** USD and tokens. */
+/** USD, tokens and model steps. */
 export interface TreeSpend {
   usd: number;
   tokens: number;
+  steps: number;
 }
+
+/** The caps a tree shares. */
+type TreeCaps = Pick<Budget, "maxUsd" | "maxTokens" | "maxSteps">;
+
+const none = (): TreeSpend => ({ usd: 0, tokens: 0, steps: 0 });
 
 /** A run's place in its budget tree. */
 export class BudgetNode {
   readonly parent: BudgetNode | undefined;
-  readonly caps: Pick<Budget, "maxUsd" | "maxTokens">;
+  readonly caps: TreeCaps;
   /** The child run this node is for (absent on a root's node). */
   readonly runId: string | undefined;
   readonly #own: () => TreeSpend;
   readonly #children = new Set<BudgetNode>();
-  #held: TreeSpend = { usd: 0, tokens: 0 };
+  #held: TreeSpend = none();
 
   /** `own` reads the run's committed spend (its fold: responses, in-flight estimates, ended children). */
-  constructor(
-    caps: Pick<Budget, "maxUsd" | "maxTokens">,
-    own: () => TreeSpend,
-    parent?: BudgetNode,
-    runId?: string,
-  ) {
+  constructor(caps: TreeCaps, own: () => TreeSpend, parent?: BudgetNode, runId?: string) {
     this.caps = caps;
     this.#own = own;
     this.parent = parent;
@@ -46,36 +47,45 @@ export class BudgetNode {
     const own = this.#own();
     let usd = own.usd + this.#held.usd;
     let tokens = own.tokens + this.#held.tokens;
+    let steps = own.steps + this.#held.steps;
     for (const child of this.#children) {
       const use = child.used();
       usd += use.usd;
       tokens += use.tokens;
+      steps += use.steps;
     }
-    return { usd, tokens };
+    return { usd, tokens, steps };
   }
 
   /** What is left under this node's caps and every ancestor's (`Infinity` where none caps it). */
   left(fromSelf = true): TreeSpend {
     let usd = Number.POSITIVE_INFINITY;
     let tokens = Number.POSITIVE_INFINITY;
+    let steps = Number.POSITIVE_INFINITY;
     for (let node = fromSelf ? this : this.parent; node; node = node.parent) {
-      if (node.caps.maxUsd === undefined && node.caps.maxTokens === undefined) continue;
+      const caps = node.caps;
+      if (caps.maxUsd === undefined && caps.maxTokens === undefined && caps.maxSteps === undefined)
+        continue;
       const use = node.used();
-      if (node.caps.maxUsd !== undefined) usd = Math.min(usd, node.caps.maxUsd - use.usd);
-      if (node.caps.maxTokens !== undefined)
-        tokens = Math.min(tokens, node.caps.maxTokens - use.tokens);
+      if (caps.maxUsd !== undefined) usd = Math.min(usd, caps.maxUsd - use.usd);
+      if (caps.maxTokens !== undefined) tokens = Math.min(tokens, caps.maxTokens - use.tokens);
+      if (caps.maxSteps !== undefined) steps = Math.min(steps, caps.maxSteps - use.steps);
     }
-    return { usd, tokens };
+    return { usd, tokens, steps };
   }
 
   /** Holds a step's worst case (it counts in every ancestor's use until `release`). */
   hold(spend: TreeSpend): void {
-    this.#held = { usd: this.#held.usd + spend.usd, tokens: this.#held.tokens + spend.tokens };
+    this.#held = {
+      usd: this.#held.usd + spend.usd,
+      tokens: this.#held.tokens + spend.tokens,
+      steps: this.#held.steps + spend.steps,
+    };
   }
 
   /** Releases what `hold` took (the step's real cost is in the run's log by then). */
   release(): void {
-    this.#held = { usd: 0, tokens: 0 };
+    this.#held = none();
   }
 
   /** Whether a child run of this node's run is live in the tree (has its own node). */
@@ -94,16 +104,13 @@ export class BudgetNode {
 const nodes = new WeakMap<RunFold, BudgetNode>();
 
 /**
- * The node of a run, made (as a root) the first time a child asks for it. `inline`: its children
- * run in this process (the default runner), so a child its log started and no live node holds
- * counts at its caps (see `foldSpend`); children run elsewhere keep the caps fixed at their start.
+ * The node of a run, made (as a root) the first time a child asks for it. A child its log
+ * started and no live node holds counts at its caps (see `foldSpend`).
  */
-export function nodeOf(fold: RunFold, inline = true): BudgetNode {
+export function nodeOf(fold: RunFold): BudgetNode {
   let node = nodes.get(fold);
   if (!node) {
-    const root: BudgetNode = new BudgetNode(fold.start.budget, () =>
-      foldSpend(fold, inline ? root : undefined),
-    );
+    const root: BudgetNode = new BudgetNode(fold.start.budget, () => foldSpend(fold, root));
     node = root;
     nodes.set(fold, node);
   }
@@ -143,24 +150,29 @@ export function foldSpend(fold: RunFold, node?: BudgetNode): TreeSpend {
   const spend = fold.state.spend;
   let usd = fold.committedUsd;
   let tokens = spend.inputTokens + spend.outputTokens;
+  // A step in flight is held by the node (`hold`); one sent before a crash is sent again under
+  // the same step number, so it is one step.
+  let steps = fold.treeSteps;
   if (node)
     for (const child of fold.pendingTurn?.children?.values() ?? []) {
       if (child.end || node.hasChild(child.start.childRunId)) continue;
       usd += child.start.budget.maxUsd ?? 0;
       tokens += child.start.budget.maxTokens ?? 0;
+      steps += child.start.budget.maxSteps ?? 0;
     }
-  return { usd, tokens };
+  return { usd, tokens, steps };
 }
 
 /** A child's caps as spend: what a child the log started may have used before a crash. */
-export function capsSpend(caps: Pick<Budget, "maxUsd" | "maxTokens">): TreeSpend {
-  return { usd: caps.maxUsd ?? 0, tokens: caps.maxTokens ?? 0 };
+export function capsSpend(caps: TreeCaps): TreeSpend {
+  return { usd: caps.maxUsd ?? 0, tokens: caps.maxTokens ?? 0, steps: caps.maxSteps ?? 0 };
 }
 
 /**
- * The caps of a child run: its own budget, each money and token cap shrunk to `share` of what
- * the parent (and every ancestor) has left when the call starts, and its wall clock to what is
- * left of the parent's. `undefined` when nothing is left to give.
+ * The caps of a child run: its own budget, each money, token and step cap shrunk to `share` of
+ * what the parent (and every ancestor) has left when the call starts (of a `split`-th of it,
+ * when that many calls of the turn share it: children run elsewhere), and its wall clock to
+ * what is left of the parent's. `exhausted` when nothing is left to give.
  */
 export function childCaps(
   own: Budget,
@@ -168,20 +180,35 @@ export function childCaps(
   parent: BudgetNode,
   parentFold: RunFold,
   now: number,
+  split = 1,
 ): { budget: Budget } | { exhausted: string } {
-  const left = parent.left();
+  const whole = parent.left();
+  // What this child may take: its part when `split` calls share what is left.
+  const left = { usd: whole.usd / split, tokens: whole.tokens / split, steps: whole.steps / split };
   const budget: Budget = { ...own };
   if (Number.isFinite(left.usd)) {
     const give = share * left.usd;
     if (!(give > 0))
-      return { exhausted: `the parent run has $${Math.max(0, left.usd).toFixed(4)} left` };
+      return {
+        exhausted: `the parent run has $${Math.max(0, whole.usd).toFixed(4)} left${parts(split)}`,
+      };
     budget.maxUsd = Math.min(own.maxUsd ?? give, give);
   }
   if (Number.isFinite(left.tokens)) {
     const give = Math.floor(share * left.tokens);
     if (!(give >= 1))
-      return { exhausted: `the parent run has ${Math.max(0, left.tokens)} tokens left` };
+      return {
+        exhausted: `the parent run has ${Math.max(0, whole.tokens)} tokens left${parts(split)}`,
+      };
     budget.maxTokens = Math.min(own.maxTokens ?? give, give);
+  }
+  if (Number.isFinite(left.steps)) {
+    const give = Math.floor(share * left.steps);
+    if (!(give >= 1))
+      return {
+        exhausted: `the parent run has ${Math.max(0, whole.steps)} model steps left${parts(split)}`,
+      };
+    budget.maxSteps = Math.min(own.maxSteps ?? give, give);
   }
   const wall = parentFold.start.budget.wallClockMs;
   if (wall !== undefined) {
@@ -190,6 +217,11 @@ export function childCaps(
     budget.wallClockMs = Math.min(own.wallClockMs ?? give, give);
   }
   return { budget };
+}
+
+/** How a refusal names the split of what is left between the calls of one turn. */
+function parts(split: number): string {
+  return split > 1 ? ` for ${split} delegated calls that run elsewhere` : "";
 }
 
 /**
@@ -232,6 +264,11 @@ function fitStep(
   const { promptBound } = planned;
   let { maxTokens } = planned;
   const left = node.left(false);
+  if (!(left.steps >= 1))
+    throw new RunBudgetStop(
+      "parent_budget",
+      `[core] the parent run's budget cannot cover another step of this child run (no model step left of its maxSteps)`,
+    );
   if (Number.isFinite(left.tokens)) maxTokens = Math.min(maxTokens, left.tokens - promptBound);
   if (Number.isFinite(left.usd)) {
     const perToken = worstCaseCost(promptBound, 1, price) - worstCaseCost(promptBound, 0, price);
@@ -246,6 +283,7 @@ function fitStep(
   node.hold({
     usd: worstCaseCost(promptBound, maxTokens, price),
     tokens: promptBound + maxTokens,
+    steps: 1,
   });
   return { maxTokens, promptBound };
 }

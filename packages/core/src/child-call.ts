@@ -16,7 +16,7 @@ import {
   type ChildRunRequest,
   inlineChildRunner,
 } from "./child-runner.js";
-import type { DelegatedOutcome, ParentCall } from "./delegation.js";
+import { type DelegatedOutcome, delegationOf, type ParentCall } from "./delegation.js";
 import { drive } from "./drive-run.js";
 import { CorruptLogError, RunNotFoundError } from "./errors.js";
 import type { Budget, ChildApprovalRequest, ChildRunEndEvent, RunParent } from "./events.js";
@@ -80,12 +80,18 @@ export async function runChildCall(
   const loop = childLoopOf(host, spec.child);
   const recorded = fold.pendingTurn?.children?.get(call.callId);
   // Children run in this process (the default runner) are held live in the budget tree; one
-  // its log started and no live node holds yet counts at its caps until reopened.
-  const inline = (host.config.childRunner ?? inlineChildRunner) === inlineChildRunner;
+  // its log started and no live node holds yet counts at its caps until reopened. A child run
+  // elsewhere counts at its caps from its start until its outcome is recorded, and the
+  // delegating calls of one turn not started yet split what is left (each its share of an
+  // equal part), so parallel children elsewhere never jointly pass an ancestor's caps, and a
+  // parent resumed halfway through starting them gives the rest what it would have.
+  const runner = host.config.childRunner ?? inlineChildRunner;
+  const inline = runner.runsHere === true;
   let budget: Budget;
   if (recorded) budget = recorded.start.budget;
   else {
-    const caps = childCaps(spec.budget, spec.share, nodeOf(fold, inline), fold, host.now());
+    const split = inline ? 1 : unstartedDelegations(fold, host);
+    const caps = childCaps(spec.budget, spec.share, nodeOf(fold), fold, host.now(), split);
     if ("exhausted" in caps)
       return failure(
         "child_budget",
@@ -102,11 +108,11 @@ export async function runChildCall(
     budget,
     () =>
       holder.fold
-        ? foldSpend(holder.fold, inline ? node : undefined)
-        : recorded && inline
+        ? foldSpend(holder.fold, node)
+        : recorded || !inline
           ? capsSpend(budget)
-          : { usd: 0, tokens: 0 },
-    nodeOf(fold, inline),
+          : { usd: 0, tokens: 0, steps: 0 },
+    nodeOf(fold),
     id,
   );
   if (!recorded) {
@@ -147,14 +153,15 @@ export async function runChildCall(
   const control = childControl(loop, request, parent, task, call, node, holder, !!recorded);
   let outcome: ChildRunOutcome;
   try {
-    outcome = await (host.config.childRunner ?? inlineChildRunner).run(request, control);
+    outcome = await runner.run(request, control);
   } catch (error) {
-    node.detach();
     host.reportError(error, `child run ${id}`);
-    return failure(
-      "child_failed",
-      `The agent "${loop.config.agentId}" could not be run: ${(error as Error)?.message ?? String(error)}`,
-    );
+    const message = `The agent "${loop.config.agentId}" could not be run: ${(error as Error)?.message ?? String(error)}`;
+    // The node counts the child until its end is in the parent's log (or it stays counted at
+    // its caps, when what it spent is not known).
+    if (!recorded?.end) await endFailedChild(call, id, holder.fold, loop, message);
+    node.detach();
+    return failure("child_failed", message);
   }
   try {
     if (outcome.type === "parked") {
@@ -182,6 +189,10 @@ export async function runChildCall(
         ...ended.end,
       });
     const status = ended.end.status;
+    // A halted child halts its parent, also when its outcome is read after it ran elsewhere
+    // (in this process the latch is linked live and this changes nothing).
+    if (status === "halted" && !fold.state.halted)
+      fold.state.halt(outcome.result.haltReason ?? "child_halted", `child:${id}`);
     if (status === "completed")
       return {
         type: "ok",
@@ -204,6 +215,56 @@ export async function runChildCall(
   } finally {
     node.detach();
   }
+}
+
+/**
+ * Ends, in the parent's log, a child its runner could not run, when what it spent is known:
+ * the fold of a child run here, or nothing for a child whose log was never written. Without
+ * it the parent would count the child at its caps for the rest of the turn (it may have spent
+ * them), and refuse its siblings `child_budget`. A child run elsewhere with a log stays so.
+ */
+async function endFailedChild(
+  call: ParentCall,
+  id: string,
+  fold: RunFold | undefined,
+  loop: LoopContext,
+  message: string,
+): Promise<void> {
+  try {
+    if (!fold && (await loop.store.read(id)).length > 0) return;
+    const spend = fold?.state.spend;
+    await call.write({
+      type: "child-run-end",
+      step: call.step,
+      callId: call.callId,
+      childRunId: id,
+      status: "failed",
+      costUsd: fold ? fold.committedUsd : 0,
+      tokens: { input: spend?.inputTokens ?? 0, output: spend?.outputTokens ?? 0 },
+      steps: fold?.steps ?? 0,
+      treeSteps: fold?.treeSteps ?? 0,
+      trust: "untrusted",
+      error: message,
+    });
+  } catch (error) {
+    loop.reportError(error, `ending child run ${id} in its parent's log`);
+  }
+}
+
+/**
+ * The delegating calls of the run's pending turn that have no child and no result yet (this
+ * call among them): how many ways what is left is split when children run elsewhere.
+ */
+function unstartedDelegations(fold: RunFold, host: LoopContext): number {
+  const turn = fold.pendingTurn;
+  if (!turn) return 1;
+  let count = 0;
+  for (const use of turn.toolUses) {
+    if (turn.results.has(use.id) || turn.children?.has(use.id)) continue;
+    const item = host.tools.get(use.name);
+    if (item && delegationOf(item)) count += 1;
+  }
+  return Math.max(1, count);
 }
 
 /** The runner's handle on the child: run it here, read it, or create it for another process. */
@@ -242,11 +303,13 @@ function childControl(
       parent,
     });
     writer.fold.state.inherit(lineage);
+    // The parent's state sees every call and output of the child as it happens.
+    writer.fold.state.linkTreeParent(call.fold.state);
     return writer;
   };
   const existing = async (withSink?: AgentStreamSink): Promise<RunWriter | undefined> => {
     try {
-      return await open(loop, id, withSink, spanId, lineage);
+      return await open(loop, id, withSink, spanId, lineage, call.fold.state);
     } catch (error) {
       if (RunNotFoundError.isInstance(error)) return undefined;
       // A crash tore the child's first write: it never started, and its first append replaces
@@ -292,7 +355,7 @@ function childControl(
           loop.store,
           id,
           async () => {
-            const writer = await open(loop, id, sink, spanId, lineage);
+            const writer = await open(loop, id, sink, spanId, lineage, call.fold.state);
             return settledOutcome(loop, writer.fold) ?? advance(writer, true);
           },
           loop.reportError,
@@ -350,6 +413,7 @@ function endedOf(fold: RunFold): EndedChild {
       costUsd: fold.committedUsd,
       tokens: { input: spend.inputTokens, output: spend.outputTokens },
       steps: fold.steps,
+      treeSteps: fold.treeSteps,
       trust,
       ...(scan && scan.verdict !== "clean" ? { scan } : {}),
       ...(end.error ? { error: end.error } : {}),

@@ -1,3 +1,4 @@
+import { ancestorGate } from "./ancestor-gate.js";
 import { treeBudgetHooks } from "./budget-tree.js";
 import type { RunBudget } from "./contracts/run-budget.js";
 import { type LoopContext, loopContext } from "./loop-context.js";
@@ -29,7 +30,8 @@ export function childLoopOf(parent: LoopContext, child: LoopContext): LoopContex
     ...base,
     store: parent.store,
     vault: tree.vault ?? base.vault,
-    gates: [...child.gates, ...parent.gates],
+    // The parent's gates judge the child's calls with the parent's view of the tree.
+    gates: [...child.gates, ...parent.gates.map(ancestorGate)],
     // What the child reads is scanned as what the parent reads (and by the child's own scanner
     // too); the child's envelope wraps it when it has one, else the tree's.
     scanner: treeScanner(base.scanner, tree.scanner),

@@ -69,11 +69,19 @@ export interface ChildRunControl {
 export interface ChildRunner {
   /** A name for diagnostics, e.g. `inline`, `pg-boss`. */
   readonly name: string;
+  /**
+   * `true` when `run` runs the child in this process (through `control.runHere()`), so the
+   * parent's budget sees the child's spend step by step. Otherwise (the default) the child may
+   * run elsewhere: from its start until its outcome is recorded it counts at its caps in every
+   * ancestor's budget, and the delegating calls of one turn split what is left between them.
+   */
+  readonly runsHere?: boolean;
   run(request: ChildRunRequest, control: ChildRunControl): Promise<ChildRunOutcome>;
 }
 
 /** The default: the child runs in this process, inside the parent's call. */
 export const inlineChildRunner: ChildRunner = Object.freeze({
   name: "inline",
+  runsHere: true,
   run: (_request: ChildRunRequest, control: ChildRunControl) => control.runHere(),
 });

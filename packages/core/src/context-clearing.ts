@@ -70,7 +70,8 @@ export function stubText(
 function marksOf(fold: RunFold): Map<string, string[]> {
   const marks = new Map<string, string[]>();
   for (const output of fold.state.outputs) {
-    if (!output.toolUseId) continue;
+    // A descendant's outputs are not in this run's conversation.
+    if (!output.toolUseId || output.runId !== undefined) continue;
     const list: string[] = [];
     if (output.scan && output.scan.verdict !== "clean")
       list.push(
@@ -80,7 +81,7 @@ function marksOf(fold: RunFold): Map<string, string[]> {
     marks.set(output.toolUseId, list);
   }
   for (const refusal of fold.state.refusals) {
-    if (!refusal.toolUseId) continue;
+    if (!refusal.toolUseId || refusal.runId !== undefined) continue;
     marks.set(refusal.toolUseId, [`refused (${refusal.reason})`]);
   }
   return marks;

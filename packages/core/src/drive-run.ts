@@ -40,6 +40,16 @@ export async function drive(
   });
   const runSignal = controller.signal;
   try {
+    if (fold.withdrawn !== undefined && !fold.end)
+      // A child its parent gave up on (the hand-off failed, it moved on): no step, no effect.
+      await writer.write({
+        type: "run-end",
+        status: "stopped",
+        answer: "",
+        why: "withdrawn",
+        error: `[core] child run ${fold.start.runId} was withdrawn: ${fold.withdrawn}; it takes no step (its parent's model was told the call failed)`,
+      });
+    await haltIfAncestorHalted(writer);
     await loop.runBudgets?.atDrive(writer);
     for (;;) {
       if (fold.end) return resultOf(fold, loop.vault);
@@ -153,4 +163,23 @@ async function endAfterError(
     });
   }
   return resultOf(fold, loop.vault);
+}
+
+/**
+ * A child whose parent (or any ancestor) is halted takes no step: the halt is written into its
+ * log first. In-process the latch is linked live; this covers a child advanced alone (a
+ * worker's job), whose ancestors' states are read from their logs when it is opened.
+ */
+async function haltIfAncestorHalted(writer: RunWriter): Promise<void> {
+  const state = writer.fold.state;
+  if (state.halted || writer.fold.end) return;
+  for (let above = state.treeParent; above; above = above.treeParent)
+    if (above.halted) {
+      await writer.write({
+        type: "run-halt",
+        reason: above.haltReason ?? "parent_halted",
+        source: "parent",
+      });
+      return;
+    }
 }

@@ -422,7 +422,13 @@ export interface ChildRunEndEvent {
   /** The child tree's spend (the child and its own children). */
   costUsd: number;
   tokens: { input: number; output: number };
+  /** The child's own model steps. */
   steps: number;
+  /**
+   * The model steps of the child and every descendant: what counts against each ancestor's
+   * `maxSteps` (one budget for the tree). Absent in logs written before it: `steps` counts.
+   */
+  treeSteps?: number;
   /** `trusted` when the child read nothing but the task and trusted tools' outputs. */
   trust: "trusted" | "untrusted";
   /** The worst scan verdict of what the child read (so flagged text stays flagged). */

@@ -27,7 +27,13 @@ import type {
   ToolCallResultEvent,
 } from "./events.js";
 import { runEventTypes } from "./events.js";
-import { RunState } from "./run-state.js";
+import {
+  type AdmittedCall,
+  type RefusedCall,
+  RunState,
+  type SeenOutput,
+  type TreeMark,
+} from "./run-state.js";
 
 /** The tool calls of the last assistant turn and how far they got. */
 export interface PendingTurn {
@@ -80,6 +86,8 @@ export class RunFold {
   end: RunEndEvent | undefined;
   /** Model responses received. */
   steps = 0;
+  /** Model steps of the ended children and their descendants (from `child-run-end`). */
+  childSteps = 0;
   pendingTurn: PendingTurn | undefined;
   /** A model request with no response yet (in flight, or the process died during the call). */
   orphanRequest: ModelRequestEvent | undefined;
@@ -116,6 +124,16 @@ export class RunFold {
   nextSeq = 1;
   /** The seq of the last `run-resume` (the session this process advances); absent before any. */
   resumeSeq: number | undefined;
+  /**
+   * Where the run started each child (in log order): a run read back from its log gets its
+   * descendants' histories inserted there (`RunState.spliceDescendant`).
+   */
+  readonly childMarks: TreeMark[] = [];
+  /**
+   * Set on a child run read alone (a worker's job) whose parent already recorded an outcome
+   * for its call, or ended: nothing waits for the child any more, so it takes no step.
+   */
+  withdrawn: string | undefined;
   /** In a guard run: the approvals that have admitted their call (each admits one). */
   readonly usedApprovals = new Set<string>();
   /** In a guard run: the tool-use ids of its calls. */
@@ -173,6 +191,11 @@ export class RunFold {
       (usage.cache_creation_input_tokens ?? 0) +
       (usage.cache_read_input_tokens ?? 0);
     spend.outputTokens += usage.output_tokens;
+  }
+
+  /** The steps that count against the run's `maxSteps`: its own and its ended children's trees'. */
+  get treeSteps(): number {
+    return this.steps + this.childSteps;
   }
 
   /** USD spent, counting a request that may have been billed but has no response. */
@@ -496,7 +519,16 @@ export class RunFold {
     const child = children.get(event.callId);
     if (event.type === "child-run-start") {
       // Written again when a resumed parent continues the same child: the first one stands.
-      if (!child) children.set(event.callId, { start: event });
+      if (!child) {
+        children.set(event.callId, { start: event });
+        const state = this.state;
+        this.childMarks.push({
+          childRunId: event.childRunId,
+          calls: state.calls.length,
+          refusals: state.refusals.length,
+          outputs: state.outputs.length,
+        });
+      }
       return;
     }
     if (!child || child.start.childRunId !== event.childRunId)
@@ -513,6 +545,7 @@ export class RunFold {
       );
     child.end = event;
     child.wait = undefined;
+    this.childSteps += event.treeSteps ?? event.steps;
     // One budget for the tree: what the child spent is the parent's spend from here on.
     const spend = this.state.spend;
     spend.usd += event.costUsd;
@@ -616,10 +649,11 @@ export function recordCall(
   event: ToolCallIntentEvent | ToolCallRefusalEvent | ToolCallResultEvent,
   reveal?: (text: string) => string,
 ): void {
+  const runId = state.runId;
   switch (event.type) {
-    case "tool-call-intent":
+    case "tool-call-intent": {
       if (event.costUsd) state.spend.usd += event.costUsd;
-      state.calls.push({
+      const call: AdmittedCall = {
         tool: event.tool,
         argsDigest: event.argsDigest,
         toolUseId: event.toolUseId,
@@ -627,18 +661,25 @@ export function recordCall(
         args: reveal ? (revealStrings(event.args, reveal) as typeof event.args) : event.args,
         outputsBefore: state.outputs.length,
         ...(event.decision?.passed ? { passed: event.decision.passed } : {}),
-      });
+      };
+      state.calls.push(call);
+      // The ancestors held in this process see the tree: each records the call as well.
+      if (state.treeParent) RunState.recordInAncestors(state, { kind: "call", runId, call });
       return;
-    case "tool-call-refusal":
-      state.refusals.push({
+    }
+    case "tool-call-refusal": {
+      const refusal: RefusedCall = {
         tool: event.tool,
         toolUseId: event.toolUseId,
         reason: event.decision.reason ?? "refused",
         decision: event.decision,
-      });
+      };
+      state.refusals.push(refusal);
+      if (state.treeParent) RunState.recordInAncestors(state, { kind: "refusal", runId, refusal });
       return;
-    case "tool-call-result":
-      state.outputs.push({
+    }
+    case "tool-call-result": {
+      const output: SeenOutput = {
         tool: event.tool,
         toolUseId: event.toolUseId,
         text: reveal ? reveal(event.content) : event.content,
@@ -652,7 +693,10 @@ export function recordCall(
               },
             }
           : {}),
-      });
+      };
+      state.outputs.push(output);
+      if (state.treeParent) RunState.recordInAncestors(state, { kind: "output", runId, output });
+    }
   }
 }
 

@@ -12,12 +12,13 @@ import { policyDigestOf, sortGates } from "./pipeline.js";
 import { priceOf } from "./pricing.js";
 import { resolveRetryOptions } from "./retry.js";
 import { runBudgetHooks } from "./run-budgets.js";
-import { type Lineage, lineageOf } from "./run-state.js";
+import { type Lineage, lineageOf, type RunState } from "./run-state.js";
 import { Telemetry } from "./run-telemetry.js";
 import { RunWriter, type RunWriterOptions } from "./run-writer.js";
 import type { SpanBuilder } from "./spans.js";
 import { ToolCallPath } from "./tool-call.js";
 import type { ToolTurnContext } from "./tool-turn.js";
+import { spliceStoredDescendants, type TreeReadOptions } from "./tree-history.js";
 
 /** Everything the loop of one agent needs, fixed when the agent is made. */
 export interface LoopContext extends ModelStepContext, ToolTurnContext {
@@ -150,6 +151,7 @@ export async function open(
   sink?: AgentStreamSink,
   parentSpanId?: string,
   lineage?: Lineage,
+  treeParent?: RunState,
 ): Promise<RunWriter> {
   const { store } = loop;
   if (typeof runId !== "string" || runId.trim() === "")
@@ -168,51 +170,88 @@ export async function open(
     spans ? (event, fold) => spans.push(event, fold.messages) : undefined,
   );
   if (!folded) throw new RunNotFoundError(runId, `the ${store.name} event store`);
+  // The tree below the run, as its gates saw it before the crash (before `inherit` shifts it).
+  const tree = { reveal: options.reveal, reportError: loop.reportError };
+  await spliceStoredDescendants(store, folded.fold, tree);
   const parent = folded.fold.start.parent;
-  if (parent)
-    folded.fold.state.inherit(
-      lineage ?? (await storedLineage(store, parent, folded.fold.start.task, options.reveal)),
-    );
+  const state = folded.fold.state;
+  if (parent) {
+    if (lineage) state.inherit(lineage);
+    else {
+      // Resumed alone (a worker): the ancestors' states are read from their logs.
+      const above = await storedAncestors(store, parent, folded.fold.start.task, tree);
+      state.inherit(above.lineage);
+      if (above.state) state.linkTreeParent(above.state);
+      folded.fold.withdrawn = above.withdrawn;
+    }
+    if (treeParent) state.linkTreeParent(treeParent);
+  }
   return new RunWriter(store, runId, folded.events, options, folded.fold);
 }
 
 /**
- * A child run's lineage read from its ancestors' logs (a child resumed alone). When the
- * parent's log cannot be read, the child's task itself stands as an untrusted output: its
- * values are then untrusted (fail closed), never the user's.
+ * A child run's lineage and its parent's state, read from its ancestors' logs (a child resumed
+ * alone): each ancestor's state holds its own history, its descendants' (this child's siblings
+ * and this child's history so far included) and its lineage, linked to its own parent's, so the
+ * ancestors' gates judge the child with their view of the tree as stored. When the parent's log
+ * cannot be read, the child's task itself stands as an untrusted output: its values are then
+ * untrusted (fail closed), never the user's; no parent state is linked.
  */
-async function storedLineage(
+async function storedAncestors(
   store: EventStore,
   parent: RunParent,
   childTask: string,
-  reveal: ((text: string) => string) | undefined,
+  tree: TreeReadOptions,
   depth = 0,
-): Promise<Lineage> {
+): Promise<{ lineage: Lineage; state?: RunState; withdrawn?: string }> {
   const where = `run ${parent.runId} (${store.name} store)`;
+  const reveal = tree.reveal;
   let folded: Awaited<ReturnType<typeof foldLog>>;
   try {
     folded =
       depth < 32 ? await foldLog(store, parent.runId, where, reveal ? { reveal } : {}) : undefined;
+    if (folded) await spliceStoredDescendants(store, folded.fold, tree);
   } catch {
     folded = undefined;
   }
   if (!folded)
     return {
-      task: undefined,
-      outputs: [
-        {
-          tool: parent.tool,
-          toolUseId: parent.callId,
-          text: reveal ? reveal(childTask) : childTask,
-          trust: "untrusted",
-        },
-      ],
-      calls: [],
+      lineage: {
+        task: undefined,
+        outputs: [
+          {
+            tool: parent.tool,
+            toolUseId: parent.callId,
+            text: reveal ? reveal(childTask) : childTask,
+            trust: "untrusted",
+          },
+        ],
+        calls: [],
+      },
     };
+  const state = folded.fold.state;
   const grand = folded.fold.start.parent;
-  if (grand)
-    folded.fold.state.inherit(
-      await storedLineage(store, grand, folded.fold.start.task, reveal, depth + 1),
-    );
-  return lineageOf(folded.fold.state, parent.callId);
+  if (grand) {
+    const above = await storedAncestors(store, grand, folded.fold.start.task, tree, depth + 1);
+    state.inherit(above.lineage);
+    if (above.state) state.linkTreeParent(above.state);
+  }
+  // The parent no longer waits for this call (it recorded an outcome for it, or ended).
+  const turn = folded.fold.pendingTurn;
+  const waiting =
+    !folded.fold.end &&
+    turn !== undefined &&
+    !turn.results.has(parent.callId) &&
+    turn.toolUses.some((use) => use.id === parent.callId);
+  return {
+    lineage: lineageOf(state, parent.callId),
+    state,
+    ...(waiting
+      ? {}
+      : {
+          withdrawn: folded.fold.end
+            ? `its parent run ${parent.runId} has ended`
+            : `its parent run ${parent.runId} already recorded an outcome for call ${parent.callId}`,
+        }),
+  };
 }

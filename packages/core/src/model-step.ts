@@ -193,7 +193,8 @@ function affordableMaxTokens(
 ): { maxTokens: number; promptBound: number } {
   const budget = fold.start.budget;
   const price = context.price;
-  if (budget.maxSteps !== undefined && fold.steps >= budget.maxSteps)
+  // One budget for a tree: an ended child's steps (and its descendants') count too.
+  if (budget.maxSteps !== undefined && fold.treeSteps >= budget.maxSteps)
     throw new StopRun("budget", "maxSteps");
   let maxTokens = fold.start.maxTokens;
   const promptBound = promptTokenBound(

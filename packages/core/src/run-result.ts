@@ -1,3 +1,4 @@
+import type { RefusedCall } from "./contracts/run-view.js";
 import type { Vault } from "./contracts/vault.js";
 import type { DecisionRecord, RunStatus } from "./events.js";
 import type { RunFold } from "./fold.js";
@@ -100,7 +101,8 @@ export function resultOf(
     steps: fold.steps,
     tokens: { input: state.spend.inputTokens, output: state.spend.outputTokens },
     costUsd: fold.committedUsd,
-    blocked: state.refusals.map((refusal) => ({
+    // The run's own refusals (its state also holds its descendants', for its gates).
+    blocked: ownRefusals(state.refusals).map((refusal) => ({
       tool: refusal.tool,
       toolUseId: refusal.toolUseId,
       reason: refusal.reason,
@@ -180,4 +182,11 @@ export function notStartedResult(runId: string, why: string, error: string): Run
     blocked: [],
     error,
   };
+}
+
+/** The refusals a run made itself (its descendants' carry their `runId`). */
+function ownRefusals(refusals: readonly RefusedCall[]): readonly RefusedCall[] {
+  return refusals.some((refusal) => refusal.runId !== undefined)
+    ? refusals.filter((refusal) => refusal.runId === undefined)
+    : refusals;
 }

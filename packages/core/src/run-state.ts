@@ -25,7 +25,10 @@ export interface Lineage {
  * (its own lineage first) up to that call.
  */
 export function lineageOf(parent: RunView, callId: string): Lineage {
-  const index = parent.calls.findIndex((call) => call.toolUseId === callId);
+  // The parent's own call (a descendant's call may carry the same tool-use id): the last one.
+  const index = parent.calls.findLastIndex(
+    (call) => call.toolUseId === callId && call.runId === undefined,
+  );
   const call = index >= 0 ? parent.calls[index] : undefined;
   const outputsBefore = call?.outputsBefore ?? parent.outputs.length;
   return {
@@ -35,6 +38,27 @@ export function lineageOf(parent: RunView, callId: string): Lineage {
       ...entry,
     })),
   };
+}
+
+/** A descendant's call, refusal or output, recorded in its ancestors' states. */
+export type TreeEntry =
+  | { kind: "call"; runId: string; call: AdmittedCall }
+  | { kind: "refusal"; runId: string; refusal: RefusedCall }
+  | { kind: "output"; runId: string; output: SeenOutput };
+
+/** Where a run started a child: the lengths of its calls, refusals and outputs then. */
+export interface TreeMark {
+  childRunId: string;
+  calls: number;
+  refusals: number;
+  outputs: number;
+}
+
+/** A run's own history and its descendants', in order, each entry marked with its run id. */
+export interface TreeHistory {
+  calls: AdmittedCall[];
+  refusals: RefusedCall[];
+  outputs: SeenOutput[];
 }
 
 /** Who is running, for roles and diagnostics. */
@@ -76,6 +100,8 @@ export class RunState implements RunView {
   #halted = false;
   #haltReason: string | undefined;
   #listeners = new Set<(reason: string, source: string) => void>();
+  #treeParent: RunState | undefined;
+  #hasTreeChildren = false;
 
   constructor(input: Required<Pick<RunContextInput, "runId" | "agentId">> & RunContextInput) {
     this.runId = input.runId;
@@ -102,6 +128,82 @@ export class RunState implements RunView {
     this.calls.unshift(...lineage.calls);
     this.#task = lineage.task;
     this.#inheritedOutputs = shift;
+  }
+
+  /**
+   * The parent run's state when this run is a child whose parent is held in this process (or
+   * was read from the store for a child resumed alone): every call, refusal and output this
+   * run records is also recorded in each ancestor's state, and the ancestors' gates judge this
+   * run's calls with their own state (the tree as that ancestor sees it).
+   */
+  get treeParent(): RunState | undefined {
+    return this.#treeParent;
+  }
+
+  /** Links this (child) run to its parent's state; a run that would reach itself is refused. */
+  linkTreeParent(parent: RunState): void {
+    for (let above: RunState | undefined = parent; above; above = above.#treeParent)
+      if (above === this) throw new Error("[core] a run cannot be its own ancestor");
+    this.#treeParent = parent;
+    parent.#hasTreeChildren = true;
+  }
+
+  /**
+   * The state of the top of this run's tree as held here (itself when it has no parent), or
+   * `undefined` for a run that is in no tree (no parent, no child linked): what the tree's
+   * calls are admitted one at a time under (`admitInTree`). O(depth).
+   */
+  get treeTop(): RunState | undefined {
+    if (!this.#treeParent) return this.#hasTreeChildren ? this : undefined;
+    let top: RunState = this.#treeParent;
+    while (top.#treeParent) top = top.#treeParent;
+    return top;
+  }
+
+  /**
+   * Records a descendant's call, refusal or output in this state and every ancestor's (marked
+   * with the descendant's run id): O(depth), never a scan of the tree.
+   */
+  static recordInAncestors(state: RunState, entry: TreeEntry): void {
+    for (let above = state.#treeParent; above; above = above.#treeParent) above.#adopt(entry);
+  }
+
+  #adopt(entry: TreeEntry): void {
+    switch (entry.kind) {
+      case "call":
+        this.calls.push({ ...entry.call, outputsBefore: this.outputs.length, runId: entry.runId });
+        return;
+      case "refusal":
+        this.refusals.push({ ...entry.refusal, runId: entry.runId });
+        return;
+      case "output":
+        this.outputs.push({ ...entry.output, runId: entry.runId });
+    }
+  }
+
+  /**
+   * Inserts a stored descendant's history at the place its parent run started it (its
+   * `child-run-start`): the descendant's calls, refusals and outputs (its own descendants'
+   * included), with `outputsBefore` kept consistent on both sides. Used when a run is read
+   * back from its log, before any gate reads it.
+   */
+  spliceDescendant(at: TreeMark, history: TreeHistory): void {
+    const shift = history.outputs.length;
+    if (shift > 0)
+      for (let index = at.calls; index < this.calls.length; index += 1) {
+        const call = this.calls[index]!;
+        if (call.outputsBefore !== undefined) call.outputsBefore += shift;
+      }
+    this.outputs.splice(at.outputs, 0, ...history.outputs);
+    this.calls.splice(
+      at.calls,
+      0,
+      ...history.calls.map((call) => ({
+        ...call,
+        outputsBefore: at.outputs + (call.outputsBefore ?? shift),
+      })),
+    );
+    this.refusals.splice(at.refusals, 0, ...history.refusals);
   }
 
   /** How many of `outputs` are the ancestors' (see `inherit`); 0 for a root run. */

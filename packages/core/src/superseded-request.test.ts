@@ -51,9 +51,13 @@ describe("a request the process died during, sent again after resume", () => {
           const resent = log
             .filter((event) => event.type === "model-request")
             .map((event) => (event.type === "model-request" ? event.estimateUsd : 0));
-          await store.append("run_1", log.map((event, seq) => ({ ...event, seq })), {
-            expectedSeq: 0,
-          });
+          await store.append(
+            "run_1",
+            log.map((event, seq) => ({ ...event, seq })),
+            {
+              expectedSeq: 0,
+            },
+          );
           const result = await agent().resume("run_1");
           const fold = foldRun(await store.read("run_1"));
           const responses = (await store.read("run_1"))

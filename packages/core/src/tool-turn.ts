@@ -8,6 +8,7 @@ import type { JsonValue } from "./json.js";
 import type { RunWriter } from "./run-writer.js";
 import type { Tool } from "./tool.js";
 import type { CallScope, ToolCallPath } from "./tool-call.js";
+import { admitInTree } from "./tree-admission.js";
 
 /** What the tool turn needs of the agent. */
 export interface ToolTurnContext {
@@ -68,7 +69,10 @@ export async function runToolTurn(
         continue;
       }
       const call = callOf(context, fold, use, item, turn.approvals.has(use.id));
-      const admission = await context.path.admit(scope, call, item, signal);
+      // Across a tree held in this process, one admission at a time (gates count the tree).
+      const admission = await admitInTree(fold.state, () =>
+        context.path.admit(scope, call, item, signal),
+      );
       if (admission.type === "parked") parked = true;
       else if (admission.type === "admitted")
         started(

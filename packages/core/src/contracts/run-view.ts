@@ -22,6 +22,11 @@ export interface AdmittedCall {
   outputsBefore?: number;
   /** The steps its decision passed (`2:policy`, `2.3:run_loop`, ...), when known. */
   passed?: readonly string[];
+  /**
+   * The descendant run (an `asTool` child, grandchild, ...) that made the call; absent for the
+   * run's own calls and for those its ancestors had made before it was started.
+   */
+  runId?: string;
 }
 
 /** A call the pipeline refused. */
@@ -31,6 +36,8 @@ export interface RefusedCall {
   reason: string;
   /** The full decision record. */
   decision: DecisionRecord;
+  /** The descendant run that made the call; absent for the run's own (see `AdmittedCall.runId`). */
+  runId?: string;
 }
 
 /** A tool output the model saw, with its scan. */
@@ -45,6 +52,8 @@ export interface SeenOutput {
   scan?: Pick<ScanResult, "verdict" | "score"> & { rules: string[] };
   /** Whose text it is: `trusted` only when the tool declared `trust: "trusted"`. */
   trust?: "trusted" | "untrusted";
+  /** The descendant run that read it; absent for the run's own (see `AdmittedCall.runId`). */
+  runId?: string;
 }
 
 /** Money, tokens and steps spent so far. */
@@ -98,11 +107,15 @@ export interface RunView {
   /** Whether the halt latch is set (every later call is refused as `run_halted`). */
   readonly halted: boolean;
   readonly haltReason: string | undefined;
-  /** Admitted calls, in order. */
+  /**
+   * Admitted calls, in order: the run's own and, in a run that delegates, every descendant's
+   * as it is admitted (siblings included, each marked with its `runId`), so a gate counts and
+   * traces the whole tree below the run. A child's start with its ancestors' (see `task`).
+   */
   readonly calls: ReadonlyArray<Readonly<AdmittedCall>>;
-  /** Refused calls, in order. */
+  /** Refused calls, in order (descendants' included, as for `calls`). */
   readonly refusals: ReadonlyArray<Readonly<RefusedCall>>;
-  /** Tool outputs the model saw, in order (a child run's start with its ancestors'). */
+  /** Tool outputs seen, in order: the run's own and its descendants' (as for `calls`). */
   readonly outputs: ReadonlyArray<Readonly<SeenOutput>>;
   readonly spend: Readonly<Spend>;
   /**

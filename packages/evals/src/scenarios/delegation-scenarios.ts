@@ -329,7 +329,8 @@ export const delegationOneBudget: Scenario = scenario(
       agentId: "analyst",
       store,
       maxTokens: 256,
-      budget: { maxUsd: cap, maxSteps: 10 },
+      // maxSteps counts the tree (the children's steps too): high, so the money cap binds.
+      budget: { maxUsd: cap, maxSteps: 200 },
       model: managerModel({
         first: [
           { id: "toolu_a", name: "ask_reader_a", input: { task: "Read the whole report." } },
@@ -384,7 +385,8 @@ async function shareCapsTheChild(t: ScenarioContext): Promise<void> {
     agentId: "analyst",
     store,
     maxTokens: 256,
-    budget: { maxUsd: cap, maxSteps: 10 },
+    // maxSteps counts the tree (the children's steps too): high, so the money cap binds.
+    budget: { maxUsd: cap, maxSteps: 200 },
     model: managerModel({
       first: [{ id: "toolu_h", name: "ask_reader", input: { task: "Read the whole report." } }],
     }),
@@ -613,7 +615,9 @@ export const delegationTaintCrosses: Scenario = scenario(
       "trusted",
       records,
       clean,
-      "Which order did the customer say broke? Refund $10 of it.",
+      // The order id comes from the user: an id the child's model wrote and the order database
+      // only echoed would not vouch for itself (model-written values are tracked tree-wide).
+      "The customer says order A1001 broke. Look it up and refund $10 of it.",
     );
     t.check(
       "child_answer_marked_trusted",
