@@ -31,6 +31,8 @@ export class BudgetNode {
   readonly runId: string | undefined;
   readonly #own: () => TreeSpend;
   readonly #children = new Set<BudgetNode>();
+  /** The live children that are child runs, by run id (`hasChild` in O(1)). */
+  readonly #childRuns = new Map<string, BudgetNode>();
   #held: TreeSpend = none();
 
   /** `own` reads the run's committed spend (its fold: responses, in-flight estimates, ended children). */
@@ -39,7 +41,10 @@ export class BudgetNode {
     this.#own = own;
     this.parent = parent;
     this.runId = runId;
-    if (parent) parent.#children.add(this);
+    if (parent) {
+      parent.#children.add(this);
+      if (runId !== undefined) parent.#childRuns.set(runId, this);
+    }
   }
 
   /** What this run and its running children use now (committed plus held). */
@@ -90,13 +95,15 @@ export class BudgetNode {
 
   /** Whether a child run of this node's run is live in the tree (has its own node). */
   hasChild(runId: string): boolean {
-    for (const child of this.#children) if (child.runId === runId) return true;
-    return false;
+    return this.#childRuns.has(runId);
   }
 
   /** Takes the node out of its parent's use (its spend is in the parent's log now). */
   detach(): void {
-    if (this.parent) this.parent.#children.delete(this);
+    if (!this.parent) return;
+    this.parent.#children.delete(this);
+    if (this.runId !== undefined && this.parent.#childRuns.get(this.runId) === this)
+      this.parent.#childRuns.delete(this.runId);
   }
 }
 
