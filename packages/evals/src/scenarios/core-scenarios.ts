@@ -312,7 +312,9 @@ export const flakyTools: Scenario = scenario(
     );
     t.check("no_refund_paid", desk.ledger.refunds.length === 0, String(desk.ledger.refunds.length));
     t.check("run_ends_with_an_answer", result.status === "completed", result.status);
-    const breakerDesk = t.desk({ faults: { search_kb: ["fail", "fail", "fail", "fail"] } });
+    // An outage (the client throws), not the backend answering "no": a ToolError that is not
+    // transient is an answer and does not count towards the breaker.
+    const breakerDesk = t.desk({ faults: { search_kb: ["crash", "crash", "crash", "crash"] } });
     const model = scriptedModel((_request, call) =>
       call <= 4
         ? {
