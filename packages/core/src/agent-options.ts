@@ -140,7 +140,8 @@ export interface AgentOptions {
    * The most runs this agent advances at once (`run`, `stream`, `resume`, `approve`); the
    * others wait in a queue, by `priority`, then first come first served, and report their wait
    * (`result.queueWaitMs`, the run span's `loopguard.queue_wait_ms`). Default: 64 per CPU the
-   * runtime reports (`navigator.hardwareConcurrency`, 4 assumed without it), at least 64.
+   * runtime reports (`navigator.hardwareConcurrency`, else `os.availableParallelism()` on Node,
+   * else 4), at least 64.
    */
   maxConcurrentRuns?: number;
   /** Receives errors of exporters, observers and hooks; they never break a run. */

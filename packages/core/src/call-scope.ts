@@ -20,9 +20,10 @@ export interface CallScope {
   budget?(tool: Tool<any, any> | undefined): DenyDecision | undefined;
   /**
    * Right before a tool runs: confirms the run is still this process's to advance (a worker
-   * re-checks its claim). Rejecting stops the call before any side effect.
+   * re-checks its claim). Rejecting (or throwing) stops the call before any side effect;
+   * `undefined` means there is nothing to wait for.
    */
-  beforeEffect?(): Promise<void>;
+  beforeEffect?(): Promise<void> | undefined;
   /**
    * For a delegating tool (`agent.asTool`): the parent's side of the call. Absent outside an
    * agent's loop (`guardTool`), where such a tool answers with an error.

@@ -8,6 +8,7 @@ import { type RunResult, resultOf, storeFailedResult } from "./run-result.js";
 import type { RunWriter } from "./run-writer.js";
 import { StopRun } from "./stop-run.js";
 import { runToolTurn } from "./tool-turn.js";
+import { yieldIfBusy } from "./yield-if-busy.js";
 
 /**
  * Advances a run until it ends, parks on an approval or pauses: tool turns and model steps in
@@ -52,6 +53,9 @@ export async function drive(
     await haltIfAncestorHalted(writer);
     await loop.runBudgets?.atDrive(writer);
     for (;;) {
+      // Many runs stepping at once share the event loop: past a turn's slice, wait for the next.
+      const pause = yieldIfBusy(writer.order);
+      if (pause) await pause;
       if (fold.end) return resultOf(fold, loop.vault);
       if (pauseSignal?.aborted) return { ...resultOf(fold, loop.vault), why: "paused" };
       if (fold.pendingTurn) {

@@ -165,11 +165,16 @@ async function attemptOnce(
       return controller.signal;
     },
   };
-  // A late settlement of an abandoned handler changes nothing (and never goes unhandled).
-  (async () => tool.run(args, toolContext))().then(
-    (value) => settle({ type: "value", value }),
-    (error) => settle({ type: "thrown", error }),
-  );
+  // A late settlement of an abandoned handler changes nothing (and never goes unhandled). A
+  // handler that throws before returning settles the same as one whose promise rejects.
+  try {
+    Promise.resolve(tool.run(args, toolContext)).then(
+      (value) => settle({ type: "value", value }),
+      (error) => settle({ type: "thrown", error }),
+    );
+  } catch (error) {
+    settle({ type: "thrown", error });
+  }
   try {
     const winner = await outcome;
     if (winner === "timeout") {

@@ -216,7 +216,7 @@ export class RunFold {
   /** Whether a tool call of the pending turn waits on a person. */
   get awaitingApproval(): boolean {
     const turn = this.pendingTurn;
-    if (!turn) return false;
+    if (!turn || turn.approvals.size === 0) return false;
     for (const approval of turn.approvals.values()) {
       if (
         !approval.decision &&
@@ -240,8 +240,25 @@ export class RunFold {
     return this.#chainDigest;
   }
 
+  /**
+   * Whether the conversation holds a thinking block (the vault's reveal must then restore it
+   * before a request; without one, the messages go as they are, with no walk over them).
+   */
+  hasThinking = false;
+
+  #noteThinking(message: Message): void {
+    if (this.hasThinking || message.role !== "assistant" || typeof message.content === "string")
+      return;
+    for (const block of message.content)
+      if (block.type === "thinking") {
+        this.hasThinking = true;
+        return;
+      }
+  }
+
   #push(message: Message): void {
     this.messages.push(message);
+    this.#noteThinking(message);
     // Encoded once: the JSON serves both the byte count (the token bound) and the digest.
     const json = JSON.stringify(message);
     this.messageBytes += Buffer.byteLength(json) + 1;
@@ -254,6 +271,8 @@ export class RunFold {
   #replaceMessages(messages: Message[]): void {
     this.messages.length = 0;
     this.messages.push(...messages);
+    this.hasThinking = false;
+    for (const message of messages) this.#noteThinking(message);
     this.#chain = createSha256();
     this.messageBytes = Buffer.byteLength(JSON.stringify(messages[0]));
     for (const message of messages.slice(1)) {
@@ -493,8 +512,10 @@ export class RunFold {
 
   /** The status of a child the run is parked on: an approval first, else a child elsewhere. */
   #childWait(): "awaiting_approval" | "awaiting_child" | undefined {
+    const children = this.pendingTurn?.children;
+    if (!children) return undefined;
     let status: "awaiting_approval" | "awaiting_child" | undefined;
-    for (const child of this.pendingTurn?.children?.values() ?? []) {
+    for (const child of children.values()) {
       if (!child.wait || child.end) continue;
       if (child.wait.status === "awaiting_approval") return "awaiting_approval";
       status = "awaiting_child";

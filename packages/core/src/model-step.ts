@@ -81,16 +81,18 @@ export async function modelStep(
     ? await context.runBudgets.beforeStep(writer, step, affordable, context.price)
     : affordable;
   const estimateUsd = worstCaseCost(promptBound, maxTokens, context.price);
-  const request: ModelRequest = {
-    model: context.model.model,
-    max_tokens: maxTokens,
-    ...(context.system ? { system: context.system } : {}),
-    messages: context.vault ? revealThinking(fold.messages, context.vault) : fold.messages,
-    ...(context.toolSpecs.length > 0
-      ? { tools: context.toolSpecs as ToolSpec[], tool_choice: { type: "auto" as const } }
-      : {}),
-    ...(context.serverEdits ? { context_management: context.serverEdits.management } : {}),
-  };
+  // Built field by field (no spread copies per step), in the order the API documents them.
+  const request = { model: context.model.model, max_tokens: maxTokens } as ModelRequest;
+  if (context.system) request.system = context.system;
+  request.messages =
+    context.vault && fold.hasThinking
+      ? revealThinking(fold.messages, context.vault)
+      : fold.messages;
+  if (context.toolSpecs.length > 0) {
+    request.tools = context.toolSpecs as ToolSpec[];
+    request.tool_choice = { type: "auto" };
+  }
+  if (context.serverEdits) request.context_management = context.serverEdits.management;
   await writer.write({
     type: "model-request",
     step,
@@ -256,6 +258,7 @@ async function callWithRetries(
     const outcome = await streamAttempt(context.model, request, {
       signal,
       idleTimeoutMs: settings.idleTimeoutMs,
+      order: writer.order,
       ...(shown ? { onUpdate: shown.update } : {}),
     });
     let error: unknown;

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "./errors.js";
 import { notStartedResult, type RunResult } from "./run-result.js";
+import { yieldIfBusy } from "./yield-if-busy.js";
 
 /** A place in the run queue: give it back exactly once when the run's drive ends. */
 export interface RunSlot {
@@ -109,15 +110,33 @@ export class RunQueue {
 
 /**
  * The default number of runs an agent advances at once: 64 per CPU the runtime reports
- * (`navigator.hardwareConcurrency`, on Node 21+, Deno, Bun and browsers; 4 CPUs assumed where
- * it is missing), at least 64. Runs mostly wait on the model, so many fit per CPU; past this
+ * (`navigator.hardwareConcurrency`, on Node 21+, Deno, Bun and browsers; `os.availableParallelism()`
+ * on Node 20; 4 CPUs assumed where neither is there), at least 64. Runs mostly wait on the model, so many fit per CPU; past this
  * many, starting more only slows every run down (set-up, GC and the event loop are shared).
  */
 export function defaultMaxConcurrentRuns(): number {
   const cpus = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator
     ?.hardwareConcurrency;
-  const count = Number.isInteger(cpus) && (cpus as number) > 0 ? (cpus as number) : 4;
+  const count = Number.isInteger(cpus) && (cpus as number) > 0 ? (cpus as number) : nodeCpus();
   return Math.max(64, 64 * count);
+}
+
+/**
+ * The CPUs Node reports (`os.availableParallelism()`, through `process.getBuiltinModule` on
+ * Node 20.16+, where `navigator.hardwareConcurrency` is missing), else 4.
+ */
+function nodeCpus(): number {
+  try {
+    const host = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } })
+      .process;
+    const os = host?.getBuiltinModule?.("node:os") as
+      | { availableParallelism?: () => number }
+      | undefined;
+    const count = os?.availableParallelism?.();
+    return Number.isInteger(count) && (count as number) > 0 ? (count as number) : 4;
+  } catch {
+    return 4;
+  }
 }
 
 /** Checks `maxConcurrentRuns` and fills in the default. */
@@ -164,6 +183,10 @@ export async function admitted(
     );
   }
   try {
+    // A burst of starts (a thousand agent.stream() calls in one tick) is spread over turns of
+    // the event loop: past a turn's slice, this start waits behind the runs already going.
+    const pause = yieldIfBusy();
+    if (pause) await pause;
     return { ...(await work(slot.waitedMs)), queueWaitMs: slot.waitedMs };
   } finally {
     slot.release();

@@ -9,7 +9,7 @@ import {
   forgetExportQueue,
 } from "./export-queue.js";
 import type { RunFold } from "./fold.js";
-import { type Span, SpanBuilder, type SpanBuilderOptions } from "./spans.js";
+import { type Span, SpanBuilder, type SpanBuilderOptions, type SpanEvent } from "./spans.js";
 
 /** Where a run's events go once durable: exporters (as spans) and the host's `onEvent`. */
 export interface TelemetryOptions {
@@ -236,9 +236,51 @@ function withoutContent(span: Span): Span {
   return rest;
 }
 
+/** What of a span the redactor sees: everything a run's data can reach. */
+interface SpanText {
+  name: string;
+  statusMessage?: string;
+  attributes: Span["attributes"];
+  events: Array<{ name: string; attributes: SpanEvent["attributes"] }>;
+  content?: Span["content"];
+}
+
+/**
+ * Redacts what a span can carry from the run (name, status message, attributes, event names
+ * and attributes, content). Ids, times, kind and status are core's own (hex digests, numbers,
+ * fixed words): they never hold a run's data, the redactor does not walk them (most of a
+ * span's strings that change every step, so a redactor's cache never holds them), and a trace
+ * keeps its ids whatever a redactor makes of a hex string.
+ */
 function redactSpan(span: Span, redact: Redactor): Span {
   try {
-    return redact(span) as Span;
+    const text: SpanText = {
+      name: span.name,
+      attributes: span.attributes,
+      events: span.events.map((event) => ({ name: event.name, attributes: event.attributes })),
+      ...(span.statusMessage !== undefined ? { statusMessage: span.statusMessage } : {}),
+      ...(span.content !== undefined ? { content: span.content } : {}),
+    };
+    const redacted = redact(text) as SpanText;
+    const out: Span = {
+      traceId: span.traceId,
+      spanId: span.spanId,
+      ...(span.parentSpanId !== undefined ? { parentSpanId: span.parentSpanId } : {}),
+      kind: span.kind,
+      name: String(redacted.name),
+      startTime: span.startTime,
+      endTime: span.endTime,
+      status: span.status,
+      attributes: redacted.attributes,
+      events: redacted.events.map((event, index) => ({
+        name: String(event.name),
+        time: span.events[index]?.time ?? span.startTime,
+        attributes: event.attributes,
+      })),
+    };
+    if (redacted.statusMessage !== undefined) out.statusMessage = String(redacted.statusMessage);
+    if (redacted.content !== undefined) out.content = redacted.content;
+    return out;
   } catch {
     // A redactor that fails must not leak: drop content and string attributes.
     const attributes: Span["attributes"] = {};

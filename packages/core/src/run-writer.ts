@@ -1,6 +1,7 @@
 import type { EventStore, StoredEvent, StoredEventInput } from "./contracts/event-store.js";
 import type { RunEvent } from "./events.js";
 import { RunFold } from "./fold.js";
+import { nextRunOrder } from "./yield-if-busy.js";
 
 /** What a run writer needs besides the store. */
 export interface RunWriterOptions {
@@ -19,6 +20,8 @@ export interface RunWriterOptions {
  */
 export class RunWriter {
   readonly runId: string;
+  /** This run's place in line when runs wait for a turn of the event loop (see `yieldIfBusy`). */
+  readonly order = nextRunOrder();
   /** The seq the next appended event gets. */
   nextSeq: number;
   readonly #store: EventStore;
@@ -62,12 +65,18 @@ export class RunWriter {
    * Confirms with the store that this writer still owns the run (`EventStore.confirmOwner`,
    * one round trip; nothing when the store cannot tell), after every write so far is durable.
    * A refusal breaks the writer like a failed append: the run takes no further action.
+   * `undefined` (no promise, nothing to wait for) when the writer is sound and the store cannot
+   * tell; a broken writer rejects.
    */
-  async confirmOwner(): Promise<void> {
-    if (this.#broken) throw this.#broken;
-    if (!this.#store.confirmOwner) return;
+  confirmOwner(): Promise<void> | undefined {
+    if (this.#broken) return Promise.reject(this.#broken);
+    if (!this.#store.confirmOwner) return undefined;
+    return this.#confirmOwner();
+  }
+
+  async #confirmOwner(): Promise<void> {
     try {
-      await this.#store.confirmOwner(this.runId);
+      await this.#store.confirmOwner!(this.runId);
     } catch (error) {
       this.#broken ??= error;
       throw error;

@@ -26,6 +26,7 @@ import type { JsonValue } from "./json.js";
 import { type OutputEnvelope, type RecordedScan, scanOutput } from "./output.js";
 import {
   defaultMaxOutputChars,
+  type LimitedOutput,
   limitOutput,
   mapInSlices,
   yieldToEventLoop,
@@ -189,7 +190,8 @@ export class ToolCallPath {
     const breaker = breakerOf(tool, options.breaker);
     if (scope.beforeEffect) {
       try {
-        await scope.beforeEffect();
+        const confirming = scope.beforeEffect();
+        if (confirming) await confirming;
       } catch (error) {
         breaker.release();
         throw error;
@@ -228,7 +230,9 @@ export class ToolCallPath {
       const raw = formatToolOutput(result.value);
       // Cut before the vault, the scanner and the envelope, so their work is bounded by the cap.
       const limit = tool.maxOutputChars ?? options.maxOutputChars ?? defaultMaxOutputChars;
-      const limited = await limitOutput(raw, limit, tool.name);
+      // Within the cap (most outputs) the text goes on as it is, without a promise.
+      const limited: LimitedOutput =
+        raw.length <= limit ? { text: raw } : await limitOutput(raw, limit, tool.name);
       // A long output's stages (tokenise, scan and wrap) each get their own turn of the event loop.
       const long = limited.text.length > yieldAboveChars;
       if (long) await yieldToEventLoop();

@@ -1,4 +1,5 @@
 import type { Model, ModelRequest, ModelResponse, Usage } from "../contracts/model.js";
+import { yieldIfBusy } from "../yield-if-busy.js";
 import {
   type AssemblerUpdate,
   createMessageAssembler,
@@ -50,6 +51,11 @@ export interface StreamAttemptOptions {
   idleTimeoutMs?: number;
   /** Called with what each event added (text, thinking, a complete block), in order; may be async. */
   onUpdate?: (update: AssemblerUpdate) => void | Promise<void>;
+  /**
+   * The run's place in line (`RunWriter.order`): a stream whose events arrive faster than the
+   * loop takes them yields to the next turn of the event loop past a turn's slice, oldest run first.
+   */
+  order?: number;
 }
 
 /**
@@ -122,6 +128,8 @@ export async function streamAttempt(
       // The first chunk of any kind (usually message_start), as the GenAI conventions time it.
       firstChunkMs ??= performance.now() - started;
       if (update && onUpdate) await onUpdate(update);
+      const pause = yieldIfBusy(options.order);
+      if (pause) await pause;
     }
     if (idle) throw idle;
     const response = assembler.finish();
