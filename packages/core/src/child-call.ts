@@ -156,12 +156,18 @@ export async function runChildCall(
     outcome = await runner.run(request, control);
   } catch (error) {
     host.reportError(error, `child run ${id}`);
-    const message = `The agent "${loop.config.agentId}" could not be run: ${(error as Error)?.message ?? String(error)}`;
-    // The node counts the child until its end is in the parent's log (or it stays counted at
-    // its caps, when what it spent is not known).
-    if (!recorded?.end) await endFailedChild(call, id, holder.fold, loop, message);
-    node.detach();
-    return failure("child_failed", message);
+    // The runner failed after the child ran to its end (a queue that ran the job, then reported
+    // an error): the child's real outcome stands, its effects and spend included.
+    const late = await endedIfLogged(loop, id, lineageOf(fold.state, call.callId));
+    if (!late) {
+      const message = `The agent "${loop.config.agentId}" could not be run: ${(error as Error)?.message ?? String(error)}`;
+      // The node counts the child until its end is in the parent's log (or it stays counted at
+      // its caps, when what it spent is not known).
+      if (!recorded?.end) await endFailedChild(call, id, holder.fold, loop, message);
+      node.detach();
+      return failure("child_failed", message);
+    }
+    outcome = late;
   }
   try {
     if (outcome.type === "parked") {
@@ -426,6 +432,24 @@ function rank(verdict: string): number {
 }
 
 /** Reads an ended child's log (for a runner that answered `ended` without `recorded()`). */
+/** A child's outcome when its log already ends (its runner failed after it ran), else `undefined`. */
+async function endedIfLogged(
+  loop: LoopContext,
+  id: string,
+  lineage: Lineage,
+): Promise<Ended | undefined> {
+  let writer: RunWriter;
+  try {
+    writer = await open(loop, id, undefined, undefined, lineage);
+  } catch {
+    return undefined;
+  }
+  if (!writer.fold.end) return undefined;
+  const ended: Ended = { type: "ended", result: resultOf(writer.fold, loop.vault) };
+  ended[endedKey] = endedOf(writer.fold);
+  return ended;
+}
+
 async function endedFromLog(loop: LoopContext, id: string, lineage: Lineage): Promise<EndedChild> {
   const writer = await open(loop, id, undefined, undefined, lineage);
   if (!writer.fold.end)
