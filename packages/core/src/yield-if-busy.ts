@@ -15,12 +15,20 @@
 export const turnSliceMs = 10;
 
 const clock: { now(): number } = globalThis.performance ?? Date;
-const nextTurn: (callback: () => void) => void =
-  typeof globalThis.setImmediate === "function"
+/**
+ * The next turn of the event loop, where the runtime has one to give and runs of different
+ * requests share it (Node, Bun). Elsewhere runs do not yield: without `setImmediate` (Deno,
+ * browsers), and on Cloudflare Workers (workerd, `navigator.userAgent` "Cloudflare-Workers"),
+ * which serves each request in a context of its own, where a run's promise resolved from a
+ * timer another request scheduled never settles (workerd ends that request with "The script
+ * will never generate a response").
+ */
+const nextTurn: ((callback: () => void) => void) | undefined =
+  typeof globalThis.setImmediate === "function" &&
+  (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent !==
+    "Cloudflare-Workers"
     ? globalThis.setImmediate.bind(globalThis)
-    : ((schedule: typeof setTimeout) => (callback: () => void) => {
-        schedule(callback, 0);
-      })(globalThis.setTimeout.bind(globalThis));
+    : undefined;
 
 let sliceStart: number | undefined;
 let turnScheduled = false;
@@ -40,6 +48,7 @@ export function nextRunOrder(): number {
  * Call it where a run may pause: between steps, between stream events, before a run starts.
  */
 export function yieldIfBusy(order = Number.MAX_SAFE_INTEGER): Promise<void> | undefined {
+  if (!nextTurn) return undefined;
   const now = clock.now();
   if (sliceStart === undefined) {
     // The first look in this turn starts its slice; the next turn starts a new one.
@@ -57,7 +66,7 @@ export function yieldIfBusy(order = Number.MAX_SAFE_INTEGER): Promise<void> | un
 }
 
 function scheduleTurn(): void {
-  if (turnScheduled) return;
+  if (turnScheduled || !nextTurn) return;
   turnScheduled = true;
   nextTurn(newTurn);
 }
