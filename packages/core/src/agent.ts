@@ -13,7 +13,7 @@ import {
   checkDelegations,
   type DefaultChildInput,
 } from "./as-tool.js";
-import { checkStartedBy, loopOfRun, recordTreeAnswer } from "./child-route.js";
+import { openTreeRun, recordTreeAnswer } from "./child-route.js";
 import type { EventStore } from "./contracts/event-store.js";
 import { drive } from "./drive-run.js";
 import { InvalidArgumentError } from "./errors.js";
@@ -173,9 +173,7 @@ export function createAgent(options: AgentOptions): Agent {
               loop.store,
               runId,
               async () => {
-                const target = await loopOfRun(loop, runId);
-                const writer = await open(target, runId, sink);
-                checkStartedBy(target, writer.fold.start, runId);
+                const { target, writer } = await openTreeRun(loop, runId, sink);
                 const fold = writer.fold;
                 if (fold.end || fold.awaitingApproval) {
                   // Nothing to run: the host still gets its run-end.
@@ -208,9 +206,7 @@ export function createAgent(options: AgentOptions): Agent {
           runId,
           async () => {
             // A child run id resumes that child under its tree's rules (a worker's child job).
-            const target = await loopOfRun(loop, runId);
-            const writer = await open(target, runId);
-            checkStartedBy(target, writer.fold.start, runId);
+            const { target, writer } = await openTreeRun(loop, runId);
             const fold = writer.fold;
             // Parked on its own approval: nothing to do until it is answered. Parked on a
             // child's: the call runs again and finds the child as it stands.
@@ -232,9 +228,7 @@ export function createAgent(options: AgentOptions): Agent {
         loop.store,
         runId,
         async () => {
-          const target = await loopOfRun(loop, runId);
-          const writer = await open(target, runId);
-          checkStartedBy(target, writer.fold.start, runId);
+          const { target, writer } = await openTreeRun(loop, runId);
           // A parent parked on a child's approval: the answer goes to the run that asked.
           const routed = await recordTreeAnswer(target, writer, answer);
           // A guarded run has no loop to drive: the answer waits for the identical call.

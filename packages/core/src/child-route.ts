@@ -4,6 +4,7 @@
  * parent's tool delegates to, under the tree's rules. So `rootAgent.resume(childRunId)` (a
  * worker advancing a child on its own) and `rootAgent.approve(childRunId, ...)` work.
  */
+import type { AgentStreamSink } from "./agent-stream.js";
 import { childLoopOf } from "./child-loop.js";
 import type { StoredEvent } from "./contracts/event-store.js";
 import { delegationOf } from "./delegation.js";
@@ -47,6 +48,21 @@ export async function loopOfRun(
   const loop = childLoopOf(parentLoop, delegation.loop as LoopContext);
   if (checkRoot) checkStartedBy(loop, start, runId);
   return loop;
+}
+
+/**
+ * Opens stored run `runId` of `root`'s tree for `resume`, `resumeStream` or `approve`: the loop
+ * that advances it and its writer, refusing a run another agent started (`checkStartedBy`).
+ */
+export async function openTreeRun(
+  root: LoopContext,
+  runId: string,
+  sink?: AgentStreamSink,
+): Promise<{ target: LoopContext; writer: RunWriter }> {
+  const target = await loopOfRun(root, runId);
+  const writer = await open(target, runId, sink);
+  checkStartedBy(target, writer.fold.start, runId);
+  return { target, writer };
 }
 
 /**
